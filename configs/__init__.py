@@ -1,0 +1,1 @@
+"""Device profiles, search and LLM settings shipped with kerntune (installed as ``kerntune.configs``)."""

@@ -1,0 +1,127 @@
+"""The backend protocol: the few operations kerntune needs from a GPU API.
+
+A backend wraps one device of one API (CuPy for CUDA, PyOpenCL for OpenCL).
+It lives inside a worker process, never in the CLI process. Method names
+follow the libraries they wrap where there is a natural one.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any, Callable, ClassVar, Sequence
+
+import numpy as np
+
+from kerntune.results import DeviceInfo, ResourceUsage
+
+
+class CompileFailed(Exception):
+    """The kernel did not compile; ``log`` holds the compiler's output."""
+
+    def __init__(self, log: str):
+        super().__init__(log)
+        self.log = log
+
+
+class LaunchFailed(Exception):
+    """The runtime refused or aborted a launch. ``fatal`` means the device
+    context is no longer usable (CUDA sticky errors such as an illegal address)
+    and the worker must be replaced."""
+
+    def __init__(self, message: str, fatal: bool = False):
+        super().__init__(message)
+        self.message = message
+        self.fatal = fatal
+
+
+class Backend(ABC):
+    """One device of one GPU API."""
+
+    lang: ClassVar[str]                    # source language it compiles: "cuda" or "opencl"
+    name: ClassVar[str]                    # "cupy", "opencl"
+
+    @abstractmethod
+    def info(self) -> DeviceInfo: ...
+
+    @abstractmethod
+    def compile(self, source: str, kernel_name: str, options: Sequence[str] = ()) -> Any:
+        """Compile and return a launchable kernel handle; raise CompileFailed."""
+
+    @abstractmethod
+    def resources(self, kernel: Any) -> ResourceUsage: ...
+
+    def compile_log(self, kernel: Any) -> str:
+        return ""
+
+    # --- memory -----------------------------------------------------------
+    @abstractmethod
+    def alloc(self, nbytes: int) -> Any: ...
+
+    @abstractmethod
+    def upload(self, buf: Any, host: np.ndarray) -> None:
+        """Copy a contiguous host array into an existing device buffer."""
+
+    @abstractmethod
+    def download(self, buf: Any, host: np.ndarray) -> None:
+        """Copy a device buffer into an existing contiguous host array (blocking)."""
+
+    @abstractmethod
+    def copy(self, dst: Any, src: Any, nbytes: int) -> Any:
+        """Enqueue a device-to-device copy; return what :meth:`elapsed_ms` needs."""
+
+    # --- execution ----------------------------------------------------------
+    @abstractmethod
+    def launch(self, kernel: Any, grid: tuple[int, int, int], block: tuple[int, int, int],
+               args: Sequence[Any], shared_mem: int = 0) -> Any:
+        """Enqueue one launch (asynchronously); raise LaunchFailed."""
+
+    @abstractmethod
+    def synchronize(self) -> None:
+        """Wait for all work on the whole device; raise LaunchFailed on a deferred error."""
+
+    @abstractmethod
+    def flush_l2(self) -> None:
+        """Enqueue writes to a buffer larger than the last-level cache."""
+
+    @abstractmethod
+    def _start_timed(self) -> Any: ...
+
+    @abstractmethod
+    def _stop_timed(self, token: Any, enqueued: Any) -> Any: ...
+
+    @abstractmethod
+    def _elapsed_ms(self, handle: Any) -> float: ...
+
+    def measure(self, run: Callable[[], Any], warmup: int, repeats: int, flush: bool = True,
+                stop_after_ms: float | None = None, min_repeats: int = 5) -> tuple[list[float], bool]:
+        """Time ``run`` with device timers: ``warmup`` untimed calls, then
+        ``repeats`` timed ones, each preceded (outside the timer) by an L2
+        flush. The device is synchronized before any timer is read.
+
+        With ``stop_after_ms``, timing stops early once the median of the
+        first ``min_repeats`` runs exceeds it (a candidate far slower than the
+        best so far). Returns the samples and whether timing stopped early.
+        """
+        for _ in range(warmup):
+            run()
+        self.synchronize()
+        handles = []
+        for i in range(repeats):
+            if flush:
+                self.flush_l2()
+            token = self._start_timed()
+            handles.append(self._stop_timed(token, run()))
+            if stop_after_ms is not None and i + 1 == min_repeats:
+                self.synchronize()
+                first = sorted(self._elapsed_ms(h) for h in handles)
+                if first[len(first) // 2] > stop_after_ms:
+                    return first, True
+        self.synchronize()
+        return [self._elapsed_ms(h) for h in handles], False
+
+    def scalar(self, value: Any, storage: np.dtype) -> Any:
+        """A scalar kernel argument of the given storage type."""
+        return storage.type(value)
+
+    def close(self) -> None:
+        """Release device resources (the worker is exiting)."""

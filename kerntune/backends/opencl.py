@@ -1,0 +1,231 @@
+"""OpenCL backend through PyOpenCL; tested on PoCL (the CPU), works on any
+OpenCL device. The launch grid/block of a spec are in CUDA terms: the global
+size is grid * block per dimension, the local size is block."""
+
+from __future__ import annotations
+
+import os
+import sys
+import warnings
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from kerntune.backends.base import Backend, CompileFailed, LaunchFailed
+from kerntune.errors import ErrorCode, KerntuneError
+from kerntune.results import DeviceInfo, ResourceUsage
+
+
+PROBE_SOURCE = "__kernel void kerntune_probe(__global float* a) { a[get_global_id(0)] = 1.0f; }"
+SYSTEM_ICD_DIR = Path("/etc/OpenCL/vendors")
+
+
+def intel_cpu_runtime() -> Path | None:
+    """Intel's CPU OpenCL runtime when installed from PyPI (``kerntune[intel-cpu]``)."""
+    lib = Path(sys.prefix) / "lib" / "libintelocl.so"
+    return lib if lib.exists() else None
+
+
+def prepare_icd_environment() -> None:
+    """Make the OpenCL ICD loader see Intel's CPU runtime when it is installed
+    in this environment: its wheel ships an .icd file with a placeholder path,
+    so kerntune writes a correct one beside copies of the system's .icd files
+    and points ``OCL_ICD_VENDORS`` at that folder. Must run before PyOpenCL
+    is first imported in a process."""
+    lib = intel_cpu_runtime()
+    if lib is None or os.environ.get("KERNTUNE_NO_EXTRA_ICD"):
+        return
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    icd_dir = Path(base) / "kerntune" / "icd"
+    current = os.environ.get("OCL_ICD_VENDORS")
+    if current and Path(current) == icd_dir:
+        return
+    try:
+        icd_dir.mkdir(parents=True, exist_ok=True)
+        source = Path(current) if current and Path(current).is_dir() else SYSTEM_ICD_DIR
+        if source.is_dir():
+            for f in source.glob("*.icd"):
+                (icd_dir / f.name).write_text(f.read_text())
+        (icd_dir / "kerntune-intel-cpu.icd").write_text(str(lib) + "\n")
+    except OSError:
+        return
+    os.environ["OCL_ICD_VENDORS"] = str(icd_dir)
+
+
+def _cl():
+    prepare_icd_environment()
+    try:
+        import pyopencl as cl
+    except ImportError as e:  # pragma: no cover - pyopencl is a hard dependency
+        raise KerntuneError(ErrorCode.BACKEND, f"PyOpenCL is not importable: {e}",
+                            hint='pip install "pyopencl[pocl]"') from None
+    # kerntune reads and reports build logs itself
+    warnings.filterwarnings("ignore", category=cl.CompilerWarning)
+    return cl
+
+
+def list_devices() -> list[tuple[int, int, Any]]:
+    """(platform index, device index, device) for every OpenCL device."""
+    cl = _cl()
+    out = []
+    try:
+        platforms = cl.get_platforms()
+    except cl.Error:
+        return []
+    for p, plat in enumerate(platforms):
+        try:
+            devs = plat.get_devices()
+        except cl.Error:
+            continue
+        for d, dev in enumerate(devs):
+            out.append((p, d, dev))
+    return out
+
+
+def _kind(dev: Any) -> str:
+    cl = _cl()
+    if dev.type & cl.device_type.GPU:
+        return "gpu"
+    if dev.type & cl.device_type.CPU:
+        return "cpu"
+    return "accelerator"
+
+
+def probe(dev: Any) -> str:
+    """Compile a trivial kernel; return why the device cannot build programs ('' when it can)."""
+    cl = _cl()
+    try:
+        ctx = cl.Context([dev])
+        cl.Program(ctx, PROBE_SOURCE).build()
+    except cl.Error as e:
+        text = str(e)
+        if "unknown target CPU" in text:
+            fix = ("use the Intel CPU OpenCL device instead" if intel_cpu_runtime() else
+                   'install Intel\'s CPU runtime with `pip install "kerntune[intel-cpu]"`')
+            return f"its compiler does not know this CPU model (PoCL's LLVM is older than the CPU); {fix}"
+        return "cannot build a trivial kernel: " + " ".join(text.split())[:200]
+    return ""
+
+
+def describe(p: int, d: int, dev: Any, check: bool = False) -> DeviceInfo:
+    kind = _kind(dev)
+    vendor = dev.vendor.strip()
+    warp = 32 if "NVIDIA" in vendor.upper() else 64 if ("AMD" in vendor.upper() and kind == "gpu") else 1
+    dims = list(dev.max_work_item_sizes) + [1, 1, 1]
+    cache = int(dev.global_mem_cache_size or 0)
+    return DeviceInfo(
+        id=f"opencl:{p}:{d}", backend="opencl", lang="opencl", name=dev.name.strip(), vendor=vendor, kind=kind,
+        sm_count=int(dev.max_compute_units), warp_size=warp,
+        max_threads_per_block=int(dev.max_work_group_size), max_block_dims=tuple(int(x) for x in dims[:3]),
+        max_grid_dims=(2**31 - 1, 2**31 - 1, 2**31 - 1),
+        max_shared_per_block=int(dev.local_mem_size), max_shared_per_sm=int(dev.local_mem_size),
+        l2_bytes=cache or None, global_mem_bytes=int(dev.global_mem_size),
+        clock_mhz=int(dev.max_clock_frequency or 0) or None,
+        driver=f"{dev.platform.name.strip()} {dev.driver_version.strip()}",
+        problem=probe(dev) if check else "",
+    )
+
+
+
+
+class OpenCLBackend(Backend):
+    lang = "opencl"
+    name = "opencl"
+
+    def __init__(self, platform: int, device: int):
+        cl = self.cl = _cl()
+        devs = {(p, d): dev for p, d, dev in list_devices()}
+        if (platform, device) not in devs:
+            have = ", ".join(f"opencl:{p}:{d}" for p, d in devs) or "none"
+            raise KerntuneError(ErrorCode.DEVICE, f"no OpenCL device opencl:{platform}:{device}",
+                                hint=f"available: {have} (see `kerntune devices`)")
+        self.dev = devs[(platform, device)]
+        self._info = describe(platform, device, self.dev)
+        self.ctx = cl.Context([self.dev])
+        self.queue = cl.CommandQueue(self.ctx, properties=cl.command_queue_properties.PROFILING_ENABLE)
+        self._flush_buf = None
+        self._logs: dict[int, str] = {}
+
+    def info(self) -> DeviceInfo:
+        return self._info
+
+    def compile(self, source: str, kernel_name: str, options: Sequence[str] = ()) -> Any:
+        cl = self.cl
+        prg = cl.Program(self.ctx, source)
+        try:
+            prg.build(options=list(options))
+        except cl.Error as e:
+            log = ""
+            try:
+                log = prg.get_build_info(self.dev, cl.program_build_info.LOG)
+            except cl.Error:
+                pass
+            raise CompileFailed((log or str(e)).strip()) from None
+        try:
+            kernel = cl.Kernel(prg, kernel_name)
+        except cl.Error:
+            names = sorted(k.function_name for k in prg.all_kernels())
+            raise CompileFailed(f"no kernel named {kernel_name!r} in the program; it defines: "
+                                f"{', '.join(names) or 'none'}") from None
+        try:
+            self._logs[id(kernel)] = (prg.get_build_info(self.dev, cl.program_build_info.LOG) or "").strip()
+        except cl.Error:
+            pass
+        return kernel
+
+    def compile_log(self, kernel: Any) -> str:
+        return self._logs.get(id(kernel), "")
+
+    def resources(self, kernel: Any) -> ResourceUsage:
+        wg = self.cl.kernel_work_group_info
+        q = lambda attr: int(kernel.get_work_group_info(attr, self.dev))  # noqa: E731
+        return ResourceUsage(source="opencl", static_shared_bytes=q(wg.LOCAL_MEM_SIZE),
+                             local_bytes=q(wg.PRIVATE_MEM_SIZE), max_threads_per_block=q(wg.WORK_GROUP_SIZE))
+
+    def alloc(self, nbytes: int) -> Any:
+        return self.cl.Buffer(self.ctx, self.cl.mem_flags.READ_WRITE, size=max(int(nbytes), 1))
+
+    def upload(self, buf: Any, host: np.ndarray) -> None:
+        if host.nbytes:
+            self.cl.enqueue_copy(self.queue, buf, np.ascontiguousarray(host))
+
+    def download(self, buf: Any, host: np.ndarray) -> None:
+        if host.nbytes:
+            self.cl.enqueue_copy(self.queue, host, buf)
+        self.queue.finish()
+
+    def copy(self, dst: Any, src: Any, nbytes: int) -> Any:
+        return self.cl.enqueue_copy(self.queue, dst, src, byte_count=int(nbytes))
+
+    def launch(self, kernel: Any, grid: tuple[int, ...], block: tuple[int, ...], args: Sequence[Any],
+               shared_mem: int = 0) -> Any:
+        cl = self.cl
+        global_size = tuple(int(g) * int(b) for g, b in zip(grid, block))
+        try:
+            kernel.set_args(*args)
+            return cl.enqueue_nd_range_kernel(self.queue, kernel, global_size, tuple(int(b) for b in block))
+        except cl.Error as e:
+            raise LaunchFailed(f"OpenCL refused the launch (global {global_size}, local {tuple(block)}): {e}") from None
+
+    def synchronize(self) -> None:
+        try:
+            self.queue.finish()
+        except self.cl.Error as e:
+            raise LaunchFailed(f"OpenCL queue failed: {e}", fatal=True) from None
+
+    def flush_l2(self) -> None:
+        if self._flush_buf is None:
+            size = 2 * (self._info.l2_bytes or 32 * 2**20)
+            self._flush_buf = (self.alloc(size), size)
+        buf, size = self._flush_buf
+        self.cl.enqueue_fill_buffer(self.queue, buf, np.uint32(0), 0, size)
+
+    def _start_timed(self) -> Any:
+        return None
+
+    def _stop_timed(self, token: Any, enqueued: Any) -> Any:
+        return enqueued
+
+    def _elapsed_ms(self, handle: Any) -> float:
+        return (handle.profile.end - handle.profile.start) * 1e-6

@@ -1,0 +1,1 @@
+"""The evaluation engine: inputs, verification, timing, and isolated workers."""

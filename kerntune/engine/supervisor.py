@@ -1,0 +1,262 @@
+"""The parent side of isolation: start, talk to, time-limit and replace workers.
+
+Every compile-and-run happens in a worker process, started fresh as
+``python -m kerntune.engine.worker`` (so no GPU state is ever inherited and
+the caller's ``__main__`` is never re-imported) and connected over a socket
+pair. A worker that crashes (illegal access, segfault, abort) or exceeds its
+time limit (hung kernel) is killed; the evaluation is recorded as CRASH or
+TIMEOUT with the reason, and the next request starts a fresh worker.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import pickle
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import weakref
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any, Callable
+
+from kerntune.backends import DeviceRef
+from kerntune.engine.evaluate import EvalRequest
+from kerntune.engine.worker import CompileRequest
+from kerntune.errors import ErrorCode, KerntuneError
+from kerntune.results import DeviceInfo, EvalResult, Status
+
+_LIVE: "weakref.WeakSet[DeviceWorker]" = weakref.WeakSet()
+_PKG_ROOT = str(Path(__file__).resolve().parents[2])
+
+
+class WorkerCrashed(Exception):
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
+class WorkerTimedOut(Exception):
+    pass
+
+
+def _exit_reason(code: int | None, stderr_tail: str = "") -> str:
+    if code is None:
+        reason = "the worker stopped answering"
+    elif code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        reason = f"the worker was killed by {name}"
+    else:
+        reason = f"the worker exited with status {code}"
+    tail = stderr_tail.strip().splitlines()[-3:]
+    return reason + (f"; its last words: {' | '.join(tail)}" if tail else "")
+
+
+class _Process:
+    """A worker subprocess and its connection."""
+
+    def __init__(self, args: list[str]):
+        ours, theirs = socket.socketpair()
+        self.log = tempfile.TemporaryFile(mode="w+b", prefix="kerntune-worker-")
+        env = dict(os.environ)
+        env["PYTHONPATH"] = _PKG_ROOT + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "kerntune.engine.worker", str(theirs.fileno()), *args],
+            pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, stdout=self.log, stderr=self.log, env=env,
+            start_new_session=True,  # Ctrl-C reaches the CLI, which decides the worker's fate
+        )
+        theirs.close()
+        self.conn = Connection(ours.detach())
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def stderr_tail(self) -> str:
+        try:
+            self.log.seek(0)
+            return self.log.read()[-2000:].decode(errors="replace")
+        except (OSError, ValueError):
+            return ""
+
+    def reason(self) -> str:
+        try:
+            self.proc.wait(5)
+        except subprocess.TimeoutExpired:
+            pass
+        return _exit_reason(self.proc.returncode, self.stderr_tail())
+
+    def receive(self, timeout_s: float) -> tuple:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise WorkerTimedOut()
+            try:
+                ready = self.conn.poll(min(remaining, 0.5))
+            except (OSError, EOFError):
+                ready = True
+            if ready:
+                try:
+                    return self.conn.recv()
+                except (EOFError, OSError):
+                    raise WorkerCrashed(self.reason()) from None
+            if not self.alive():
+                raise WorkerCrashed(self.reason())
+
+    def send(self, msg: Any) -> None:
+        try:
+            self.conn.send(msg)
+        except (OSError, BrokenPipeError):
+            raise WorkerCrashed(self.reason()) from None
+
+    def kill(self) -> None:
+        if self.alive():
+            self.proc.kill()
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            pass
+        for closable in (self.conn, self.log):
+            try:
+                closable.close()
+            except OSError:
+                pass
+
+
+class DeviceWorker:
+    """One worker process bound to one device, replaced whenever it dies."""
+
+    def __init__(self, device: DeviceRef, start_timeout_s: float = 120.0):
+        self.device = device
+        self.start_timeout_s = start_timeout_s
+        self._p: _Process | None = None
+        self._info: DeviceInfo | None = None
+        self.restarts = 0
+        _LIVE.add(self)
+
+    # --- lifecycle ------------------------------------------------------------
+    def start(self) -> None:
+        if self._p is not None and self._p.alive():
+            return
+        self.kill()
+        self._p = _Process(["device", self.device.id])
+        try:
+            reply = self._p.receive(self.start_timeout_s)
+        except WorkerTimedOut:
+            self.kill()
+            raise KerntuneError(ErrorCode.DEVICE, f"the worker for {self.device.id} did not start within "
+                                                  f"{self.start_timeout_s:.0f} s") from None
+        except WorkerCrashed as e:
+            self.kill()
+            raise KerntuneError(ErrorCode.DEVICE, f"the worker for {self.device.id} died while starting: {e.reason}") from None
+        if reply[0] == "error":
+            self.kill()
+            raise reply[1]
+        self._info = reply[1]
+
+    @property
+    def info(self) -> DeviceInfo:
+        if self._info is None:
+            self.start()
+        assert self._info is not None
+        return self._info
+
+    def kill(self) -> None:
+        if self._p is not None:
+            self._p.kill()
+        self._p = None
+
+    def close(self) -> None:
+        if self._p is not None and self._p.alive():
+            try:
+                self._p.conn.send(None)
+                self._p.proc.wait(5)
+            except (OSError, subprocess.TimeoutExpired):
+                pass
+        self.kill()
+
+    def __enter__(self) -> "DeviceWorker":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    # --- requests -------------------------------------------------------------
+    def call(self, kind: str, payload: Any, timeout_s: float) -> Any:
+        """Send one request; return its value. Raises KerntuneError for errors the
+        worker reports, WorkerTimedOut / WorkerCrashed when it hangs or dies."""
+        self.start()
+        p = self._p
+        assert p is not None
+        try:
+            p.send((kind, payload))
+            reply = p.receive(timeout_s)
+        except (WorkerTimedOut, WorkerCrashed):
+            self.kill()
+            self.restarts += 1
+            raise
+        if reply[0] == "error":
+            if not p.alive():
+                self.kill()
+            raise reply[1]
+        _, value, poisoned = reply
+        if poisoned:  # the worker exits after replying; reap it now
+            self.kill()
+            self.restarts += 1
+        return value
+
+    def evaluate(self, req: EvalRequest, timeout_s: float) -> EvalResult:
+        """Evaluate; a hang or a crash becomes a TIMEOUT or CRASH result, never an exception."""
+        t0 = time.perf_counter()
+        try:
+            return self.call("evaluate", req, timeout_s)
+        except WorkerTimedOut:
+            return EvalResult(status=Status.TIMEOUT, kernel=req.candidate.label, device=self._info,
+                              message=f"did not finish within the time limit of {timeout_s:g} s; the worker was killed",
+                              seconds=time.perf_counter() - t0)
+        except WorkerCrashed as e:
+            return EvalResult(status=Status.CRASH, kernel=req.candidate.label, device=self._info,
+                              message=f"{e.reason} (the kernel crashed its process)", seconds=time.perf_counter() - t0)
+
+    def compile(self, source: str, name: str, options: tuple[str, ...], timeout_s: float) -> Any:
+        try:
+            return self.call("compile", CompileRequest(source, name, tuple(options)), timeout_s)
+        except WorkerTimedOut:
+            raise KerntuneError(ErrorCode.COMPILE, f"compiling {name} did not finish within {timeout_s:g} s") from None
+        except WorkerCrashed as e:
+            raise KerntuneError(ErrorCode.COMPILE, f"compiling {name} crashed the worker: {e.reason}") from None
+
+
+def run_isolated(fn: Callable[..., Any], *args: Any, timeout_s: float = 60.0, what: str = "the request") -> Any:
+    """Run a module-level kerntune function in a throwaway process with a time limit."""
+    target = f"{fn.__module__}:{fn.__qualname__}"
+    extra = [pickle.dumps(args).hex()] if args else []
+    p = _Process(["call", target, *extra])
+    try:
+        reply = p.receive(timeout_s)
+    except WorkerTimedOut:
+        raise KerntuneError(ErrorCode.DEVICE, f"{what} did not finish within {timeout_s:g} s",
+                            hint="a GPU driver may be hung; check `nvidia-smi`") from None
+    except WorkerCrashed as e:
+        raise KerntuneError(ErrorCode.DEVICE, f"{what} failed: {e.reason}") from None
+    finally:
+        p.kill()
+    if reply[0] == "error":
+        raise reply[1]
+    return reply[1]
+
+
+@atexit.register
+def _kill_all() -> None:
+    for w in list(_LIVE):
+        try:
+            w.kill()
+        except Exception:
+            pass

@@ -1,0 +1,106 @@
+"""Element-wise comparison of a kernel's outputs against expected values.
+
+Every check reports both the normalized error ||out - ref|| / ||ref|| and the
+element-wise bound |out - ref| <= atol + rtol * |ref|; NaN or Inf where the
+reference is finite always fails; outputs still holding the poison pattern are
+reported as unwritten.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from kerntune.dtypes import DType, Tolerance, bits_dtype, decode
+from kerntune.results import ArgCheck
+from kerntune.spec.model import ArgSpec, KernelSpec
+
+CHUNK = 1 << 23
+
+
+def tolerance_for(spec: KernelSpec, arg: ArgSpec) -> Tolerance:
+    base = arg.dt.tolerance
+    for override in (spec.tolerance, arg.tolerance):
+        if override is not None:
+            base = Tolerance(
+                rel_l2=base.rel_l2 if override.rel_l2 is None else override.rel_l2,
+                atol=base.atol if override.atol is None else override.atol,
+                rtol=base.rtol if override.rtol is None else override.rtol,
+            )
+    return base
+
+
+def unwritten_mask(dt: DType, got: np.ndarray, which: int) -> np.ndarray:
+    return got.view(bits_dtype(dt)) == np.array(dt.poison[which], dtype=bits_dtype(dt))
+
+
+def compare(arg: ArgSpec, tol: Tolerance, got: np.ndarray, expected: np.ndarray, expected_is_storage: bool,
+            unwritten: np.ndarray | None = None) -> ArgCheck:
+    """Compare ``got`` (storage dtype) with ``expected`` (storage dtype when
+    ``expected_is_storage``, else values in any numeric dtype)."""
+    dt = arg.dt
+    g_flat = got.reshape(-1)
+    e_flat = expected.reshape(-1)
+    n = g_flat.size
+    if unwritten is not None and unwritten.any():
+        idx = np.unravel_index(int(np.flatnonzero(unwritten.reshape(-1))[0]), got.shape)
+        return ArgCheck(name=arg.name, ok=False, bad_elements=int(unwritten.sum()),
+                        first_bad_index=[int(i) for i in idx], reason="unwritten")
+    sq_diff = sq_ref = 0.0
+    max_abs = max_rel = 0.0
+    bad = nonfinite = 0
+    first_bad: int | None = None
+    first_kind = ""
+    for s in range(0, n, CHUNK):
+        g = decode(dt, g_flat[s:s + CHUNK]).astype(np.float64)
+        e = e_flat[s:s + CHUNK]
+        e = (decode(dt, e) if expected_is_storage else e).astype(np.float64)
+        ef, gf = np.isfinite(e), np.isfinite(g)
+        # where the reference is not finite, the output must be the same non-finite value
+        same_nonfinite = (np.isnan(e) & np.isnan(g)) | (np.isinf(e) & (g == e))
+        nf_bad = (ef & ~gf) | (~ef & ~same_nonfinite)
+        both = ef & gf
+        diff = np.where(both, np.abs(g - e), 0.0)
+        ae = np.where(both, np.abs(e), 0.0)
+        tol_bad = both & (diff > tol.atol + tol.rtol * ae)
+        sq_diff += float(np.sum(diff * diff))
+        sq_ref += float(np.sum(ae * ae))
+        if diff.size:
+            max_abs = max(max_abs, float(diff.max()))
+            rel = diff / np.maximum(ae, np.finfo(np.float64).tiny)
+            rel = np.where(both & (ae > 0), rel, 0.0)
+            max_rel = max(max_rel, float(rel.max()))
+        nb, tb = int(nf_bad.sum()), int(tol_bad.sum())
+        nonfinite += nb
+        bad += nb + tb
+        if first_bad is None and (nb or tb):
+            i_nf = int(np.flatnonzero(nf_bad)[0]) if nb else None
+            i_tb = int(np.flatnonzero(tol_bad)[0]) if tb else None
+            local = min(i for i in (i_nf, i_tb) if i is not None)
+            first_bad = s + local
+            first_kind = "nonfinite" if local == i_nf else "tolerance"
+    rel_l2 = math.sqrt(sq_diff) / math.sqrt(sq_ref) if sq_ref > 0 else (0.0 if sq_diff == 0 else math.inf)
+    l2_bad = rel_l2 > tol.rel_l2
+    ok = bad == 0 and not l2_bad
+    reason = "" if ok else (first_kind or "tolerance")
+    got_v = exp_v = None
+    idx = None
+    if first_bad is not None:
+        idx = [int(i) for i in np.unravel_index(first_bad, got.shape)]
+        got_v = float(decode(dt, g_flat[first_bad:first_bad + 1]).astype(np.float64)[0])
+        ev = e_flat[first_bad:first_bad + 1]
+        exp_v = float((decode(dt, ev) if expected_is_storage else ev).astype(np.float64)[0])
+    return ArgCheck(name=arg.name, ok=ok, max_abs_err=max_abs, max_rel_err=max_rel, rel_l2_err=rel_l2,
+                    bad_elements=bad, first_bad_index=idx, got=got_v, expected=exp_v, reason=reason)
+
+
+def unchanged(arg: ArgSpec, before: np.ndarray, after: np.ndarray) -> ArgCheck:
+    """An ``in`` argument must be bit-for-bit what was uploaded."""
+    b, a = before.view(np.uint8).reshape(-1), after.view(np.uint8).reshape(-1)
+    if np.array_equal(b, a):
+        return ArgCheck(name=arg.name, ok=True)
+    changed = np.flatnonzero((before.view(bits_dtype(arg.dt)) != after.view(bits_dtype(arg.dt))).reshape(-1))
+    first = [int(i) for i in np.unravel_index(int(changed[0]), before.shape)] if changed.size else None
+    return ArgCheck(name=arg.name, ok=False, bad_elements=int(changed.size), first_bad_index=first,
+                    reason="input modified")

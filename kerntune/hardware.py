@@ -1,0 +1,122 @@
+"""Device limits r(h) and resource use u(θ; h): stored device profiles,
+occupancy, and the launch-feasibility checks made before any launch."""
+
+from __future__ import annotations
+
+import importlib.resources
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+from pydantic import ValidationError
+
+from kerntune.errors import ErrorCode, KerntuneError
+from kerntune.results import DeviceInfo, ResourceUsage
+
+REGISTER_ALLOC_UNIT = 256        # registers are allocated per warp in units of 256
+MAX_REGISTERS_PER_THREAD = 255
+SHARED_RESERVED_PER_BLOCK = 1024  # sm_80 and newer reserve 1 KB of shared memory per block
+
+
+def _profile_dir() -> Path:
+    return Path(str(importlib.resources.files("kerntune.configs") / "devices"))
+
+
+def list_profiles() -> list[str]:
+    return sorted(p.stem for p in _profile_dir().glob("*.yaml"))
+
+
+def load_profile(name: str) -> DeviceInfo:
+    """A stored device profile (``h100``, ``a100``...) or a YAML file path."""
+    path = Path(name)
+    if not (path.suffix in (".yaml", ".yml") and path.exists()):
+        path = _profile_dir() / f"{name.lower()}.yaml"
+    if not path.exists():
+        raise KerntuneError(ErrorCode.USAGE, f"unknown device profile {name!r}",
+                            hint=f"known profiles: {', '.join(list_profiles())}; or pass a profile YAML file")
+    try:
+        data = yaml.safe_load(path.read_text())
+        return DeviceInfo(id=f"profile:{path.stem}", backend="profile", lang="cuda", kind="gpu",
+                          vendor="NVIDIA", **data)
+    except (yaml.YAMLError, TypeError, ValidationError) as e:
+        raise KerntuneError(ErrorCode.FILE, f"device profile {path} is invalid: {e}") from None
+
+
+def _arch_number(arch: str | None) -> int:
+    if arch and arch.startswith("sm_"):
+        digits = "".join(ch for ch in arch[3:] if ch.isdigit())
+        return int(digits) if digits else 0
+    return 0
+
+
+@dataclass(frozen=True)
+class Occupancy:
+    blocks_per_sm: int
+    warps_per_sm: int
+    occupancy: float      # active warps / maximum warps per SM
+    limiter: str          # "threads", "registers", "shared memory", "blocks"
+
+
+def occupancy(info: DeviceInfo, threads_per_block: int, registers: int | None, shared_bytes: int) -> Occupancy | None:
+    """Theoretical occupancy of a CUDA launch (None where the device does not
+    publish the limits, e.g. OpenCL CPU devices)."""
+    if not (info.max_threads_per_sm and info.registers_per_sm and info.max_shared_per_sm):
+        return None
+    warp = info.warp_size
+    warps = max(1, math.ceil(threads_per_block / warp))
+    max_warps = info.max_threads_per_sm // warp
+    limits = {"threads": max_warps // warps, "blocks": info.max_blocks_per_sm or 32}
+    if registers:
+        per_warp = math.ceil(registers * warp / REGISTER_ALLOC_UNIT) * REGISTER_ALLOC_UNIT
+        limits["registers"] = (info.registers_per_sm // per_warp) // warps
+    reserved = SHARED_RESERVED_PER_BLOCK if _arch_number(info.arch) >= 80 else 0
+    if shared_bytes:
+        limits["shared memory"] = info.max_shared_per_sm // (shared_bytes + reserved)
+    limiter = min(limits, key=lambda k: limits[k])
+    blocks = max(0, limits[limiter])
+    return Occupancy(blocks, blocks * warps, blocks * warps / max_warps if max_warps else 0.0, limiter)
+
+
+def max_threads_for_registers(info: DeviceInfo, registers: int) -> int:
+    """The largest block (a multiple of the warp size) whose registers fit the per-block file."""
+    if not info.registers_per_block or not registers:
+        return info.max_threads_per_block
+    per_warp = math.ceil(registers * info.warp_size / REGISTER_ALLOC_UNIT) * REGISTER_ALLOC_UNIT
+    warps = info.registers_per_block // per_warp
+    return min(info.max_threads_per_block, warps * info.warp_size)
+
+
+def launch_problems(info: DeviceInfo, res: ResourceUsage | None, grid: tuple[int, ...], block: tuple[int, ...],
+                    dynamic_shared: int = 0) -> list[str]:
+    """Why this launch cannot run on this device (empty when it can)."""
+    out: list[str] = []
+    threads = math.prod(block)
+    if any(b < 1 for b in block) or any(g < 1 for g in grid):
+        out.append(f"grid {tuple(grid)} and block {tuple(block)} must be positive")
+        return out
+    if threads > info.max_threads_per_block:
+        out.append(f"{threads} threads per block exceed the device limit of {info.max_threads_per_block}")
+    for i, (b, lim) in enumerate(zip(block, info.max_block_dims)):
+        if b > lim:
+            out.append(f"block dimension {'xyz'[i]} = {b} exceeds the device limit of {lim}")
+    for i, (g, lim) in enumerate(zip(grid, info.max_grid_dims)):
+        if g > lim:
+            out.append(f"grid dimension {'xyz'[i]} = {g} exceeds the device limit of {lim}")
+    if res is None:
+        return out
+    if res.max_threads_per_block is not None and threads > res.max_threads_per_block:
+        out.append(f"{threads} threads per block exceed this kernel's compiled limit of {res.max_threads_per_block}")
+    if res.registers and info.registers_per_block:
+        fit = max_threads_for_registers(info, res.registers)
+        if threads > fit:
+            out.append(f"{res.registers} registers x {threads} threads exceed the register file "
+                       f"({info.registers_per_block} per block; at most {fit} threads fit)")
+    shared = (res.static_shared_bytes or 0) + dynamic_shared
+    limit = info.max_shared_per_block_optin or info.max_shared_per_block
+    if shared > limit:
+        out.append(f"{shared} B of shared memory per block exceed the device limit of {limit} B")
+    elif info.lang == "cuda" and (res.static_shared_bytes or 0) > info.max_shared_per_block:
+        out.append(f"{res.static_shared_bytes} B of static shared memory exceed {info.max_shared_per_block} B "
+                   "(only dynamic shared memory may use the opt-in limit)")
+    return out

@@ -1,0 +1,200 @@
+"""Result records shared by the engine, the tuner, the CLI and the reports.
+
+Pydantic models so that every command's ``--json`` output and every stored
+record has one schema. :class:`Status` is the one place that names how an
+evaluation can end.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from enum import Enum
+from typing import Optional
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict
+
+
+class Status(str, Enum):
+    OK = "ok"
+    COMPILE_ERROR = "compile_error"
+    RESOURCE_LIMIT = "resource_limit"     # does not fit the device (threads, registers, shared memory)
+    LAUNCH_FAILURE = "launch_failure"     # the runtime refused the launch
+    CRASH = "crash"                       # illegal access, abort: the worker died or its context is poisoned
+    TIMEOUT = "timeout"                   # exceeded the time limit (hung kernel); the worker was killed
+    WRONG_RESULT = "wrong_result"         # verification failed
+    PRUNED = "pruned"                     # rejected before compiling or launching (tuner)
+    ERROR = "error"                       # anything else, with its message
+
+    @property
+    def failed(self) -> bool:
+        return self is not Status.OK
+
+
+class Record(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+
+class DeviceInfo(Record):
+    id: str                                # "cuda:0", "opencl:0:0", "offline:sm_90"
+    backend: str                           # "cupy", "opencl", "nvcc", "replay"
+    lang: str                              # "cuda" or "opencl"
+    name: str
+    vendor: str = ""
+    kind: str = "gpu"                      # gpu, cpu, accelerator, offline
+    arch: Optional[str] = None             # "sm_90"
+    sm_count: int = 1                      # SMs / compute units
+    warp_size: int = 32
+    max_threads_per_block: int = 1024
+    max_block_dims: tuple[int, int, int] = (1024, 1024, 64)
+    max_grid_dims: tuple[int, int, int] = (2**31 - 1, 65535, 65535)
+    max_shared_per_block: int = 48 * 1024  # bytes, default limit
+    max_shared_per_block_optin: Optional[int] = None
+    max_shared_per_sm: Optional[int] = None
+    registers_per_block: Optional[int] = None
+    registers_per_sm: Optional[int] = None
+    max_threads_per_sm: Optional[int] = None
+    max_blocks_per_sm: Optional[int] = None
+    l2_bytes: Optional[int] = None
+    global_mem_bytes: int = 0
+    clock_mhz: Optional[int] = None
+    peak_bandwidth_gbs: Optional[float] = None
+    driver: str = ""
+    problem: str = ""                      # why this device cannot be used ("" when it can)
+
+
+class ResourceUsage(Record):
+    source: str                            # "cupy", "ptxas", "opencl"
+    arch: Optional[str] = None
+    registers: Optional[int] = None        # per thread
+    static_shared_bytes: Optional[int] = None
+    dynamic_shared_bytes: int = 0
+    local_bytes: Optional[int] = None      # per thread: CUDA local memory / OpenCL private memory
+    spill_store_bytes: Optional[int] = None
+    spill_load_bytes: Optional[int] = None
+    stack_bytes: Optional[int] = None
+    const_bytes: Optional[int] = None
+    barriers: Optional[int] = None
+    max_threads_per_block: Optional[int] = None  # the compiled kernel's own limit
+
+    @property
+    def spills(self) -> bool:
+        return bool((self.spill_store_bytes or 0) + (self.spill_load_bytes or 0))
+
+
+class ArgCheck(Record):
+    name: str
+    ok: bool
+    max_abs_err: float = 0.0
+    max_rel_err: float = 0.0
+    rel_l2_err: float = 0.0
+    bad_elements: int = 0
+    first_bad_index: Optional[list[int]] = None
+    got: Optional[float] = None
+    expected: Optional[float] = None
+    reason: str = ""                       # "", "unwritten", "nonfinite", "tolerance", "input modified"
+
+
+class ShapeCheck(Record):
+    shape: dict[str, int]
+    label: str
+    holdout: bool = False
+    seed: int
+    ok: bool
+    args: list[ArgCheck] = []
+    message: str = ""
+
+
+class Verification(Record):
+    ok: bool
+    reference: str                         # "kernel", "numpy", "kernel+numpy", "none"
+    seed: int
+    shapes: list[ShapeCheck] = []
+
+    def first_failure(self) -> str:
+        for s in self.shapes:
+            if not s.ok:
+                bad = [a for a in s.args if not a.ok]
+                if bad:
+                    a = bad[0]
+                    return f"{s.label}: {a.name}: {a.reason}" + (f" ({s.message})" if s.message else "")
+                return f"{s.label}: {s.message}"
+        return ""
+
+
+class TimingStats(Record):
+    n: int
+    warmup: int
+    median_ms: float
+    min_ms: float
+    max_ms: float
+    q1_ms: float
+    q3_ms: float
+    mean_ms: float
+    std_ms: float
+    l2_flushed: bool = True
+    stopped_early: bool = False
+
+    @classmethod
+    def from_samples(cls, samples: list[float], warmup: int, l2_flushed: bool = True,
+                     stopped_early: bool = False) -> "TimingStats":
+        if not samples:
+            raise ValueError("no timing samples")
+        a = np.asarray(samples, dtype=np.float64)
+        q1, med, q3 = np.percentile(a, [25, 50, 75])
+        return cls(n=len(a), warmup=warmup, median_ms=float(med), min_ms=float(a.min()), max_ms=float(a.max()),
+                   q1_ms=float(q1), q3_ms=float(q3), mean_ms=float(a.mean()),
+                   std_ms=float(statistics.pstdev(samples)) if len(a) > 1 else 0.0,
+                   l2_flushed=l2_flushed, stopped_early=stopped_early)
+
+    @property
+    def iqr_ms(self) -> float:
+        return self.q3_ms - self.q1_ms
+
+
+class CopyBandwidth(Record):
+    bytes_per_copy: int
+    stats: TimingStats
+
+    @property
+    def gbs(self) -> float:
+        """Read + write bytes per second, in GB/s (1e9)."""
+        return 2 * self.bytes_per_copy / (self.stats.median_ms * 1e-3) / 1e9
+
+
+class ShapeTiming(Record):
+    shape: dict[str, int]
+    label: str
+    stats: TimingStats
+    bytes_moved: int
+    achieved_gbs: float
+    pct_of_copy: Optional[float] = None
+
+
+class EvalResult(Record):
+    """Everything one evaluation of one kernel produced."""
+
+    status: Status
+    message: str = ""
+    kernel: str = ""                       # label of the kernel under test
+    compile_log: str = ""
+    resources: Optional[ResourceUsage] = None
+    verification: Optional[Verification] = None
+    timings: list[ShapeTiming] = []
+    copy_bandwidth: Optional[CopyBandwidth] = None
+    device: Optional[DeviceInfo] = None
+    seconds: float = 0.0
+
+    def timing_for(self, key: dict[str, int]) -> Optional[ShapeTiming]:
+        for t in self.timings:
+            if t.shape == key:
+                return t
+        return None
+
+
+def geomean(values: list[float]) -> float:
+    vals = [v for v in values if v > 0 and math.isfinite(v)]
+    if not vals:
+        return float("nan")
+    return math.exp(sum(math.log(v) for v in vals) / len(vals))

@@ -1,0 +1,281 @@
+"""The kernel spec: how to call a kernel, on which shapes, and how to judge it.
+
+Validated with pydantic for structure and types; :func:`semantic_problems`
+checks what pydantic cannot (every name an expression uses is a declared size,
+every shape binds every size, and so on). Both report a path such as
+``args[2].dtype`` so the loader can point at the YAML line.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from kerntune.dtypes import DTYPE_NAMES, DTYPES, DType
+from kerntune.spec import expr
+
+IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+Intent = Literal["in", "out", "inout"]
+Dim = Union[int, str]
+RESERVED_SHAPE_KEYS = ("label",)
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class SizeSpec(_Strict):
+    """Constraints on a named size; used to make held-out verification shapes."""
+
+    multiple_of: int = Field(1, ge=1)
+    min: int = Field(1, ge=0)
+    max: int | None = None
+
+
+class ToleranceSpec(_Strict):
+    rel_l2: float | None = Field(None, ge=0)
+    atol: float | None = Field(None, ge=0)
+    rtol: float | None = Field(None, ge=0)
+
+
+class ArgSpec(_Strict):
+    name: str
+    dtype: str
+    shape: list[Dim] | None = Field(None, description="array shape as expressions of sizes; omit for a scalar")
+    intent: Intent = "in"
+    value: int | float | str | None = Field(None, description="scalar value: a number or an expression of sizes")
+    range: tuple[float, float] | None = Field(None, description="inputs drawn uniformly from [lo, hi)")
+    tolerance: ToleranceSpec | None = None
+
+    @field_validator("name")
+    @classmethod
+    def _ident(cls, v: str) -> str:
+        if not IDENT.match(v):
+            raise ValueError(f"expected a C identifier, found {v!r}")
+        return v
+
+    @field_validator("dtype")
+    @classmethod
+    def _dtype(cls, v: str) -> str:
+        if v not in DTYPES:
+            raise ValueError(f"expected one of {', '.join(DTYPE_NAMES)}; found {v!r}")
+        return v
+
+    @field_validator("shape")
+    @classmethod
+    def _shape(cls, v: list[Dim] | None) -> list[Dim] | None:
+        if v is not None and len(v) == 0:
+            raise ValueError("an array needs at least one dimension; omit 'shape' for a scalar")
+        return v
+
+    @model_validator(mode="after")
+    def _scalar_or_array(self) -> "ArgSpec":
+        if self.shape is None:
+            if self.value is None:
+                raise ValueError(f"scalar argument {self.name!r} needs a 'value' (a number or an expression of sizes), "
+                                 "or give it a 'shape' to make it an array")
+            if self.intent != "in":
+                raise ValueError(f"scalar argument {self.name!r} can only have intent 'in', found {self.intent!r}")
+        elif self.value is not None:
+            raise ValueError(f"array argument {self.name!r} cannot have a 'value'; use 'range' or an inputs generator")
+        if self.range is not None and not self.range[0] < self.range[1]:
+            raise ValueError(f"range of {self.name!r} must be [lo, hi) with lo < hi, found {list(self.range)}")
+        return self
+
+    @property
+    def is_array(self) -> bool:
+        return self.shape is not None
+
+    @property
+    def dt(self) -> DType:
+        return DTYPES[self.dtype]
+
+
+class LaunchSpec(_Strict):
+    grid: list[Dim] = Field(min_length=1, max_length=3)
+    block: list[Dim] = Field(min_length=1, max_length=3)
+    shared_mem: Dim = 0
+
+
+class FunctionRef(_Strict):
+    """A Python function from the user's own file (trusted, like a test file)."""
+
+    file: str | None = None
+    code: str | None = None
+    function: str
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shorthand(cls, v: Any) -> Any:
+        if isinstance(v, str):
+            if ":" not in v:
+                raise ValueError(f"expected 'file.py:function' or a mapping with file/code and function, found {v!r}")
+            file, _, func = v.rpartition(":")
+            return {"file": file, "function": func}
+        return v
+
+    @model_validator(mode="after")
+    def _one_source(self) -> "FunctionRef":
+        if (self.file is None) == (self.code is None):
+            raise ValueError("give exactly one of 'file' and 'code'")
+        if not IDENT.match(self.function):
+            raise ValueError(f"function must be a Python identifier, found {self.function!r}")
+        return self
+
+
+class CompileOptions(_Strict):
+    cuda: list[str] = []
+    opencl: list[str] = []
+
+
+class KernelSpec(_Strict):
+    kernel: str = Field(description="name of the kernel entry function")
+    sizes: dict[str, SizeSpec] = {}
+    args: list[ArgSpec] = Field(min_length=1)
+    launch: LaunchSpec
+    shapes: list[dict[str, Union[int, str]]] = Field(min_length=1)
+    holdout_shapes: list[dict[str, Union[int, str]]] | None = None
+    tolerance: ToleranceSpec | None = None
+    reference: FunctionRef | None = None
+    inputs: FunctionRef | None = None
+    bytes_moved: Dim | None = None
+    compile_options: CompileOptions = CompileOptions()
+
+    @field_validator("kernel")
+    @classmethod
+    def _kernel_ident(cls, v: str) -> str:
+        if not IDENT.match(v):
+            raise ValueError(f"expected a C identifier, found {v!r}")
+        return v
+
+    @model_validator(mode="after")
+    def _fill_sizes(self) -> "KernelSpec":
+        names = {k for s in self.shapes for k in s if k not in RESERVED_SHAPE_KEYS}
+        missing = sorted(names - set(self.sizes))
+        if missing:
+            sizes = dict(self.sizes)
+            for n in missing:
+                sizes[n] = SizeSpec()
+            object.__setattr__(self, "sizes", sizes)
+        return self
+
+    def arg(self, name: str) -> ArgSpec:
+        for a in self.args:
+            if a.name == name:
+                return a
+        raise KeyError(name)
+
+    @property
+    def arrays(self) -> list[ArgSpec]:
+        return [a for a in self.args if a.is_array]
+
+    @property
+    def outputs(self) -> list[ArgSpec]:
+        return [a for a in self.args if a.is_array and a.intent in ("out", "inout")]
+
+
+@dataclass(frozen=True)
+class Shape:
+    """One binding of the named sizes, with a label for tables."""
+
+    sizes: tuple[tuple[str, int], ...]
+    label: str = ""
+    holdout: bool = False
+
+    @classmethod
+    def of(cls, mapping: dict[str, int], label: str = "", holdout: bool = False) -> "Shape":
+        items = tuple((k, int(v)) for k, v in mapping.items())
+        return cls(items, label or " ".join(f"{k}={v}" for k, v in items), holdout)
+
+    def as_dict(self) -> dict[str, int]:
+        return dict(self.sizes)
+
+    @property
+    def key(self) -> str:
+        return ",".join(f"{k}={v}" for k, v in self.sizes)
+
+
+@dataclass
+class Problem:
+    path: tuple[Any, ...]
+    message: str
+
+
+@dataclass
+class _Checker:
+    spec: KernelSpec
+    problems: list[Problem] = field(default_factory=list)
+
+    def expr_names(self, path: tuple, text: Dim | float, allowed: set[str]) -> None:
+        if isinstance(text, (int, float)):
+            return
+        try:
+            used = expr.names(text)
+        except expr.ExprError as e:
+            self.problems.append(Problem(path, str(e)))
+            return
+        unknown = sorted(used - allowed)
+        if unknown:
+            self.problems.append(Problem(path, f"{', '.join(map(repr, unknown))} is not a declared size "
+                                               f"(sizes: {', '.join(sorted(allowed)) or 'none'})"))
+
+    def shape_list(self, key: str, shapes: list[dict[str, Any]]) -> None:
+        sizes = set(self.spec.sizes)
+        for i, s in enumerate(shapes):
+            label = s.get("label")
+            if label is not None and not isinstance(label, str):
+                self.problems.append(Problem((key, i, "label"), f"expected a string, found {label!r}"))
+            bound = {k for k in s if k not in RESERVED_SHAPE_KEYS}
+            for n in sorted(sizes - bound):
+                self.problems.append(Problem((key, i), f"size {n!r} is not bound (every shape binds {', '.join(sorted(sizes))})"))
+            for n in sorted(bound - sizes):
+                self.problems.append(Problem((key, i, n), f"{n!r} is not a declared size"))
+            for n in sorted(bound & sizes):
+                v = s[n]
+                if isinstance(v, bool) or not isinstance(v, int):
+                    self.problems.append(Problem((key, i, n), f"expected an integer, found {v!r}"))
+                    continue
+                c = self.spec.sizes[n]
+                if v < c.min or (c.max is not None and v > c.max) or v % c.multiple_of:
+                    rule = f">= {c.min}" + (f", <= {c.max}" if c.max is not None else "") + \
+                        (f", multiple of {c.multiple_of}" if c.multiple_of > 1 else "")
+                    self.problems.append(Problem((key, i, n), f"expected an integer {rule}, found {v}"))
+
+
+def semantic_problems(spec: KernelSpec) -> list[Problem]:
+    c = _Checker(spec)
+    sizes = set(spec.sizes)
+    seen: set[str] = set()
+    for i, a in enumerate(spec.args):
+        if a.name in seen:
+            c.problems.append(Problem(("args", i, "name"), f"argument name {a.name!r} is used twice"))
+        seen.add(a.name)
+        for j, d in enumerate(a.shape or []):
+            c.expr_names(("args", i, "shape", j), d, sizes)
+        if a.value is not None:
+            c.expr_names(("args", i, "value"), a.value, sizes)
+    for key in ("grid", "block"):
+        for j, d in enumerate(getattr(spec.launch, key)):
+            c.expr_names(("launch", key, j), d, sizes)
+    c.expr_names(("launch", "shared_mem"), spec.launch.shared_mem, sizes)
+    if spec.bytes_moved is not None:
+        c.expr_names(("bytes_moved",), spec.bytes_moved, sizes)
+    if not spec.outputs:
+        c.problems.append(Problem(("args",), "no argument has intent 'out' or 'inout': there is nothing to verify"))
+    c.shape_list("shapes", spec.shapes)
+    if spec.holdout_shapes is not None:
+        c.shape_list("holdout_shapes", spec.holdout_shapes)
+    return c.problems
+
+
+def format_path(path: tuple[Any, ...]) -> str:
+    out = ""
+    for p in path:
+        if isinstance(p, int):
+            out += f"[{p}]"
+        else:
+            out += ("." if out else "") + str(p)
+    return out or "(top level)"

@@ -1,0 +1,63 @@
+"""Shapes to time and verify on, including held-out shapes the spec does not list."""
+
+from __future__ import annotations
+
+from kerntune.spec.model import KernelSpec, Shape
+
+
+def _shape(d: dict, holdout: bool) -> Shape:
+    d = dict(d)
+    label = d.pop("label", "") or ""
+    return Shape.of(d, label=str(label), holdout=holdout)
+
+
+def spec_shapes(spec: KernelSpec) -> list[Shape]:
+    return [_shape(s, False) for s in spec.shapes]
+
+
+def _odd_size(base: int, multiple_of: int, lo: int, hi: int | None) -> int:
+    """A size near ``base`` that is an odd multiple of ``multiple_of`` (so it is
+    not a power of two, nor a multiple of any larger power of two) and differs
+    from ``base``: it exercises the tail paths of vectorized or tiled code."""
+    m = multiple_of
+    k = max(base // m, lo // m if lo else 1, 1)
+    cand = (k + 1) * m if k % 2 == 0 else (k + 2) * m
+    if cand == base:
+        cand += 2 * m
+    if hi is not None and cand > hi:
+        # walk down instead, staying odd in units of m
+        k = hi // m
+        if k % 2 == 0:
+            k -= 1
+        cand = k * m
+        if cand < max(lo, m):
+            cand = base
+    return cand
+
+
+def holdout_shapes(spec: KernelSpec) -> list[Shape]:
+    """Verification-only shapes: the spec's own ``holdout_shapes``, or one made
+    from the smallest listed shape with every size moved to an odd value."""
+    if spec.holdout_shapes is not None:
+        return [_shape(s, True) for s in spec.holdout_shapes]
+    listed = spec_shapes(spec)
+    smallest = min(listed, key=lambda s: _volume(s))
+    sizes = {}
+    for name, value in smallest.sizes:
+        c = spec.sizes[name]
+        sizes[name] = _odd_size(value, c.multiple_of, c.min, c.max)
+    shape = Shape.of(sizes, label="holdout " + " ".join(f"{k}={v}" for k, v in sizes.items()), holdout=True)
+    if shape.key in {s.key for s in listed}:
+        return []
+    return [shape]
+
+
+def verification_shapes(spec: KernelSpec) -> list[Shape]:
+    return spec_shapes(spec) + holdout_shapes(spec)
+
+
+def _volume(s: Shape) -> int:
+    v = 1
+    for _, x in s.sizes:
+        v *= max(x, 1)
+    return v
