@@ -18,6 +18,7 @@ class ErrorCode(str, Enum):
     DEVICE = "device"                  # no such device, or it cannot run this kernel
     BACKEND = "backend"                # a backend library is missing or broken
     COMPILE = "compile"                # the kernel does not compile
+    RESOURCE = "resource"              # the kernel does not fit the device
     VERIFY = "verify"                  # the kernel computes the wrong thing
     WORKER = "worker"                  # the isolated worker crashed or timed out
     RUN = "run"                        # a run directory is missing, corrupt or incompatible
@@ -39,6 +40,7 @@ EXIT_STATUS = {
     ErrorCode.BACKEND: 3,
     ErrorCode.LLM: 3,
     ErrorCode.COMPILE: 4,
+    ErrorCode.RESOURCE: 4,
     ErrorCode.WORKER: 4,
     ErrorCode.VERIFY: 1,
     ErrorCode.REGRESSION: 1,

@@ -1,0 +1,146 @@
+"""`kerntune bench`: verify against the reference on every shape, then time."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+from rich.table import Table
+
+from kerntune.cli.output import err, fmt_bytes, fmt_ms, fmt_pct, fmt_x, out, print_json, set_json
+from kerntune.errors import ErrorCode, KerntuneError
+from kerntune.results import EvalResult, Status
+
+
+def bench(
+    kernel_file: Path = typer.Argument(..., help="The kernel source (.cu or .cl)."),
+    against: Optional[Path] = typer.Option(None, "--against", "-a",
+                                           help="A second implementation of the same spec: verified against "
+                                                "KERNEL's outputs and timed beside it, with the speedup."),
+    spec: Optional[Path] = typer.Option(None, "--spec", "-s", help="The spec file (default: inline block or sidecar)."),
+    device: Optional[str] = typer.Option(None, "--device", "-d",
+                                         help="CUDA ordinal, 'cpu', or opencl:P:D (default: GPU 0, else the CPU)."),
+    warmup: int = typer.Option(20, "--warmup", min=0, help="Untimed runs before timing each shape."),
+    repeats: int = typer.Option(100, "--repeats", "-r", min=1, help="Timed runs per shape (median reported)."),
+    no_flush: bool = typer.Option(False, "--no-flush", help="Do not flush the L2 cache between timed runs."),
+    seed: Optional[int] = typer.Option(None, "--seed", help="Seed for the random inputs (default: fresh, and printed)."),
+    shape: Optional[List[str]] = typer.Option(None, "--shape", help="Only these shapes (label or 'n=..,m=..'); "
+                                                                    "repeatable. Held-out shapes are always verified."),
+    timeout: float = typer.Option(300, "--timeout", help="Seconds allowed per verification or timing step; a kernel "
+                                                         "that hangs longer is killed and reported as a timeout."),
+    json: bool = typer.Option(False, "--json", help="Print machine-readable JSON."),
+) -> None:
+    """Verify a kernel on every spec shape (plus a held-out odd shape), then time it.
+
+    Verification uses fresh seeded random inputs, poisoned outputs (every
+    element must be written), unchanged inputs, and tolerances by dtype;
+    the reference is the spec's NumPy function, or with --against, KERNEL's
+    own outputs. Timing uses device events, warm-up, repeats, an L2 flush
+    between runs and a device-to-device copy measured in the same session;
+    the table shows median, IQR, achieved GB/s and % of that copy.
+    """
+    set_json(json)
+    from kerntune.engine.bench import BenchOptions, bench as run_bench
+    from kerntune.engine.devices import resolve
+    from kerntune.engine.supervisor import DeviceWorker
+    from kerntune.kernelfile import load_kernel
+
+    a = load_kernel(kernel_file, spec)
+    b = None
+    if against is not None:
+        b = load_kernel(against, spec or a.loaded.origin if not a.loaded.inline else spec)
+        if b.lang != a.lang:
+            raise KerntuneError(ErrorCode.USAGE, f"{kernel_file} is {a.lang} and {against} is {b.lang}: "
+                                                 "they cannot run side by side on one device")
+        if b.loaded.digest != a.loaded.digest:
+            raise KerntuneError(ErrorCode.SPEC, f"{kernel_file} and {against} have different specs",
+                                hint="two implementations compared side by side must share one spec (use --spec)")
+    opts = BenchOptions(warmup=warmup, repeats=repeats, flush_l2=not no_flush, seed=seed, timeout_s=timeout,
+                        only=tuple(shape or ()))
+    from kerntune.engine.bench import select_shapes
+    from kerntune.spec.shapes import spec_shapes
+
+    if opts.only and not select_shapes(spec_shapes(a.spec), opts.only):
+        labels = ", ".join(s.label for s in spec_shapes(a.spec))
+        raise KerntuneError(ErrorCode.USAGE, f"no spec shape matches {', '.join(opts.only)}", hint=f"shapes: {labels}")
+    ref, _ = resolve(device, a.lang)
+    with DeviceWorker(ref) as worker:
+        if json:
+            report = run_bench(worker, a, b, opts)
+        else:
+            with err.status("starting the worker") as status:
+                report = run_bench(worker, a, b, opts, step=lambda msg: status.update(msg))
+    if json:
+        print_json(report)
+    else:
+        _render(report)
+    failed = [r for r in (report.kernel, report.against) if r is not None and r.status is not Status.OK]
+    if failed:
+        f = failed[0]
+        code = ErrorCode.VERIFY if f.status is Status.WRONG_RESULT else \
+            ErrorCode.COMPILE if f.status is Status.COMPILE_ERROR else \
+            ErrorCode.RESOURCE if f.status is Status.RESOURCE_LIMIT else ErrorCode.WORKER
+        raise KerntuneError(code, f"{f.kernel}: {f.status.value.replace('_', ' ')}: {f.message}",
+                            detail=f.compile_log if f.status is Status.COMPILE_ERROR else None)
+
+
+def _verification_line(r: EvalResult) -> str:
+    v = r.verification
+    if r.status is not Status.OK and v is None:
+        return f"[red]{r.status.value}[/]: {r.message}"
+    if v is None:
+        return "not verified"
+    ref = {"numpy": "the NumPy reference", "kernel": "the reference kernel's outputs",
+           "self": "itself (no reference: outputs written, inputs unchanged, results reproducible)"}[v.reference]
+    held = sum(1 for s in v.shapes if s.holdout)
+    where = f"{len(v.shapes) - held} spec shapes + {held} held out"
+    if v.ok:
+        worst = max((a.rel_l2_err for s in v.shapes for a in s.args), default=0.0)
+        return f"[green]correct[/] on {where} against {ref} (worst relative L2 error {worst:.1e})"
+    return f"[red]WRONG[/] against {ref}: {v.first_failure()}"
+
+
+def _render(report) -> None:
+    d = report.device
+    out.print(f"device  {d.id}  {d.name}  ({d.driver})")
+    if report.copy_bandwidth:
+        c = report.copy_bandwidth
+        out.print(f"copy    {c.gbs:.1f} GB/s device-to-device (read+write, {fmt_bytes(c.bytes_per_copy)}, "
+                  f"median of {c.stats.n})")
+    out.print(f"inputs  seed {report.seed} (rerun with --seed {report.seed} to reproduce)")
+    for r in (report.kernel, report.against):
+        if r is not None:
+            out.print(f"verify  {r.kernel}: {_verification_line(r)}")
+    if not any(row.kernel or row.against for row in report.rows):
+        return
+    two = report.against is not None
+    t = Table(title_justify="left")
+    t.add_column("shape")
+    names = [report.kernel.kernel] + ([report.against.kernel] if two else [])
+    for name in names:
+        t.add_column(f"{name}\nmedian", justify="right")
+        t.add_column("IQR", justify="right")
+        t.add_column("GB/s", justify="right")
+        t.add_column("% copy", justify="right")
+    if two:
+        t.add_column("speedup", justify="right")
+    for row in report.rows:
+        cells = [row.label]
+        for timing in ([row.kernel, row.against] if two else [row.kernel]):
+            if timing is None:
+                cells += ["-", "-", "-", "-"]
+            else:
+                s = timing.stats
+                cells += [fmt_ms(s.median_ms), fmt_ms(s.iqr_ms), f"{timing.achieved_gbs:.1f}", fmt_pct(timing.pct_of_copy)]
+        if two:
+            cells.append(fmt_x(row.speedup))
+        t.add_row(*cells)
+    out.print(t)
+    if two and report.geomean_speedup is not None:
+        out.print(f"geometric-mean speedup of {report.against.kernel} over {report.kernel.kernel}: "
+                  f"[bold]{report.geomean_speedup:.2f}x[/]")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("bench")(bench)

@@ -1,0 +1,168 @@
+"""`kerntune check`: validate the spec, compile, report resources and launch feasibility."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.table import Table
+
+from kerntune.cli.output import err, fmt_bytes, fmt_pct, out, print_json, set_json
+from kerntune.errors import ErrorCode, KerntuneError
+from kerntune.results import DeviceInfo, Record, ResourceUsage
+
+ARCH_PROFILES = {"sm_90": "h100", "sm_90a": "h100", "sm_80": "a100", "sm_89": "l4", "sm_75": "titan-rtx"}
+
+
+class LaunchCheck(Record):
+    label: str
+    shape: dict[str, int]
+    grid: tuple[int, ...]
+    block: tuple[int, ...]
+    dynamic_shared_bytes: int
+    problems: list[str] = []
+    occupancy: Optional[float] = None
+    occupancy_limiter: Optional[str] = None
+
+
+class CheckReport(Record):
+    kernel: str
+    spec: str
+    mode: str                      # "device" or "offline"
+    device: DeviceInfo
+    resources: ResourceUsage
+    compile_log: str = ""
+    launches: list[LaunchCheck] = []
+
+    @property
+    def ok(self) -> bool:
+        return all(not launch.problems for launch in self.launches)
+
+
+def check(
+    kernel_file: Path = typer.Argument(..., help="The kernel source (.cu or .cl)."),
+    spec: Optional[Path] = typer.Option(None, "--spec", "-s", help="The spec file (default: inline block or sidecar)."),
+    device: Optional[str] = typer.Option(None, "--device", "-d", help="CUDA ordinal, 'cpu', or opencl:P:D."),
+    offline: bool = typer.Option(False, "--offline", help="CUDA: compile with nvcc/ptxas for --arch, without a GPU "
+                                                          "(the default when there is no CUDA GPU)."),
+    arch: str = typer.Option("sm_90", "--arch", help="Offline compile target architecture."),
+    target: Optional[str] = typer.Option(None, "--target", "-t",
+                                         help="Device profile for offline feasibility (default: from --arch; "
+                                              "see `kerntune devices --profiles`)."),
+    timeout: float = typer.Option(300, "--timeout", help="Seconds allowed for the compile."),
+    json: bool = typer.Option(False, "--json", help="Print machine-readable JSON."),
+) -> None:
+    """Validate the spec, compile the kernel and print its resource report.
+
+    On a device: registers, static shared memory, local/private memory and
+    the kernel's own max threads per block, from the compiled kernel. Offline
+    (CUDA with no GPU, or --offline): nvcc/ptxas for --arch report registers,
+    shared memory, stack and spills for real. Then every spec shape's launch
+    is checked against the device's limits, with theoretical occupancy.
+    """
+    set_json(json)
+    from kerntune.engine.evaluate import KernelInstance, resolve_launch
+    from kerntune.hardware import launch_problems, load_profile, occupancy
+    from kerntune.kernelfile import load_kernel
+    from kerntune.spec.shapes import verification_shapes
+
+    kf = load_kernel(kernel_file, spec)
+    inst = kf.instance()
+    use_offline = kf.lang == "cuda" and (offline or device is None and not _has_cuda())
+    if use_offline:
+        from kerntune.backends.base import CompileFailed
+        from kerntune.backends.nvcc import compile_offline
+
+        profile = target or ARCH_PROFILES.get(arch)
+        info = load_profile(profile) if profile else DeviceInfo(id=f"offline:{arch}", backend="nvcc", lang="cuda",
+                                                                name=f"offline {arch}", arch=arch)
+        if info.arch and info.arch.rstrip("a") != arch.rstrip("a"):
+            err.print(f"[yellow]note:[/] profile {profile} is {info.arch}, the compile targets {arch}")
+        try:
+            result = compile_offline(kf.source, kf.spec.kernel, arch=arch, options=inst.options, timeout_s=timeout)
+        except CompileFailed as e:
+            raise KerntuneError(ErrorCode.COMPILE, f"{kernel_file} does not compile for {arch}", detail=e.log) from None
+        from kerntune.hardware import max_threads_for_registers
+
+        res = result.resources.model_copy(update={
+            "max_threads_per_block": max_threads_for_registers(info, result.resources.registers or 0)})
+        log, mode = result.log, "offline"
+    else:
+        from kerntune.engine.devices import resolve
+        from kerntune.engine.supervisor import DeviceWorker
+
+        ref, info = resolve(device, kf.lang)
+        with DeviceWorker(ref) as worker:
+            res, log = worker.compile(kf.source, kf.spec.kernel, inst.options, timeout)
+        mode = "device"
+    launches = []
+    for shape in verification_shapes(kf.spec):
+        grid, block, shared = resolve_launch(kf.spec, KernelInstance("", kf.spec.kernel, kf.lang), shape)
+        problems = launch_problems(info, res, grid, block, shared)
+        occ = occupancy(info, _prod(block), res.registers, (res.static_shared_bytes or 0) + shared)
+        launches.append(LaunchCheck(label=shape.label, shape=shape.as_dict(), grid=grid, block=block,
+                                    dynamic_shared_bytes=shared, problems=problems,
+                                    occupancy=occ.occupancy if occ else None,
+                                    occupancy_limiter=occ.limiter if occ else None))
+    report = CheckReport(kernel=str(kernel_file), spec=str(kf.loaded.origin) + (" (inline)" if kf.loaded.inline else ""),
+                         mode=mode, device=info, resources=res, compile_log=log, launches=launches)
+    if json:
+        print_json(report)
+    else:
+        _render(report)
+    if not report.ok:
+        bad = next(launch for launch in report.launches if launch.problems)
+        raise KerntuneError(ErrorCode.RESOURCE, f"the launch at {bad.label} does not fit {info.name}: {bad.problems[0]}")
+
+
+def _prod(xs: tuple[int, ...]) -> int:
+    p = 1
+    for x in xs:
+        p *= x
+    return p
+
+
+def _has_cuda() -> bool:
+    from kerntune.engine.devices import all_devices
+
+    return any(d.backend == "cupy" and not d.problem for d in all_devices())
+
+
+def _render(r: CheckReport) -> None:
+    res = r.resources
+    where = f"{r.device.name} ({r.device.id})" if r.mode == "device" else \
+        f"offline nvcc/ptxas for {res.arch}, limits of {r.device.name}"
+    out.print(f"[bold]{r.kernel}[/]: spec {r.spec} is valid; compiled on {where}")
+    t = Table(show_header=False, box=None, padding=(0, 2))
+    rows = [
+        ("registers / thread", res.registers),
+        ("static shared memory", fmt_bytes(res.static_shared_bytes) if res.static_shared_bytes is not None else None),
+        ("local memory / thread" if r.device.lang == "cuda" else "private memory / work-item",
+         fmt_bytes(res.local_bytes) if res.local_bytes is not None else None),
+        ("stack frame", fmt_bytes(res.stack_bytes) if res.stack_bytes is not None else None),
+        ("spills (stores / loads)", f"{res.spill_store_bytes} B / {res.spill_load_bytes} B"
+         if res.spill_store_bytes is not None else None),
+        ("barriers", res.barriers),
+        ("constant memory", fmt_bytes(res.const_bytes) if res.const_bytes is not None else None),
+        ("max threads / block", res.max_threads_per_block),
+    ]
+    for name, value in rows:
+        if value is not None:
+            t.add_row(name, str(value))
+    out.print(t)
+    if res.spills:
+        out.print("[yellow]warning:[/] the kernel spills registers to local memory")
+    lt = Table(title="Launches per shape", title_justify="left")
+    for col in ("shape", "grid", "block", "dyn. shared", "occupancy", "fits"):
+        lt.add_column(col)
+    for launch in r.launches:
+        occ = f"{fmt_pct(launch.occupancy * 100)} ({launch.occupancy_limiter})" if launch.occupancy is not None else "-"
+        fits = "[green]yes[/]" if not launch.problems else f"[red]no[/]: {launch.problems[0]}"
+        lt.add_row(launch.label, "x".join(map(str, launch.grid)), "x".join(map(str, launch.block)),
+                   fmt_bytes(launch.dynamic_shared_bytes), occ, fits)
+    out.print(lt)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("check")(check)

@@ -1,0 +1,58 @@
+"""`kerntune devices`: what this machine can run kernels on."""
+
+from __future__ import annotations
+
+import typer
+from rich.table import Table
+
+from kerntune.cli.output import fmt_bytes, out, print_json, set_json
+
+
+def devices(
+    json: bool = typer.Option(False, "--json", help="Print machine-readable JSON."),
+    profiles: bool = typer.Option(False, "--profiles", help="Also list the stored device profiles (for --target)."),
+) -> None:
+    """List CUDA GPUs and OpenCL devices with the limits that matter for tuning.
+
+    Use the ID with --device: a CUDA ordinal (0), 'cpu', or opencl:P:D.
+    """
+    set_json(json)
+    from kerntune.engine.devices import all_devices
+    from kerntune.hardware import list_profiles, load_profile
+
+    found = list(all_devices())
+    stored = [load_profile(p) for p in list_profiles()] if profiles else []
+    if json:
+        print_json({"devices": [d.model_dump(mode="json") for d in found],
+                    "profiles": [d.model_dump(mode="json") for d in stored]})
+        return
+    if not found:
+        out.print("No CUDA or OpenCL devices found. Install PoCL (pip install \"pyopencl[pocl]\") for the CPU, "
+                  "or CuPy for NVIDIA GPUs (pip install \"kerntune[cuda13]\").")
+    else:
+        out.print(_table("Devices", found, live=True))
+        for d in found:
+            if d.problem:
+                out.print(f"[yellow]{d.id}[/] cannot be used: {d.problem}")
+    if stored:
+        out.print(_table("Stored profiles (kerntune check --target NAME, kerntune tune --target NAME)", stored,
+                         live=False))
+
+
+def _table(title: str, devs: list, live: bool) -> Table:
+    t = Table(title=title, title_justify="left")
+    for col in ("id", "name", "kind", "SMs/CUs", "threads/block", "shared/block", "regs/SM", "L2", "memory"):
+        t.add_column(col, justify="right" if col not in ("id", "name", "kind") else "left")
+    for d in devs:
+        ident = d.id if live else d.id.removeprefix("profile:")
+        name = d.name + (f" ({d.arch})" if d.arch else "")
+        shared = fmt_bytes(d.max_shared_per_block) + (f" ({fmt_bytes(d.max_shared_per_block_optin)} opt-in)"
+                                                      if d.max_shared_per_block_optin else "")
+        kind = d.kind + ("" if not d.problem else " [red](unusable)[/]")
+        t.add_row(ident, name, kind, str(d.sm_count), str(d.max_threads_per_block), shared,
+                  str(d.registers_per_sm or "-"), fmt_bytes(d.l2_bytes), fmt_bytes(d.global_mem_bytes))
+    return t
+
+
+def register(app: typer.Typer) -> None:
+    app.command("devices")(devices)

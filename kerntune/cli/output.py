@@ -1,0 +1,85 @@
+"""Everything the CLI prints: one console per stream, the one ``fail()``,
+JSON output of pydantic records, and number formatting."""
+
+from __future__ import annotations
+
+import json
+import sys
+import traceback
+from typing import Any, NoReturn
+
+from pydantic import BaseModel
+from rich.console import Console
+from rich.markup import escape
+
+from kerntune.errors import ErrorCode, KerntuneError
+
+out = Console(highlight=False, soft_wrap=False)
+err = Console(stderr=True, highlight=False)
+
+
+class State:
+    debug = False
+    json = False
+
+
+def set_json(on: bool) -> None:
+    State.json = on
+
+
+def print_json(value: Any) -> None:
+    if isinstance(value, BaseModel):
+        text = value.model_dump_json(indent=2)
+    else:
+        text = json.dumps(value, indent=2, default=lambda o: o.model_dump(mode="json") if isinstance(o, BaseModel) else str(o))
+    sys.stdout.write(text + "\n")
+    sys.stdout.flush()
+
+
+def fail(e: KerntuneError) -> NoReturn:
+    """Report an error (as JSON under --json) and exit with its status."""
+    if State.json:
+        print_json({"error": {"code": e.code.value, "message": e.message, "hint": e.hint, "detail": e.detail}})
+    else:
+        err.print(f"[bold red]error:[/] {escape(e.message)}")
+        if e.detail:
+            detail = e.detail if State.debug or len(e.detail) < 4000 else e.detail[:4000] + "\n... (truncated)"
+            err.print(escape(detail.rstrip()), style="dim")
+        if e.hint:
+            err.print(f"[bold]hint:[/] {escape(e.hint)}")
+    raise SystemExit(e.exit_status)
+
+
+def internal(e: BaseException) -> NoReturn:
+    if State.debug:
+        traceback.print_exception(e)
+    fail(KerntuneError(ErrorCode.INTERNAL, f"unexpected {type(e).__name__}: {e}",
+                       hint="this is a bug in kerntune; rerun with --debug for the traceback and report it"))
+
+
+def fmt_ms(ms: float | None) -> str:
+    if ms is None:
+        return "-"
+    if ms < 1:
+        return f"{ms * 1e3:.2f} µs" if ms < 0.1 else f"{ms * 1e3:.1f} µs"
+    if ms < 1000:
+        return f"{ms:.3g} ms" if ms < 100 else f"{ms:.0f} ms"
+    return f"{ms / 1e3:.3g} s"
+
+
+def fmt_bytes(n: int | float | None) -> str:
+    if n is None:
+        return "-"
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return str(n)
+
+
+def fmt_pct(p: float | None) -> str:
+    return "-" if p is None else f"{p:.0f}%"
+
+
+def fmt_x(x: float | None) -> str:
+    return "-" if x is None else f"{x:.2f}x"

@@ -1,0 +1,75 @@
+"""Which device a command runs on: enumeration (in a throwaway process, so the
+CLI never initializes a GPU driver itself) and resolution of ``--device``."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from kerntune.backends import DEVICE_HELP, DeviceRef, enumerate_devices, parse_device
+from kerntune.engine.supervisor import run_isolated
+from kerntune.errors import ErrorCode, KerntuneError
+from kerntune.results import DeviceInfo
+
+
+@lru_cache(maxsize=1)
+def all_devices() -> tuple[DeviceInfo, ...]:
+    return tuple(run_isolated(enumerate_devices, timeout_s=120, what="listing devices"))
+
+
+def _ref(info: DeviceInfo) -> DeviceRef:
+    ref = parse_device(info.id)
+    assert isinstance(ref, DeviceRef)
+    return ref
+
+
+def _usable(devices: tuple[DeviceInfo, ...], **match: str) -> list[DeviceInfo]:
+    return [d for d in devices if not d.problem and all(getattr(d, k) == v for k, v in match.items())]
+
+
+def resolve(text: str | None, lang: str) -> tuple[DeviceRef, DeviceInfo]:
+    """The device for a kernel in ``lang``: ``--device`` as given, or the default
+    (CUDA GPU 0 for CUDA; an OpenCL GPU, else the OpenCL CPU device, for OpenCL)."""
+    devices = all_devices()
+    if text is None:
+        if lang == "cuda":
+            cuda = _usable(devices, backend="cupy")
+            if not cuda:
+                raise KerntuneError(ErrorCode.DEVICE, "this CUDA kernel needs a CUDA GPU, and none was found",
+                                    hint="`kerntune check` compiles CUDA offline with nvcc (no GPU needed); to run on "
+                                         "the CPU, use an OpenCL version of the kernel (.cl) with --device cpu")
+            return _ref(cuda[0]), cuda[0]
+        for kind in ("gpu", "cpu", "accelerator"):
+            found = _usable(devices, backend="opencl", kind=kind)
+            if found:
+                return _ref(found[0]), found[0]
+        raise _no_opencl(devices)
+    ref = parse_device(text)
+    if ref == "cpu":
+        found = _usable(devices, backend="opencl", kind="cpu")
+        if not found:
+            raise _no_opencl(devices, cpu=True)
+        ref = _ref(found[0])
+    if ref.lang != lang:
+        if lang == "opencl":
+            raise KerntuneError(ErrorCode.DEVICE, f"an OpenCL kernel cannot run on CUDA device {ref.id}",
+                                hint="use --device cpu or --device opencl:P:D (see `kerntune devices`)")
+        raise KerntuneError(ErrorCode.DEVICE, f"a CUDA kernel cannot run on OpenCL device {ref.id}",
+                            hint="use a CUDA ordinal (--device 0), or `kerntune check` for an offline compile")
+    for d in devices:
+        if d.id == ref.id:
+            if d.problem:
+                raise KerntuneError(ErrorCode.DEVICE, f"device {d.id} ({d.name}) cannot be used: {d.problem}")
+            return ref, d
+    have = ", ".join(d.id for d in devices) or "none"
+    raise KerntuneError(ErrorCode.DEVICE, f"no device {ref.id}", hint=f"devices here: {have}. {DEVICE_HELP}")
+
+
+def _no_opencl(devices: tuple[DeviceInfo, ...], cpu: bool = False) -> KerntuneError:
+    broken = [d for d in devices if d.backend == "opencl" and d.problem and (not cpu or d.kind == "cpu")]
+    what = "OpenCL CPU device" if cpu else "OpenCL device"
+    if broken:
+        d = broken[0]
+        return KerntuneError(ErrorCode.DEVICE, f"no usable {what}: {d.id} ({d.name}) {d.problem}")
+    return KerntuneError(ErrorCode.DEVICE, f"no {what} found",
+                         hint='install PoCL with `pip install "pyopencl[pocl]"` (or Intel\'s CPU runtime with '
+                              '`pip install "kerntune[intel-cpu]"`)')

@@ -1,0 +1,1 @@
+"""Kernel source code: parsing with tree-sitter's CUDA grammar, and analysis."""
