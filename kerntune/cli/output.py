@@ -4,6 +4,7 @@ JSON output of pydantic records, and number formatting."""
 from __future__ import annotations
 
 import json
+import os
 import sys
 import traceback
 from typing import Any, NoReturn
@@ -14,8 +15,13 @@ from rich.markup import escape
 
 from kerntune.errors import ErrorCode, KerntuneError
 
-out = Console(highlight=False, soft_wrap=False)
-err = Console(stderr=True, highlight=False)
+def _width(stream) -> int | None:
+    # pipes and CI logs get a fixed, generous width instead of Rich's 80 columns
+    return None if stream.isatty() else int(os.environ.get("COLUMNS", "120"))
+
+
+out = Console(highlight=False, width=_width(sys.stdout))
+err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
 class State:

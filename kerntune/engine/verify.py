@@ -35,6 +35,20 @@ def unwritten_mask(dt: DType, got: np.ndarray, which: int) -> np.ndarray:
     return got.view(bits_dtype(dt)) == np.array(dt.poison[which], dtype=bits_dtype(dt))
 
 
+def _chunk(dt: DType, got: np.ndarray, expected: np.ndarray, expected_is_storage: bool, tol: Tolerance):
+    g = decode(dt, got).astype(np.float64)
+    e = (decode(dt, expected) if expected_is_storage else expected).astype(np.float64)
+    ef, gf = np.isfinite(e), np.isfinite(g)
+    # where the reference is not finite, the output must be the same non-finite value
+    same_nonfinite = (np.isnan(e) & np.isnan(g)) | (np.isinf(e) & (g == e))
+    nf_bad = (ef & ~gf) | (~ef & ~same_nonfinite)
+    both = ef & gf
+    diff = np.where(both, np.abs(g - e), 0.0)
+    ae = np.where(both, np.abs(e), 0.0)
+    tol_bad = both & (diff > tol.atol + tol.rtol * ae)
+    return nf_bad, tol_bad, diff, ae, both
+
+
 def compare(arg: ArgSpec, tol: Tolerance, got: np.ndarray, expected: np.ndarray, expected_is_storage: bool,
             unwritten: np.ndarray | None = None) -> ArgCheck:
     """Compare ``got`` (storage dtype) with ``expected`` (storage dtype when
@@ -49,30 +63,20 @@ def compare(arg: ArgSpec, tol: Tolerance, got: np.ndarray, expected: np.ndarray,
                         first_bad_index=[int(i) for i in idx], reason="unwritten")
     sq_diff = sq_ref = 0.0
     max_abs = max_rel = 0.0
-    bad = nonfinite = 0
+    bad = 0
     first_bad: int | None = None
     first_kind = ""
     for s in range(0, n, CHUNK):
-        g = decode(dt, g_flat[s:s + CHUNK]).astype(np.float64)
-        e = e_flat[s:s + CHUNK]
-        e = (decode(dt, e) if expected_is_storage else e).astype(np.float64)
-        ef, gf = np.isfinite(e), np.isfinite(g)
-        # where the reference is not finite, the output must be the same non-finite value
-        same_nonfinite = (np.isnan(e) & np.isnan(g)) | (np.isinf(e) & (g == e))
-        nf_bad = (ef & ~gf) | (~ef & ~same_nonfinite)
-        both = ef & gf
-        diff = np.where(both, np.abs(g - e), 0.0)
-        ae = np.where(both, np.abs(e), 0.0)
-        tol_bad = both & (diff > tol.atol + tol.rtol * ae)
+        with np.errstate(invalid="ignore", over="ignore"):
+            part = _chunk(dt, g_flat[s:s + CHUNK], e_flat[s:s + CHUNK], expected_is_storage, tol)
+        nf_bad, tol_bad, diff, ae, both = part
         sq_diff += float(np.sum(diff * diff))
         sq_ref += float(np.sum(ae * ae))
         if diff.size:
             max_abs = max(max_abs, float(diff.max()))
-            rel = diff / np.maximum(ae, np.finfo(np.float64).tiny)
-            rel = np.where(both & (ae > 0), rel, 0.0)
+            rel = np.where(both & (ae > 0), diff / np.maximum(ae, np.finfo(np.float64).tiny), 0.0)
             max_rel = max(max_rel, float(rel.max()))
         nb, tb = int(nf_bad.sum()), int(tol_bad.sum())
-        nonfinite += nb
         bad += nb + tb
         if first_bad is None and (nb or tb):
             i_nf = int(np.flatnonzero(nf_bad)[0]) if nb else None

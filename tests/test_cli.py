@@ -1,0 +1,136 @@
+"""The real command line, in subprocesses: exit statuses, messages, --json."""
+
+import json
+import shutil
+
+import pytest
+
+from tests.conftest import REPO, run_cli, write
+
+EXAMPLES = REPO / "kernels" / "examples"
+
+
+def test_help_teaches():
+    r = run_cli("--help")
+    assert r.returncode == 0
+    for cmd in ("devices", "init", "check", "bench"):
+        assert cmd in r.stdout
+    r = run_cli("bench", "--help")
+    assert "--against" in r.stdout and "--device" in r.stdout and "--json" in r.stdout
+
+
+def test_devices_json_lists_a_usable_cpu():
+    r = run_cli("devices", "--json", "--profiles")
+    assert r.returncode == 0, r.stderr
+    data = json.loads(r.stdout)
+    assert any(d["kind"] == "cpu" and not d["problem"] for d in data["devices"])
+    assert {"h100", "h200", "a100", "l4", "rtx4090"} <= {p["id"].split(":")[1] for p in data["profiles"]}
+
+
+def test_init_writes_a_spec_that_checks(tmp_path):
+    k = tmp_path / "vector_add.cl"
+    shutil.copy(EXAMPLES / "vector_add.cl", k)
+    r = run_cli("init", str(k))
+    assert r.returncode == 0, r.stderr
+    text = (tmp_path / "vector_add.yaml").read_text()
+    assert "intent: out" in text and "intent: in" in text and "value: n" in text
+    r = run_cli("init", str(k))
+    assert r.returncode == 2 and "already exists" in r.stderr and "--force" in r.stderr
+    r = run_cli("check", str(k), "--json")
+    assert r.returncode == 0, r.stderr
+    report = json.loads(r.stdout)
+    assert report["mode"] == "device" and report["launches"][0]["problems"] == []
+
+
+def test_init_inline_and_todo(tmp_path):
+    k = write(tmp_path, "scale.cu", """
+        extern "C" __global__ void scale(float* y, const float* x, float alpha, int rows, int cols) {
+            int i = blockIdx.x * blockDim.x + threadIdx.x;
+            if (i < rows * cols) y[i] += alpha * x[i];
+        }
+    """)
+    r = run_cli("init", str(k), "--inline")
+    assert r.returncode == 0, r.stderr
+    text = k.read_text()
+    assert text.startswith("/* kerntune\n") and "intent: inout" in text and "TODO" in text
+    r = run_cli("check", str(k))
+    assert r.returncode == 2 and "TODO" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_check_offline_cuda():
+    if shutil.which("nvcc") is None:
+        pytest.skip("nvcc is not on PATH")
+    r = run_cli("check", str(EXAMPLES / "row_sum.cu"), "--offline", "--json")
+    assert r.returncode == 0, r.stderr
+    report = json.loads(r.stdout)
+    assert report["mode"] == "offline" and report["resources"]["source"] == "ptxas"
+    assert report["device"]["name"].startswith("NVIDIA H100")
+    assert all(launch["occupancy"] > 0 for launch in report["launches"])
+
+
+def test_check_offline_resource_limit(tmp_path):
+    if shutil.which("nvcc") is None:
+        pytest.skip("nvcc is not on PATH")
+    src = (REPO / "tests/data/spill.cu").read_text()
+    k = write(tmp_path, "spill.cu", src)
+    spec = (REPO / "tests/data/spill.yaml").read_text().replace("block: [32]", "block: [2048]")
+    write(tmp_path, "spill.yaml", spec)
+    r = run_cli("check", str(k), "--offline")
+    assert r.returncode == 4 and "2048 threads per block exceed" in r.stderr
+
+
+def test_bench_json_and_against(tmp_path):
+    r = run_cli("bench", str(EXAMPLES / "row_sum.cl"), "--repeats", "5", "--warmup", "1", "--seed", "3",
+                "--shape", "tall", "--json")
+    assert r.returncode == 0, r.stderr
+    report = json.loads(r.stdout)
+    assert report["seed"] == 3 and report["kernel"]["status"] == "ok"
+    assert [row["label"] for row in report["rows"]] == ["tall"]
+    assert report["rows"][0]["kernel"]["stats"]["n"] == 5
+
+    other = write(tmp_path, "row_sum.cl", (EXAMPLES / "row_sum.cl").read_text().replace(
+        "acc += row[c];", "acc = acc + row[c];"))
+    r = run_cli("bench", str(EXAMPLES / "row_sum.cl"), "--against", str(other), "--spec",
+                str(EXAMPLES / "row_sum.yaml"), "--repeats", "5", "--warmup", "1", "--shape", "square")
+    assert r.returncode == 0, r.stderr
+    assert "speedup" in r.stdout and "reference kernel's outputs" in r.stdout
+
+
+def test_bench_wrong_kernel_exits_1(tmp_path):
+    k = write(tmp_path, "vector_add.cl", (EXAMPLES / "vector_add.cl").read_text().replace("a[i] + b[i]", "a[i] - b[i]"))
+    shutil.copy(EXAMPLES / "vector_add.yaml", tmp_path / "vector_add.yaml")
+    shutil.copy(EXAMPLES / "reference.py", tmp_path / "reference.py")
+    r = run_cli("bench", str(k), "--repeats", "3")
+    assert r.returncode == 1
+    assert "WRONG" in r.stdout and "wrong result" in r.stderr and "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize("args,status,needle", [
+    (["bench", "nope.cl"], 2, "not found"),
+    (["bench", "README.md"], 2, "cannot tell the language"),
+    (["bench", str(EXAMPLES / "vector_add.cl"), "--device", "banana"], 2, "cannot understand device"),
+    (["bench", str(EXAMPLES / "vector_add.cl"), "--device", "opencl:9:9"], 3, "no device opencl:9:9"),
+    (["bench", str(EXAMPLES / "vector_add.cl"), "--device", "0"], 3, "cannot run on CUDA device"),
+    (["bench", str(EXAMPLES / "vector_add.cl"), "--shape", "huge"], 2, "no spec shape matches"),
+    (["check", str(EXAMPLES / "vector_add.cu"), "--target", "nosuchgpu", "--offline"], 2, "unknown device profile"),
+])
+def test_bad_input_is_a_clear_error(args, status, needle):
+    r = run_cli(*args)
+    assert r.returncode == status, (r.stdout, r.stderr)
+    assert needle in r.stderr and "Traceback" not in r.stderr
+
+
+def test_json_errors(tmp_path):
+    r = run_cli("bench", "nope.cl", "--json")
+    assert r.returncode == 2
+    err = json.loads(r.stdout)["error"]
+    assert err["code"] == "file" and "not found" in err["message"]
+
+
+def test_bad_spec_points_at_the_line(tmp_path):
+    k = write(tmp_path, "vector_add.cl", (EXAMPLES / "vector_add.cl").read_text())
+    spec = (EXAMPLES / "vector_add.yaml").read_text().replace("dtype: int32", "dtype: integer")
+    write(tmp_path, "vector_add.yaml", spec)
+    r = run_cli("check", str(k))
+    assert r.returncode == 2
+    assert "vector_add.yaml:7: args[3].dtype" in r.stderr and "found 'integer'" in r.stderr

@@ -1,0 +1,152 @@
+"""The evaluation engine on the real CPU OpenCL device: verification catches
+every way a kernel can be wrong, and isolation survives every way it can fail."""
+
+from pathlib import Path
+
+import pytest
+
+from kerntune.engine.evaluate import EvalRequest, KernelInstance, TimingOptions
+from kerntune.results import Status
+from kerntune.spec.load import load_file
+from kerntune.spec.shapes import spec_shapes, verification_shapes
+from tests.conftest import write
+
+SPEC = """
+kernel: vadd
+args:
+  - {name: c, dtype: fp32, shape: [n], intent: out}
+  - {name: a, dtype: fp32, shape: [n], intent: in}
+  - {name: b, dtype: fp32, shape: [n], intent: in}
+  - {name: n, dtype: int32, value: n}
+launch:
+  grid: ["ceil_div(n, 64)"]
+  block: [64]
+shapes:
+  - {n: 1024}
+  - {n: 4096}
+reference: ref.py:vadd
+"""
+REF = "def vadd(a, b):\n    return a + b\n"
+
+GOOD = """
+__kernel void vadd(__global float* c, __global const float* a, __global const float* b, const int n) {
+    int i = get_global_id(0);
+    if (i < n) c[i] = a[i] + b[i];
+}
+"""
+
+
+def request(tmp_path: Path, source: str, spec_text: str = SPEC, timing: TimingOptions | None = None,
+            reference: str | None = None, seed: int = 7) -> EvalRequest:
+    write(tmp_path, "ref.py", REF)
+    spec = load_file(write(tmp_path, "vadd.yaml", spec_text)).spec
+    ref = KernelInstance(reference, "vadd", "opencl", label="original") if reference else None
+    return EvalRequest(candidate=KernelInstance(source, "vadd", "opencl", label="candidate"), spec=spec,
+                       base_dir=str(tmp_path), verify_shapes=tuple(verification_shapes(spec)),
+                       time_shapes=tuple(spec_shapes(spec)) if timing else (), seed=seed, reference=ref,
+                       timing=timing)
+
+
+def test_correct_kernel_is_verified_and_timed(worker, tmp_path):
+    r = worker.evaluate(request(tmp_path, GOOD, timing=TimingOptions(warmup=2, repeats=12)), 120)
+    assert r.status is Status.OK, r.message
+    v = r.verification
+    assert v.ok and v.reference == "numpy" and v.seed == 7
+    assert [s.holdout for s in v.shapes] == [False, False, True]   # a shape the spec does not list
+    assert len({s.seed for s in v.shapes}) == 3                    # fresh inputs per shape
+    assert len(r.timings) == 2
+    for t in r.timings:
+        s = t.stats
+        assert s.n == 12 and s.warmup == 2 and s.l2_flushed
+        assert 0 < s.min_ms <= s.q1_ms <= s.median_ms <= s.q3_ms <= s.max_ms
+        assert t.bytes_moved == 3 * 4 * t.shape["n"]
+        assert t.achieved_gbs > 0 and t.pct_of_copy is not None and t.pct_of_copy > 0
+    assert r.copy_bandwidth is not None and r.copy_bandwidth.gbs > 0
+
+
+def test_candidate_against_original_kernel(worker, tmp_path):
+    fused = GOOD.replace("c[i] = a[i] + b[i];", "{ float x = a[i]; float y = b[i]; c[i] = y + x; }")
+    r = worker.evaluate(request(tmp_path, fused, reference=GOOD), 120)
+    assert r.status is Status.OK and r.verification.reference == "kernel"
+
+
+def test_unwritten_outputs_are_caught(worker, tmp_path):
+    lazy = GOOD.replace("if (i < n)", "if (i < n && i % 2 == 0)")
+    r = worker.evaluate(request(tmp_path, lazy), 120)
+    assert r.status is Status.WRONG_RESULT
+    bad = [a for s in r.verification.shapes for a in s.args if not a.ok]
+    assert bad[0].name == "c" and bad[0].reason == "unwritten" and bad[0].first_bad_index == [1]
+
+
+def test_writing_into_an_input_is_caught(worker, tmp_path):
+    sneaky = GOOD.replace("c[i] = a[i] + b[i];", "{ c[i] = a[i] + b[i]; ((__global float*)a)[i] = 0.0f; }")
+    r = worker.evaluate(request(tmp_path, sneaky), 120)
+    assert r.status is Status.WRONG_RESULT
+    bad = [a for a in r.verification.shapes[0].args if not a.ok]
+    assert [(a.name, a.reason) for a in bad] == [("a", "input modified")]
+
+
+def test_right_on_listed_shapes_wrong_on_a_tail(worker, tmp_path):
+    # four elements per work-item with no tail handling: fine when n % 4 == 0
+    chunky = """
+    __kernel void vadd(__global float* c, __global const float* a, __global const float* b, const int n) {
+        int base = 4 * get_global_id(0);
+        if (base + 3 < n) {
+            for (int k = 0; k < 4; ++k) c[base + k] = a[base + k] + b[base + k];
+        }
+    }
+    """
+    spec = SPEC.replace('"ceil_div(n, 64)"', '"ceil_div(n, 256)"')
+    r = worker.evaluate(request(tmp_path, chunky, spec), 120)
+    assert r.status is Status.WRONG_RESULT
+    listed = [s for s in r.verification.shapes if not s.holdout]
+    held = [s for s in r.verification.shapes if s.holdout]
+    assert all(s.ok for s in listed) and not any(s.ok for s in held)
+    assert "holdout" in r.message
+
+
+def test_wrong_values_report_errors(worker, tmp_path):
+    off = GOOD.replace("a[i] + b[i]", "a[i] + b[i] + 0.001f")
+    r = worker.evaluate(request(tmp_path, off), 120)
+    assert r.status is Status.WRONG_RESULT
+    c = r.verification.shapes[0].args[0]
+    assert c.reason == "tolerance" and c.max_abs_err == pytest.approx(0.001, rel=0.05)
+    assert c.rel_l2_err > 1e-5 and c.bad_elements > 0
+
+
+def test_nan_where_reference_is_finite_fails(worker, tmp_path):
+    nan = GOOD.replace("a[i] + b[i]", "(i == 5 ? NAN : a[i] + b[i])")
+    r = worker.evaluate(request(tmp_path, nan), 120)
+    assert r.status is Status.WRONG_RESULT
+    c = r.verification.shapes[0].args[0]
+    assert c.reason == "nonfinite" and c.first_bad_index == [5] and c.bad_elements == 1
+
+
+def test_compile_error_keeps_the_log(worker, tmp_path):
+    r = worker.evaluate(request(tmp_path, GOOD.replace("int i =", "int i = undefined_thing +")), 120)
+    assert r.status is Status.COMPILE_ERROR
+    assert "undefined_thing" in r.compile_log
+
+
+def test_resource_limit_before_launch(worker, tmp_path):
+    spec = SPEC.replace("block: [64]", "block: [65536]").replace('"ceil_div(n, 64)"', "1")
+    r = worker.evaluate(request(tmp_path, GOOD, spec), 120)
+    assert r.status is Status.RESOURCE_LIMIT and "65536 threads per block" in r.message
+
+
+def test_hung_kernel_times_out_and_the_next_evaluation_works(worker, tmp_path):
+    hang = GOOD.replace("if (i < n) c[i] = a[i] + b[i];", "while (1) { c[i] = c[i] + 1.0f; }")
+    restarts = worker.restarts
+    r = worker.evaluate(request(tmp_path, hang), timeout_s=8)
+    assert r.status is Status.TIMEOUT and "time limit of 8 s" in r.message
+    assert worker.restarts == restarts + 1
+    again = worker.evaluate(request(tmp_path, GOOD), 120)
+    assert again.status is Status.OK
+
+
+def test_out_of_bounds_write_crashes_only_its_worker(worker, tmp_path):
+    wild = GOOD.replace("if (i < n) c[i] = a[i] + b[i];", "c[(long)i * 1099511627776L] = a[i];")
+    r = worker.evaluate(request(tmp_path, wild), 120)
+    assert r.status is Status.CRASH and "killed by SIG" in r.message
+    again = worker.evaluate(request(tmp_path, GOOD), 120)
+    assert again.status is Status.OK

@@ -1,0 +1,146 @@
+"""The spec format: valid specs load from every place a spec can live, and every
+mistake is reported with the file, line, field path, what was expected and
+what was found."""
+
+from pathlib import Path
+
+import pytest
+
+from kerntune.errors import ErrorCode, KerntuneError
+from kerntune.spec import load_for_kernel
+from kerntune.spec.load import load_file
+from kerntune.spec.shapes import holdout_shapes, verification_shapes
+from tests.conftest import write
+
+GOOD = """
+kernel: vadd
+args:
+  - {name: c, dtype: fp32, shape: [n], intent: out}
+  - {name: a, dtype: fp32, shape: [n]}
+  - {name: n, dtype: int32, value: n}
+launch:
+  grid: ["ceil_div(n, 256)"]
+  block: [256]
+shapes:
+  - {n: 1024}
+  - {label: big, n: 65536}
+"""
+KERNEL = "__kernel void vadd(__global float* c, __global const float* a, int n) { }\n"
+
+
+def spec_error(tmp_path: Path, text: str) -> str:
+    p = write(tmp_path, "k.yaml", text)
+    with pytest.raises(KerntuneError) as e:
+        load_file(p)
+    assert e.value.code is ErrorCode.SPEC and e.value.exit_status == 2
+    return e.value.message
+
+
+def test_sidecar_and_inline(tmp_path):
+    k = write(tmp_path, "vadd.cl", KERNEL)
+    write(tmp_path, "vadd.yaml", GOOD)
+    loaded = load_for_kernel(k)
+    assert loaded.spec.kernel == "vadd" and not loaded.inline
+    assert set(loaded.spec.sizes) == {"n"}
+    assert [s.label for s in verification_shapes(loaded.spec)] == ["n=1024", "big", "holdout n=1025"]
+
+    k2 = write(tmp_path, "inl.cl", "/* kerntune\n" + GOOD.lstrip() + "*/\n" + KERNEL)
+    loaded2 = load_for_kernel(k2)
+    assert loaded2.inline and loaded2.spec == loaded.spec
+
+
+def test_both_inline_and_sidecar_is_an_error(tmp_path):
+    k = write(tmp_path, "vadd.cl", "/* kerntune\n" + GOOD.lstrip() + "*/\n" + KERNEL)
+    write(tmp_path, "vadd.yaml", GOOD)
+    with pytest.raises(KerntuneError, match="both an inline spec block and a sidecar"):
+        load_for_kernel(k)
+
+
+def test_missing_spec_points_at_init(tmp_path):
+    k = write(tmp_path, "lonely.cl", KERNEL)
+    with pytest.raises(KerntuneError) as e:
+        load_for_kernel(k)
+    assert "kerntune init" in e.value.hint
+
+
+def test_yaml_syntax_error_has_line(tmp_path):
+    msg = spec_error(tmp_path, "kernel: vadd\nargs: [\n  - oops: {\n")
+    assert "k.yaml:" in msg and "not valid YAML" in msg
+
+
+def test_unknown_field_lists_allowed(tmp_path):
+    msg = spec_error(tmp_path, GOOD.replace("intent: out}", "intent: out, intnt: in}"))
+    assert "k.yaml:3: args[0].intnt: unknown field 'intnt'; allowed: name, dtype, shape, intent" in msg
+
+
+def test_bad_dtype_says_expected_and_found(tmp_path):
+    msg = spec_error(tmp_path, GOOD.replace("dtype: fp32, shape: [n]}", "dtype: float, shape: [n]}"))
+    assert "args[1].dtype: expected one of fp64, fp32, fp16, bf16" in msg and "found 'float'" in msg
+
+
+def test_bad_intent(tmp_path):
+    msg = spec_error(tmp_path, GOOD.replace("intent: out", "intent: output"))
+    assert "args[0].intent" in msg and "'output'" in msg
+
+
+def test_undeclared_size_in_expression(tmp_path):
+    msg = spec_error(tmp_path, GOOD.replace('"ceil_div(n, 256)"', '"ceil_div(m, 256)"'))
+    assert "launch.grid[0]: 'm' is not a declared size (sizes: n)" in msg
+
+
+def test_unsafe_expression_rejected(tmp_path):
+    msg = spec_error(tmp_path, GOOD.replace('"ceil_div(n, 256)"', '"n.__class__"'))
+    assert "launch.grid[0]" in msg and "not allowed" in msg
+
+
+def test_shape_must_bind_every_size(tmp_path):
+    text = GOOD.replace("shape: [n]}", "shape: [n, m]}", 1).replace("- {n: 1024}", "- {n: 1024, m: 2}")
+    msg = spec_error(tmp_path, text)
+    assert "shapes[1]: size 'm' is not bound" in msg
+
+
+def test_size_constraints(tmp_path):
+    text = GOOD.replace("shapes:", "sizes: {n: {multiple_of: 8}}\nshapes:").replace("n: 1024", "n: 1020")
+    msg = spec_error(tmp_path, text)
+    assert "shapes[0].n: expected an integer >= 1, multiple of 8, found 1020" in msg
+
+
+def test_scalar_needs_value_and_arrays_cannot_have_one(tmp_path):
+    msg = spec_error(tmp_path, GOOD.replace("{name: n, dtype: int32, value: n}", "{name: n, dtype: int32}"))
+    assert "scalar argument 'n' needs a 'value'" in msg
+    msg = spec_error(tmp_path, GOOD.replace("shape: [n]}", "shape: [n], value: 3}"))
+    assert "array argument 'a' cannot have a 'value'" in msg
+
+
+def test_duplicate_names_and_no_outputs(tmp_path):
+    msg = spec_error(tmp_path, GOOD.replace("{name: a,", "{name: c,"))
+    assert "argument name 'c' is used twice" in msg
+    msg = spec_error(tmp_path, GOOD.replace("intent: out", "intent: in"))
+    assert "nothing to verify" in msg
+
+
+def test_several_problems_reported_at_once(tmp_path):
+    text = GOOD.replace("dtype: fp32, shape: [n]}", "dtype: float, shape: [n]}").replace("block: [256]", "blok: [256]")
+    msg = spec_error(tmp_path, text)
+    assert "problems" in msg and "args[1].dtype" in msg and "launch" in msg
+
+
+def test_reference_shorthand(tmp_path):
+    msg = spec_error(tmp_path, GOOD + "reference: no_colon_here\n")
+    assert "reference" in msg and "file.py:function" in msg
+    p = write(tmp_path, "ok.yaml", GOOD + "reference: ref.py:vadd\n")
+    assert load_file(p).spec.reference.file == "ref.py"
+
+
+def test_not_a_mapping(tmp_path):
+    msg = spec_error(tmp_path, "- just\n- a list\n")
+    assert "must be a YAML mapping" in msg
+
+
+def test_holdout_shapes_respect_constraints(tmp_path):
+    text = GOOD.replace("shapes:", "sizes: {n: {multiple_of: 8}}\nshapes:")
+    spec = load_file(write(tmp_path, "k.yaml", text)).spec
+    (h,) = holdout_shapes(spec)
+    assert h.holdout and h.as_dict()["n"] % 8 == 0 and (h.as_dict()["n"] // 8) % 2 == 1
+    explicit = load_file(write(tmp_path, "k2.yaml", GOOD + "holdout_shapes:\n  - {n: 77}\n")).spec
+    assert [s.as_dict() for s in holdout_shapes(explicit)] == [{"n": 77}]

@@ -1,0 +1,83 @@
+"""Element-wise verification on host arrays (no device involved)."""
+
+import numpy as np
+
+from kerntune.dtypes import DTYPES, Tolerance, bf16_from_float, poisoned
+from kerntune.engine.verify import compare, tolerance_for, unchanged, unwritten_mask
+from kerntune.spec.model import ArgSpec, KernelSpec
+
+TOL = DTYPES["fp32"].tolerance
+
+
+def arg(dtype="fp32"):
+    return ArgSpec(name="out", dtype=dtype, shape=["n"], intent="out")
+
+
+def test_equal_arrays_pass():
+    x = np.linspace(-1, 1, 100, dtype=np.float32)
+    c = compare(arg(), TOL, x, x.astype(np.float64), expected_is_storage=False)
+    assert c.ok and c.max_abs_err == 0 and c.rel_l2_err == 0
+
+
+def test_element_bound_and_l2_bound_both_reported():
+    ref = np.ones(1000, dtype=np.float32)
+    got = ref.copy()
+    got[10] = 1.01
+    c = compare(arg(), TOL, got, ref, expected_is_storage=True)
+    assert not c.ok and c.reason == "tolerance" and c.bad_elements == 1 and c.first_bad_index == [10]
+    assert c.got == np.float32(1.01) and c.expected == 1.0
+    # every element within the element bound, but the normalized error too large
+    loose = Tolerance(rel_l2=1e-6, atol=1.0, rtol=0.0)
+    c2 = compare(arg(), loose, ref + np.float32(1e-4), ref, expected_is_storage=True)
+    assert not c2.ok and c2.bad_elements == 0 and c2.rel_l2_err > 1e-6
+
+
+def test_non_finite_values():
+    ref = np.array([1.0, np.inf, np.nan, 2.0], dtype=np.float32)
+    assert compare(arg(), TOL, ref.copy(), ref, True).ok            # same inf and nan: fine
+    got = ref.copy()
+    got[0] = np.inf
+    c = compare(arg(), TOL, got, ref, True)
+    assert not c.ok and c.reason == "nonfinite" and c.first_bad_index == [0]
+    got = ref.copy()
+    got[1] = 5.0                                                      # finite where the reference is inf
+    assert compare(arg(), TOL, got, ref, True).reason == "nonfinite"
+
+
+def test_unwritten_takes_precedence():
+    dt = DTYPES["fp32"]
+    got = np.zeros(8, dtype=np.float32)
+    got[3:5] = poisoned(dt, (2,), 0)
+    mask = unwritten_mask(dt, got, 0)
+    c = compare(arg(), TOL, got, np.zeros(8), False, unwritten=mask)
+    assert not c.ok and c.reason == "unwritten" and c.bad_elements == 2 and c.first_bad_index == [3]
+
+
+def test_bf16_within_two_ulps_passes():
+    a = arg("bf16")
+    vals = np.linspace(0.5, 2.0, 257, dtype=np.float32)
+    got = bf16_from_float(vals * np.float32(1 + 2.0**-8))   # about one ulp off
+    assert compare(a, tolerance_for(_spec(), a), got, vals.astype(np.float64), False).ok
+
+
+def test_input_modified():
+    a = ArgSpec(name="x", dtype="int32", shape=["n"], intent="in")
+    before = np.arange(10, dtype=np.int32)
+    after = before.copy()
+    after[7] = -1
+    c = unchanged(a, before, after)
+    assert not c.ok and c.reason == "input modified" and c.first_bad_index == [7]
+    assert unchanged(a, before, before.copy()).ok
+
+
+def test_tolerance_overrides():
+    spec = _spec(tolerance={"rtol": 0.5})
+    a = ArgSpec(name="out", dtype="fp32", shape=["n"], intent="out", tolerance={"atol": 0.25})
+    t = tolerance_for(spec, a)
+    assert (t.rtol, t.atol, t.rel_l2) == (0.5, 0.25, DTYPES["fp32"].tolerance.rel_l2)
+
+
+def _spec(**extra):
+    return KernelSpec.model_validate({
+        "kernel": "k", "args": [{"name": "out", "dtype": "bf16", "shape": ["n"], "intent": "out"}],
+        "launch": {"grid": [1], "block": [1]}, "shapes": [{"n": 4}], **extra})
