@@ -87,36 +87,54 @@ def max_threads_for_registers(info: DeviceInfo, registers: int) -> int:
     return min(info.max_threads_per_block, warps * info.warp_size)
 
 
+@dataclass(frozen=True)
+class LaunchProblem:
+    reason: str       # threads_per_block, block_dims, grid_dims, registers, shared_memory, occupancy, launch
+    message: str
+
+    def __str__(self) -> str:
+        return self.message
+
+
 def launch_problems(info: DeviceInfo, res: ResourceUsage | None, grid: tuple[int, ...], block: tuple[int, ...],
-                    dynamic_shared: int = 0) -> list[str]:
-    """Why this launch cannot run on this device (empty when it can)."""
-    out: list[str] = []
+                    dynamic_shared: int = 0, static_shared_estimate: int | None = None) -> list[LaunchProblem]:
+    """Why this launch cannot run on this device (empty when it can). With
+    ``res`` None (before compiling) only what the launch itself and
+    ``static_shared_estimate`` tell is checked."""
+    out: list[LaunchProblem] = []
+    add = lambda reason, msg: out.append(LaunchProblem(reason, msg))  # noqa: E731
     threads = math.prod(block)
     if any(b < 1 for b in block) or any(g < 1 for g in grid):
-        out.append(f"grid {tuple(grid)} and block {tuple(block)} must be positive")
+        add("launch", f"grid {tuple(grid)} and block {tuple(block)} must be positive")
         return out
     if threads > info.max_threads_per_block:
-        out.append(f"{threads} threads per block exceed the device limit of {info.max_threads_per_block}")
+        add("threads_per_block", f"{threads} threads per block exceed the device limit of {info.max_threads_per_block}")
     for i, (b, lim) in enumerate(zip(block, info.max_block_dims)):
         if b > lim:
-            out.append(f"block dimension {'xyz'[i]} = {b} exceeds the device limit of {lim}")
+            add("block_dims", f"block dimension {'xyz'[i]} = {b} exceeds the device limit of {lim}")
     for i, (g, lim) in enumerate(zip(grid, info.max_grid_dims)):
         if g > lim:
-            out.append(f"grid dimension {'xyz'[i]} = {g} exceeds the device limit of {lim}")
+            add("grid_dims", f"grid dimension {'xyz'[i]} = {g} exceeds the device limit of {lim}")
+    static = (res.static_shared_bytes or 0) if res is not None else (static_shared_estimate or 0)
+    shared = static + dynamic_shared
+    limit = info.max_shared_per_block_optin or info.max_shared_per_block
+    if shared > limit:
+        add("shared_memory", f"{shared} B of shared memory per block exceed the device limit of {limit} B")
+    elif info.lang == "cuda" and static > info.max_shared_per_block:
+        add("shared_memory", f"{static} B of static shared memory exceed {info.max_shared_per_block} B "
+                             "(only dynamic shared memory may use the opt-in limit)")
     if res is None:
         return out
     if res.max_threads_per_block is not None and threads > res.max_threads_per_block:
-        out.append(f"{threads} threads per block exceed this kernel's compiled limit of {res.max_threads_per_block}")
+        add("threads_per_block", f"{threads} threads per block exceed this kernel's compiled limit of "
+                                 f"{res.max_threads_per_block}")
     if res.registers and info.registers_per_block:
         fit = max_threads_for_registers(info, res.registers)
         if threads > fit:
-            out.append(f"{res.registers} registers x {threads} threads exceed the register file "
-                       f"({info.registers_per_block} per block; at most {fit} threads fit)")
-    shared = (res.static_shared_bytes or 0) + dynamic_shared
-    limit = info.max_shared_per_block_optin or info.max_shared_per_block
-    if shared > limit:
-        out.append(f"{shared} B of shared memory per block exceed the device limit of {limit} B")
-    elif info.lang == "cuda" and (res.static_shared_bytes or 0) > info.max_shared_per_block:
-        out.append(f"{res.static_shared_bytes} B of static shared memory exceed {info.max_shared_per_block} B "
-                   "(only dynamic shared memory may use the opt-in limit)")
+            add("registers", f"{res.registers} registers x {threads} threads exceed the register file "
+                             f"({info.registers_per_block} per block; at most {fit} threads fit)")
+    if not out:
+        occ = occupancy(info, threads, res.registers, shared)
+        if occ is not None and occ.blocks_per_sm == 0:
+            add("occupancy", f"no block fits on an SM (limited by {occ.limiter})")
     return out

@@ -177,6 +177,7 @@ class EvalResult(Record):
 
     status: Status
     message: str = ""
+    reason: str = ""                       # for RESOURCE_LIMIT / PRUNED: which limit (see hardware.LaunchProblem)
     kernel: str = ""                       # label of the kernel under test
     compile_log: str = ""
     resources: Optional[ResourceUsage] = None

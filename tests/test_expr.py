@@ -10,6 +10,7 @@ def test_arithmetic_and_functions():
     assert expr.evaluate("min(n, d) if n < d else max(n, d)", env) == 1000
     assert expr.evaluate("d % 8 == 0 and is_pow2(B)", env) is True
     assert expr.evaluate("B in (128, 256)", env) is True
+    assert expr.evaluate("R == 'shuffle'", {"R": "shuffle"}) is True
     assert expr.evaluate_int("round_up(n, 128)", env) == 1024
     assert expr.evaluate_int(7, env) == 7
 
@@ -19,7 +20,8 @@ def test_arithmetic_and_functions():
     "n.__class__",
     "[x for x in (1, 2)]",
     "lambda: 1",
-    "'abc'",
+    "b'abc'",
+    "None",
     "n[0]",
     "open('f')",
 ])

@@ -144,3 +144,16 @@ def test_holdout_shapes_respect_constraints(tmp_path):
     assert h.holdout and h.as_dict()["n"] % 8 == 0 and (h.as_dict()["n"] // 8) % 2 == 1
     explicit = load_file(write(tmp_path, "k2.yaml", GOOD + "holdout_shapes:\n  - {n: 77}\n")).spec
     assert [s.as_dict() for s in holdout_shapes(explicit)] == [{"n": 77}]
+
+
+def test_shape_sets(tmp_path):
+    from kerntune.spec.shapes import spec_shapes
+
+    text = GOOD + "shape_sets:\n  cpu:\n    - {n: 64}\n  decode: []\n"
+    msg = spec_error(tmp_path, text)
+    assert "shape_sets.decode: a shape set needs at least one shape" in msg
+    spec = load_file(write(tmp_path, "ok.yaml", GOOD + "shape_sets:\n  cpu:\n    - {n: 64}\n")).spec
+    assert [s.as_dict() for s in spec_shapes(spec, "cpu")] == [{"n": 64}]
+    assert len(spec_shapes(spec)) == 2
+    with pytest.raises(KerntuneError, match="no shape set 'gpu'"):
+        spec_shapes(spec, "gpu")

@@ -25,6 +25,8 @@ def bench(
     repeats: int = typer.Option(100, "--repeats", "-r", min=1, help="Timed runs per shape (median reported)."),
     no_flush: bool = typer.Option(False, "--no-flush", help="Do not flush the L2 cache between timed runs."),
     seed: Optional[int] = typer.Option(None, "--seed", help="Seed for the random inputs (default: fresh, and printed)."),
+    shape_set: Optional[str] = typer.Option(None, "--shape-set", help="A named shape set of the spec "
+                                                                      "(default: its `shapes`)."),
     shape: Optional[List[str]] = typer.Option(None, "--shape", help="Only these shapes (label or 'n=..,m=..'); "
                                                                     "repeatable. Held-out shapes are always verified."),
     timeout: float = typer.Option(300, "--timeout", help="Seconds allowed per verification or timing step; a kernel "
@@ -57,12 +59,12 @@ def bench(
             raise KerntuneError(ErrorCode.SPEC, f"{kernel_file} and {against} have different specs",
                                 hint="two implementations compared side by side must share one spec (use --spec)")
     opts = BenchOptions(warmup=warmup, repeats=repeats, flush_l2=not no_flush, seed=seed, timeout_s=timeout,
-                        only=tuple(shape or ()))
+                        only=tuple(shape or ()), shape_set=shape_set)
     from kerntune.engine.bench import select_shapes
     from kerntune.spec.shapes import spec_shapes
 
-    if opts.only and not select_shapes(spec_shapes(a.spec), opts.only):
-        labels = ", ".join(s.label for s in spec_shapes(a.spec))
+    if opts.only and not select_shapes(spec_shapes(a.spec, shape_set), opts.only):
+        labels = ", ".join(s.label for s in spec_shapes(a.spec, shape_set))
         raise KerntuneError(ErrorCode.USAGE, f"no spec shape matches {', '.join(opts.only)}", hint=f"shapes: {labels}")
     ref, _ = resolve(device, a.lang)
     with DeviceWorker(ref) as worker:

@@ -99,7 +99,7 @@ def check(
     launches = []
     for shape in verification_shapes(kf.spec):
         grid, block, shared = resolve_launch(kf.spec, KernelInstance("", kf.spec.kernel, kf.lang), shape)
-        problems = launch_problems(info, res, grid, block, shared)
+        problems = [p.message for p in launch_problems(info, res, grid, block, shared)]
         occ = occupancy(info, _prod(block), res.registers, (res.static_shared_bytes or 0) + shared)
         launches.append(LaunchCheck(label=shape.label, shape=shape.as_dict(), grid=grid, block=block,
                                     dynamic_shared_bytes=shared, problems=problems,

@@ -25,6 +25,7 @@ class BenchOptions:
     seed: int | None = None
     timeout_s: float = 300.0
     only: tuple[str, ...] = ()       # shape labels or keys to keep (all when empty)
+    shape_set: str | None = None     # a named shape set of the spec (default: its `shapes`)
 
 
 class BenchRow(Record):
@@ -71,8 +72,8 @@ def bench(worker: DeviceWorker, a: KernelFile, b: KernelFile | None, opts: Bench
           step: Callable[[str], None] = lambda msg: None) -> BenchReport:
     seed = opts.seed if opts.seed is not None else random.SystemRandom().randrange(2**31)
     spec = a.spec
-    shapes = select_shapes(spec_shapes(spec), opts.only)
-    verify = tuple(shapes + holdout_shapes(spec))
+    shapes = select_shapes(spec_shapes(spec, opts.shape_set), opts.only)
+    verify = tuple(shapes + holdout_shapes(spec, opts.shape_set))
     timing = TimingOptions(warmup=opts.warmup, repeats=opts.repeats, flush_l2=opts.flush_l2)
     base = EvalRequest(candidate=a.instance(), spec=spec, base_dir=str(a.loaded.base_dir), verify_shapes=verify,
                        time_shapes=(), seed=seed, timing=None)

@@ -261,8 +261,8 @@ class Evaluator:
                             compile_log=log)
             problems = launch_problems(info, res, grid, block, shared)
             if problems:
-                return done(Status.RESOURCE_LIMIT, message=f"{shape.label}: {problems[0]}", resources=res,
-                            compile_log=log)
+                return done(Status.RESOURCE_LIMIT, message=f"{shape.label}: {problems[0].message}",
+                            reason=problems[0].reason, resources=res, compile_log=log)
             res = res.model_copy(update={"dynamic_shared_bytes": max(res.dynamic_shared_bytes, shared)})
         verification = None
         try:

@@ -2,8 +2,8 @@
 parameter restrictions.
 
 Expressions are parsed with Python's ``ast`` and evaluated by walking a
-whitelist of node types; nothing is ever passed to ``eval``. Allowed: integer
-and float literals, names bound in the environment, ``+ - * / // % **``,
+whitelist of node types; nothing is ever passed to ``eval``. Allowed: integer,
+float and string literals, names bound in the environment, ``+ - * / // % **``,
 comparisons, ``and``/``or``/``not``, ``x if c else y``, tuples/lists for ``in``,
 and the functions in :data:`FUNCTIONS`.
 """
@@ -86,8 +86,8 @@ def parse(text: str) -> ast.Expression:
             name = node.func.id if isinstance(node.func, ast.Name) else ast.unparse(node.func)
             raise ExprError(
                 f"unknown function {name!r} in {text!r}; allowed: {', '.join(sorted(FUNCTIONS))}")
-        if isinstance(node, ast.Constant) and not isinstance(node.value, (int, float)):
-            raise ExprError(f"only numbers may appear as literals in {text!r}")
+        if isinstance(node, ast.Constant) and not isinstance(node.value, (int, float, str)):
+            raise ExprError(f"only numbers and strings may appear as literals in {text!r}")
     return tree
 
 

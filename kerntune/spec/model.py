@@ -137,6 +137,7 @@ class KernelSpec(_Strict):
     args: list[ArgSpec] = Field(min_length=1)
     launch: LaunchSpec
     shapes: list[dict[str, Union[int, str]]] = Field(min_length=1)
+    shape_sets: dict[str, list[dict[str, Union[int, str]]]] = {}   # extra named sets, chosen with --shape-set
     holdout_shapes: list[dict[str, Union[int, str]]] | None = None
     tolerance: ToleranceSpec | None = None
     reference: FunctionRef | None = None
@@ -153,7 +154,8 @@ class KernelSpec(_Strict):
 
     @model_validator(mode="after")
     def _fill_sizes(self) -> "KernelSpec":
-        names = {k for s in self.shapes for k in s if k not in RESERVED_SHAPE_KEYS}
+        every = list(self.shapes) + [s for group in self.shape_sets.values() for s in group]
+        names = {k for s in every for k in s if k not in RESERVED_SHAPE_KEYS}
         missing = sorted(names - set(self.sizes))
         if missing:
             sizes = dict(self.sizes)
@@ -266,6 +268,12 @@ def semantic_problems(spec: KernelSpec) -> list[Problem]:
     if not spec.outputs:
         c.problems.append(Problem(("args",), "no argument has intent 'out' or 'inout': there is nothing to verify"))
     c.shape_list("shapes", spec.shapes)
+    for name, group in spec.shape_sets.items():
+        if not IDENT.match(name):
+            c.problems.append(Problem(("shape_sets", name), f"a shape set name must be an identifier, found {name!r}"))
+        if not group:
+            c.problems.append(Problem(("shape_sets", name), "a shape set needs at least one shape"))
+        c.shape_list(f"shape_sets.{name}", group)
     if spec.holdout_shapes is not None:
         c.shape_list("holdout_shapes", spec.holdout_shapes)
     return c.problems

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from kerntune.errors import ErrorCode, KerntuneError
 from kerntune.spec.model import KernelSpec, Shape
 
 
@@ -11,8 +12,21 @@ def _shape(d: dict, holdout: bool) -> Shape:
     return Shape.of(d, label=str(label), holdout=holdout)
 
 
-def spec_shapes(spec: KernelSpec) -> list[Shape]:
-    return [_shape(s, False) for s in spec.shapes]
+DEFAULT_SET = "default"
+
+
+def shape_set_names(spec: KernelSpec) -> list[str]:
+    return [DEFAULT_SET, *spec.shape_sets]
+
+
+def spec_shapes(spec: KernelSpec, shape_set: str | None = None) -> list[Shape]:
+    """The shapes of a named set (``default``: the spec's ``shapes``)."""
+    if shape_set in (None, DEFAULT_SET):
+        return [_shape(s, False) for s in spec.shapes]
+    if shape_set not in spec.shape_sets:
+        raise KerntuneError(ErrorCode.USAGE, f"the spec has no shape set {shape_set!r}",
+                            hint=f"shape sets: {', '.join(shape_set_names(spec))}")
+    return [_shape(s, False) for s in spec.shape_sets[shape_set]]
 
 
 def _odd_size(base: int, multiple_of: int, lo: int, hi: int | None) -> int:
@@ -35,12 +49,12 @@ def _odd_size(base: int, multiple_of: int, lo: int, hi: int | None) -> int:
     return cand
 
 
-def holdout_shapes(spec: KernelSpec) -> list[Shape]:
+def holdout_shapes(spec: KernelSpec, shape_set: str | None = None) -> list[Shape]:
     """Verification-only shapes: the spec's own ``holdout_shapes``, or one made
-    from the smallest listed shape with every size moved to an odd value."""
+    from the smallest shape of the set with every size moved to an odd value."""
     if spec.holdout_shapes is not None:
         return [_shape(s, True) for s in spec.holdout_shapes]
-    listed = spec_shapes(spec)
+    listed = spec_shapes(spec, shape_set)
     smallest = min(listed, key=lambda s: _volume(s))
     sizes = {}
     for name, value in smallest.sizes:
@@ -52,8 +66,8 @@ def holdout_shapes(spec: KernelSpec) -> list[Shape]:
     return [shape]
 
 
-def verification_shapes(spec: KernelSpec) -> list[Shape]:
-    return spec_shapes(spec) + holdout_shapes(spec)
+def verification_shapes(spec: KernelSpec, shape_set: str | None = None) -> list[Shape]:
+    return spec_shapes(spec, shape_set) + holdout_shapes(spec, shape_set)
 
 
 def _volume(s: Shape) -> int:

@@ -1,0 +1,55 @@
+"""Helpers for the kernel-library tests: every instance of a template's
+default space must verify on the CPU (OpenCL form) and compile for sm_90
+(CUDA form)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from kerntune.engine.evaluate import EvalRequest
+from kerntune.hardware import load_profile
+from kerntune.results import Status
+from kerntune.spec.load import load_file
+from kerntune.spec.shapes import verification_shapes
+from kerntune.tuner.dryrun import dry_run
+from kerntune.tuner.space import Space
+from kerntune.tuner.template import TemplateRenderError, check_against_spec, config_key, load_template
+
+
+def verify_every_instance(worker, template_path: Path, spec_path: Path, shape_set: str | None = None,
+                          seed: int = 11, limit: int | None = None) -> list[str]:
+    """Failures (empty when every feasible instance verifies) on the worker's device."""
+    template = load_template(template_path)
+    loaded = load_file(spec_path)
+    spec = loaded.spec
+    check_against_spec(template, spec)
+    shapes = tuple(verification_shapes(spec, shape_set))
+    space = Space.of(template)
+    failures, checked = [], 0
+    for config in space.configs():
+        if space.violated(config, shapes):
+            continue
+        try:
+            inst = template.instance(config, spec)
+        except TemplateRenderError as e:
+            failures.append(f"{config_key(config)}: render: {e.message}")
+            continue
+        r = worker.evaluate(EvalRequest(inst, spec, str(loaded.base_dir), shapes, (), seed=seed, timing=None), 300)
+        if r.status is not Status.OK and r.status is not Status.RESOURCE_LIMIT:
+            failures.append(f"{config_key(config)}: {r.status.value}: {r.message}")
+        checked += 1
+        if limit and checked >= limit:
+            break
+    assert checked > 0, f"no feasible instance of {template_path}"
+    return failures
+
+
+def compile_every_instance(template_path: Path, spec_path: Path, arch: str = "sm_90", profile: str = "h100",
+                           shape_set: str | None = None):
+    """Dry-run report; the test asserts there are no compile or render errors."""
+    template = load_template(template_path)
+    spec = load_file(spec_path).spec
+    check_against_spec(template, spec)
+    report = dry_run(template, spec, load_profile(profile), arch, tuple(verification_shapes(spec, shape_set)))
+    bad = [e for e in report.entries if e.status in ("compile_error", "render_error")]
+    return report, bad
