@@ -157,3 +157,11 @@ def test_shape_sets(tmp_path):
     assert len(spec_shapes(spec)) == 2
     with pytest.raises(KerntuneError, match="no shape set 'gpu'"):
         spec_shapes(spec, "gpu")
+
+
+def test_folder_spec_serves_several_implementations(tmp_path):
+    write(tmp_path, "spec.yaml", GOOD)
+    for name in ("naive.cl", "tiled.cl"):
+        assert load_for_kernel(write(tmp_path, name, KERNEL)).origin.name == "spec.yaml"
+    write(tmp_path, "naive.yaml", GOOD.replace("big", "other"))
+    assert load_for_kernel(tmp_path / "naive.cl").origin.name == "naive.yaml"

@@ -8,7 +8,8 @@ A spec lives either in a block comment at the top of the kernel file::
     */
 
 or in a sidecar YAML file with the kernel's stem (``vector_add.cu`` ->
-``vector_add.yaml``), or wherever ``--spec`` points. Every mistake is reported
+``vector_add.yaml``), or in ``spec.yaml`` in the kernel's folder, or wherever
+``--spec`` points. Every mistake is reported
 as ``file:line: path: what was expected, what was found``.
 """
 
@@ -74,11 +75,14 @@ def inline_block(source: str) -> tuple[str, int] | None:
 
 
 def sidecar_for(kernel: Path) -> Path | None:
+    """``<stem>.yaml`` beside the kernel, else ``spec.yaml`` in its folder (one
+    spec shared by several implementations, e.g. naive.cu and tiled.cu)."""
     stem = kernel.name.split(".")[0]
-    for suffix in SPEC_SUFFIXES:
-        cand = kernel.with_name(stem + suffix)
-        if cand.exists():
-            return cand
+    for name in (stem, "spec"):
+        for suffix in SPEC_SUFFIXES:
+            cand = kernel.with_name(name + suffix)
+            if cand.exists():
+                return cand
     return None
 
 
