@@ -41,9 +41,9 @@ def root(
 
 
 def _register() -> None:
-    from kerntune.cli import cmd_bench, cmd_check, cmd_devices, cmd_init
+    from kerntune.cli import cmd_bench, cmd_check, cmd_devices, cmd_init, cmd_ktcache, cmd_tune
 
-    for module in (cmd_devices, cmd_init, cmd_check, cmd_bench):
+    for module in (cmd_devices, cmd_init, cmd_check, cmd_bench, cmd_tune, cmd_ktcache):
         module.register(app)
 
 

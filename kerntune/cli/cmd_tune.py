@@ -1,0 +1,279 @@
+"""`kerntune tune` and `kerntune show`: the tuning stage from the command line."""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+from rich.table import Table
+
+from kerntune.cli.output import err, fmt_bytes, out, print_json, set_json
+from kerntune.errors import ErrorCode, KerntuneError
+
+
+def parse_duration(text: str | None) -> float | None:
+    if text is None:
+        return None
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smh]?)\s*", text)
+    if not m:
+        raise KerntuneError(ErrorCode.USAGE, f"cannot understand the duration {text!r}",
+                            hint="use seconds (600), or a number with s, m or h (90s, 10m, 1h)")
+    return float(m.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600}[m.group(2)]
+
+
+def parse_options(items: list[str] | None) -> dict[str, str]:
+    out_: dict[str, str] = {}
+    for item in items or []:
+        if "=" not in item:
+            raise KerntuneError(ErrorCode.USAGE, f"strategy option {item!r} is not KEY=VALUE")
+        k, v = item.split("=", 1)
+        out_[k.strip()] = v.strip()
+    return out_
+
+
+def tune(
+    template_path: Optional[Path] = typer.Argument(None, help="The kernel template (.cu.j2 or .cl.j2); "
+                                                             "omit with --resume."),
+    spec: Optional[Path] = typer.Option(None, "--spec", "-s", help="The kernel spec the template implements."),
+    baseline: Optional[Path] = typer.Option(None, "--baseline", "-b",
+                                            help="The original kernel: the reference for verification and the "
+                                                 "baseline for speedups (default: the template's first values)."),
+    device: Optional[str] = typer.Option(None, "--device", "-d",
+                                         help="CUDA ordinal, 'cpu', opencl:P:D, or replay:RUN_DIR (serve timings "
+                                              "from a finished run, no GPU)."),
+    strategy: str = typer.Option("exhaustive", "--strategy", help="exhaustive, random, local, tpe or nsga2 "
+                                                                   "(`kerntune strategies` lists their options)."),
+    option: Optional[List[str]] = typer.Option(None, "--option", "-o", help="Strategy option KEY=VALUE; repeatable."),
+    budget: Optional[int] = typer.Option(None, "--budget", min=1, help="Measured evaluations allowed (pruned and "
+                                                                       "duplicate configurations do not count)."),
+    time_limit: Optional[str] = typer.Option(None, "--time-limit", help="Wall-time limit: 600, 90s, 10m, 1h."),
+    seed: int = typer.Option(0, "--seed", help="Seed for the strategy and the verification inputs."),
+    shape_set: Optional[str] = typer.Option(None, "--shape-set", help="A named shape set of the spec."),
+    run_dir: Optional[Path] = typer.Option(None, "--run-dir", help="Where to keep the run (default: runs/NAME-TIME)."),
+    resume: Optional[Path] = typer.Option(None, "--resume", help="Continue an interrupted run; nothing is re-measured."),
+    warmup: int = typer.Option(20, "--warmup", min=0, help="Untimed runs per shape."),
+    repeats: int = typer.Option(100, "--repeats", "-r", min=1, help="Timed runs per shape."),
+    timeout: float = typer.Option(300, "--timeout", help="Seconds per evaluation before a hung kernel is killed."),
+    reject_spills: bool = typer.Option(False, "--reject-spills", help="Prune configurations that spill registers."),
+    compile_workers: Optional[int] = typer.Option(None, "--compile-workers", min=0,
+                                                  help="Processes compiling upcoming candidates during measurement "
+                                                       "(default 2 on a GPU, 0 on a CPU device, where compiling would "
+                                                       "disturb the timings)."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="No device: render and compile every feasible CUDA "
+                                                          "instance with nvcc/ptxas for --target, report prunings."),
+    target: str = typer.Option("h100", "--target", "-t", help="Device profile for --dry-run."),
+    arch: Optional[str] = typer.Option(None, "--arch", help="Architecture for --dry-run (default: the profile's)."),
+    json: bool = typer.Option(False, "--json", help="Print machine-readable JSON."),
+) -> None:
+    """Search a template's parameters on a device, under its resource limits.
+
+    Every candidate is verified against the original kernel (--baseline), or
+    the spec's NumPy reference, on every shape plus a held-out one, with fresh
+    inputs, before it is timed. Every evaluation is written to RUN_DIR/tuning.db
+    as it finishes: interrupt at will and continue with --resume RUN_DIR.
+    """
+    set_json(json)
+    if dry_run:
+        return _dry_run(template_path, spec, target, arch, shape_set, reject_spills, json)
+    from kerntune.tuner.run import TuneSettings
+    from kerntune.tuner.store import RunStore
+
+    limit_s = parse_duration(time_limit)
+    if resume is not None:
+        store = RunStore.in_dir(resume)
+        from kerntune.tuner.run import original_from_store, template_from_store
+
+        template, loaded = template_from_store(store)
+        original = original_from_store(store)
+        settings = TuneSettings.from_meta(store.get("settings", {}), budget=budget, time_limit_s=limit_s)
+        device = device or (store.get("device") or {}).get("id")
+        run_path = resume
+    else:
+        from kerntune.kernelfile import load_kernel
+        from kerntune.spec.load import load_file
+        from kerntune.tuner.template import check_against_spec, load_template
+
+        original = None
+        if template_path is None and spec is None and device is not None and device.startswith("replay:"):
+            from kerntune.tuner.run import original_from_store, template_from_store
+
+            source = RunStore.in_dir(Path(device.split(":", 1)[1]))
+            template, loaded = template_from_store(source)   # the replayed run's own template and spec
+            original = original_from_store(source)
+        elif template_path is None or spec is None:
+            raise KerntuneError(ErrorCode.USAGE, "tune needs a TEMPLATE and --spec (or --resume RUN_DIR, or "
+                                                 "--device replay:RUN_DIR alone)")
+        else:
+            template = load_template(template_path)
+            loaded = load_file(spec)
+            check_against_spec(template, loaded.spec)
+        if baseline is not None:
+            kf = load_kernel(baseline, spec)
+            if kf.lang != template.lang:
+                raise KerntuneError(ErrorCode.USAGE, f"the baseline {baseline} is {kf.lang}, the template is "
+                                                     f"{template.lang}")
+            original = kf.instance(label=baseline.name)
+        settings = TuneSettings(strategy=strategy, options=parse_options(option), budget=budget, time_limit_s=limit_s,
+                                seed=seed, warmup=warmup, repeats=repeats, timeout_s=timeout,
+                                reject_spills=reject_spills, shape_set=shape_set)
+        from kerntune.tuner.strategies import make_strategy
+        from kerntune.tuner.space import Space
+
+        make_strategy(settings.strategy, Space.of(template), 0, settings.options)  # validate options up front
+        from kerntune.spec.shapes import spec_shapes
+
+        spec_shapes(loaded.spec, shape_set)  # validate the shape set up front
+        run_path = run_dir or Path("runs") / f"{Path(template.origin).name.split('.')[0]}-{time.strftime('%Y%m%d-%H%M%S')}"
+        if (run_path / "tuning.db").exists():
+            raise KerntuneError(ErrorCode.USAGE, f"{run_path} already holds a run",
+                                hint=f"continue it with --resume {run_path}, or choose another --run-dir")
+        store = RunStore.in_dir(run_path, create=True)
+    outcome = _run(template, loaded, store, settings, original, device, compile_workers, run_path, json)
+    if json:
+        print_json(outcome)
+
+
+def _run(template, loaded, store, settings, original, device, compile_workers, run_path, json):
+    from dataclasses import replace
+
+    from kerntune.tuner.evaluators import LiveEvaluator, ReplayEvaluator
+    from kerntune.tuner.run import Tuner
+    from kerntune.tuner.store import RunStore
+    from kerntune.tuner.summary import summarize
+
+    from kerntune.cli.render_tune import LiveProgress, render_summary
+
+    worker = None
+    if device is not None and device.startswith("replay:"):
+        source = Path(device.split(":", 1)[1])
+        evaluator = ReplayEvaluator(RunStore.in_dir(source))
+        if evaluator.baseline is not None and store.get("baseline") is None:
+            store.set("baseline", evaluator.baseline.model_dump(mode="json"))
+    else:
+        from kerntune.engine.devices import resolve
+        from kerntune.engine.supervisor import DeviceWorker
+
+        ref, info = resolve(device, template.lang)
+        workers = compile_workers if compile_workers is not None else (2 if info.kind == "gpu" else 0)
+        settings = replace(settings, lookahead=2 * workers)
+        worker = DeviceWorker(ref)
+        evaluator = LiveEvaluator(worker, compile_workers=workers)
+    tuner = Tuner(template, loaded, evaluator, store, settings, original)
+    reason = "interrupted"
+    try:
+        if json:
+            reason = tuner.run()
+        else:
+            err.print(f"run directory: {run_path}  (interrupt with Ctrl-C; continue with --resume {run_path})")
+            with LiveProgress(f"tuning {Path(template.origin).name} on {evaluator.device.name}") as live:
+                tuner.on_progress = live.update
+                reason = tuner.run()
+    except KeyboardInterrupt:
+        store.set("stop_reason", "interrupted")
+        err.print(f"[yellow]interrupted[/]: everything measured so far is in {run_path}; "
+                  f"continue with `kerntune tune --resume {run_path}`")
+        raise SystemExit(130)
+    finally:
+        evaluator.close()
+        if worker is not None:
+            worker.close()
+    store.set("stop_reason", reason)
+    summary = summarize(store, str(run_path), reason)
+    if not json:
+        render_summary(summary)
+        out.print(f"details: kerntune show {run_path}")
+    return summary
+
+
+def _dry_run(template_path, spec, target, arch, shape_set, reject_spills, json):
+    from kerntune.hardware import load_profile
+    from kerntune.spec.load import load_file
+    from kerntune.spec.shapes import verification_shapes
+    from kerntune.tuner.dryrun import dry_run
+    from kerntune.tuner.template import check_against_spec, load_template
+
+    if template_path is None or spec is None:
+        raise KerntuneError(ErrorCode.USAGE, "--dry-run needs a TEMPLATE and --spec")
+    template = load_template(template_path)
+    if template.lang != "cuda":
+        raise KerntuneError(ErrorCode.USAGE, "--dry-run compiles CUDA templates with nvcc; this one is OpenCL",
+                            hint="tune OpenCL templates on an OpenCL device (--device cpu)")
+    loaded = load_file(spec)
+    check_against_spec(template, loaded.spec)
+    profile = load_profile(target)
+    shapes = tuple(verification_shapes(loaded.spec, shape_set))
+    if json:
+        report = dry_run(template, loaded.spec, profile, arch or profile.arch or "sm_90", shapes,
+                         reject_spills=reject_spills)
+        print_json(report)
+        return
+    with err.status("compiling") as status:
+        report = dry_run(template, loaded.spec, profile, arch or profile.arch or "sm_90", shapes,
+                         reject_spills=reject_spills,
+                         progress=lambda d, t: status.update(f"compiling with nvcc: {d}/{t}"))
+    counts = report.counts()
+    out.print(f"[bold]{template_path}[/] for {profile.name} ({report.arch}): {report.space_size} configurations")
+    t = Table(show_header=False, box=None)
+    for k in ("compiled", "pruned", "duplicate", "compile_error", "render_error"):
+        t.add_row(k.replace("_", " "), str(counts.get(k, 0)))
+    out.print(t)
+    if report.pruned_by_reason():
+        out.print("pruned by reason: " + ", ".join(f"{k} {v}" for k, v in report.pruned_by_reason().items()))
+    compiled = [e for e in report.entries if e.status == "compiled" and e.resources]
+    if compiled:
+        regs = [e.resources.registers or 0 for e in compiled]
+        spills = sum(1 for e in compiled if e.resources.spills)
+        smem = max(e.resources.static_shared_bytes or 0 for e in compiled)
+        out.print(f"registers {min(regs)}..{max(regs)} per thread; up to {fmt_bytes(smem)} static shared memory; "
+                  f"{spills} spilling")
+    for e in report.entries:
+        if e.status in ("compile_error", "render_error"):
+            out.print(f"[red]{e.status}[/] {e.key}: {e.message}")
+    if counts.get("compile_error") or counts.get("render_error"):
+        raise KerntuneError(ErrorCode.COMPILE, "some instances of the template do not compile or render")
+
+
+def show(
+    run_dir: Path = typer.Argument(..., help="A run directory written by `kerntune tune`."),
+    json: bool = typer.Option(False, "--json", help="Print machine-readable JSON."),
+) -> None:
+    """Per-shape best, the general configuration, failures and prunings by reason."""
+    set_json(json)
+    from kerntune.cli.render_tune import render_summary
+    from kerntune.tuner.store import RunStore
+    from kerntune.tuner.summary import summarize
+
+    store = RunStore.in_dir(run_dir)
+    summary = summarize(store, str(run_dir))
+    if json:
+        print_json(summary)
+    else:
+        render_summary(summary)
+
+
+def strategies(json: bool = typer.Option(False, "--json", help="Print machine-readable JSON.")) -> None:
+    """List the search strategies and their options (set with --option KEY=VALUE)."""
+    set_json(json)
+    from kerntune.tuner.strategies import REGISTRY, strategy_class
+
+    rows = []
+    for name in REGISTRY:
+        cls = strategy_class(name)
+        rows.append({"name": name, "summary": cls.summary,
+                     "options": {k: {"default": o.default, "help": o.help} for k, o in cls.options.items()}})
+    if json:
+        print_json(rows)
+        return
+    for r in rows:
+        out.print(f"[bold]{r['name']}[/]: {r['summary']}")
+        for k, o in r["options"].items():
+            out.print(f"    {k} (default {o['default']!r}): {o['help']}")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("tune")(tune)
+    app.command("show")(show)
+    app.command("strategies")(strategies)

@@ -1,0 +1,171 @@
+"""Kernel Tuner cache files, both ways, so runs move between the two tools.
+
+A Kernel Tuner cache is JSON: a header (``device_name``, ``kernel_name``,
+``problem_size``, ``tune_params_keys``, ``tune_params``, ``objective``) and
+``cache``, a map from the comma-joined parameter values (in
+``tune_params_keys`` order) to an entry with the parameters, ``time`` (ms)
+and Kernel Tuner's timing fields. Failed configurations carry the strings
+``InvalidConfig``, ``CompilationFailedConfig`` or ``RuntimeFailedConfig`` in
+place of ``time``. Files left open by an interrupted Kernel Tuner session
+(no closing braces, a trailing comma) are read too.
+
+Kernel Tuner records one problem size per cache, so export writes one shape
+of a run; import creates a run whose template is a placeholder (it cannot be
+compiled, only replayed) and whose single shape is the cache's problem size.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+from pathlib import Path
+from typing import Any
+
+from kerntune.errors import ErrorCode, KerntuneError
+from kerntune.results import (
+    DeviceInfo, EvalResult, ShapeTiming, Status, TimingStats,
+)
+from kerntune.spec.model import Shape
+from kerntune.tuner.store import RunStore
+from kerntune.tuner.template import config_key
+
+FAILURES = {
+    "InvalidConfig": (Status.PRUNED, "kernel_tuner_invalid"),
+    "CompilationFailedConfig": (Status.COMPILE_ERROR, ""),
+    "RuntimeFailedConfig": (Status.LAUNCH_FAILURE, ""),
+}
+KT_FIELDS = ("compile_time", "verification_time", "benchmark_time", "strategy_time", "framework_time")
+
+
+def kt_key(values: list[Any]) -> str:
+    return ",".join(str(v) for v in values)
+
+
+def export_cache(store: RunStore, shape_label: str | None, dest: Path) -> int:
+    """Write one shape of a run as a Kernel Tuner cache; returns the entry count."""
+    shapes = store.get("shapes", [])
+    if not shapes:
+        raise KerntuneError(ErrorCode.RUN, f"{store.path} records no shapes")
+    chosen = shapes[0] if shape_label is None else next((s for s in shapes if s.get("label") == shape_label), None)
+    if chosen is None:
+        raise KerntuneError(ErrorCode.USAGE, f"the run has no shape {shape_label!r}",
+                            hint="shapes: " + ", ".join(s.get("label", "") for s in shapes))
+    sizes = {k: v for k, v in chosen.items() if k != "label"}
+    key = Shape.of(sizes).key
+    from kerntune.tuner.run import template_from_store
+
+    template, loaded = template_from_store(store)
+    params = {k: list(v) for k, v in template.decl.params.items()}
+    device = store.get("device") or {}
+    cache: dict[str, Any] = {}
+    for e in store.evaluations():
+        values = [e.config[k] for k in params]
+        entry: dict[str, Any] = dict(e.config)
+        if e.status == Status.OK.value and e.result is not None:
+            t = next((t for t in e.result.timings if Shape.of(t.shape).key == key), None)
+            if t is None:
+                continue
+            entry["time"] = t.stats.median_ms
+            entry["times"] = [t.stats.median_ms]
+            entry["kerntune_stats"] = t.stats.model_dump(mode="json")
+        elif e.status == Status.PRUNED.value:
+            entry["time"] = "InvalidConfig"
+        elif e.status == Status.COMPILE_ERROR.value:
+            entry["time"] = "CompilationFailedConfig"
+        else:
+            entry["time"] = "RuntimeFailedConfig"
+        for f in KT_FIELDS:
+            entry.setdefault(f, 0)
+        entry["timestamp"] = datetime.datetime.fromtimestamp(e.finished, datetime.timezone.utc).isoformat()
+        cache[kt_key(values)] = entry
+    doc = {"device_name": device.get("name", "unknown"), "kernel_name": template.kernel_name(loaded.spec),
+           "problem_size": list(sizes.values()), "tune_params_keys": list(params), "tune_params": params,
+           "objective": "time", "cache": cache}
+    dest.write_text(json.dumps(doc, indent=1) + "\n")
+    return len(cache)
+
+
+def read_cache(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text().strip()
+    except OSError as e:
+        raise KerntuneError(ErrorCode.FILE, f"cannot read {path}: {e}") from None
+    if text and not text.endswith("}\n}") and not text.endswith("}}"):
+        text = text.rstrip(",") + "}\n}"     # a cache left open by an interrupted Kernel Tuner run
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise KerntuneError(ErrorCode.FILE, f"{path} is not a Kernel Tuner cache (invalid JSON: {e})") from None
+    missing = [k for k in ("tune_params_keys", "cache") if k not in doc]
+    if missing:
+        raise KerntuneError(ErrorCode.FILE, f"{path} is not a Kernel Tuner cache: missing {', '.join(missing)}")
+    return doc
+
+
+def _placeholder_template(params: dict[str, list[Any]], kernel: str) -> str:
+    import yaml
+
+    decl = yaml.safe_dump({"description": "imported from a Kernel Tuner cache: replay only",
+                           "kernel": kernel, "params": params, "launch": {"grid": [1], "block": [1]}},
+                          sort_keys=False)
+    body = "// imported configuration: " + " ".join("{{ %s }}" % k for k in params) + "\n"
+    return "{# kerntune-template\n" + decl + "#}\n" + body
+
+
+def import_cache(src: Path, run_dir: Path) -> int:
+    """Create a replayable run from a Kernel Tuner cache; returns the entry count."""
+    doc = read_cache(src)
+    keys = list(doc["tune_params_keys"])
+    params = doc.get("tune_params") or {}
+    if set(params) != set(keys):   # older caches: rebuild the value lists from the entries
+        params = {k: sorted({e[k] for e in doc["cache"].values()}, key=lambda v: (str(type(v)), v)) for k in keys}
+    params = {k: list(params[k]) for k in keys}
+    problem = doc.get("problem_size") or [1]
+    if not isinstance(problem, list):
+        problem = [problem]
+    sizes = {f"p{i}": int(v) if isinstance(v, (int, float)) else 1 for i, v in enumerate(problem)}
+    shape = Shape.of(sizes, label="kernel-tuner")
+    kernel = str(doc.get("kernel_name") or "kernel")
+    if (run_dir / "tuning.db").exists():
+        raise KerntuneError(ErrorCode.USAGE, f"{run_dir} already holds a run")
+    store = RunStore.in_dir(run_dir, create=True)
+    spec_text = json.dumps({"kernel": kernel if kernel.isidentifier() else "kernel",
+                            "args": [{"name": "out", "dtype": "fp32", "shape": ["p0"], "intent": "out"}],
+                            "launch": {"grid": [1], "block": [1]}, "shapes": [sizes]})
+    device = DeviceInfo(id="kernel-tuner", backend="replay", lang="cuda", name=str(doc.get("device_name", "unknown")))
+    store.set("created", datetime.datetime.now().timestamp())
+    store.set("template_text", _placeholder_template(params, kernel if kernel.isidentifier() else "kernel"))
+    store.set("template_lang", "cuda")
+    store.set("template_path", f"{src.name} (Kernel Tuner cache)")
+    store.set("spec_text", spec_text)
+    store.set("spec_path", str(src))
+    store.set("spec_inline", False)
+    store.set("shapes", [shape.as_dict() | {"label": shape.label}])
+    store.set("device", device.model_dump(mode="json"))
+    store.set("settings", {"strategy": "imported"})
+    n = 1
+    for values in params.values():
+        n *= len(values)
+    store.set("space_size", n)
+    count = 0
+    for raw_key, entry in doc["cache"].items():
+        config = {k: entry.get(k) for k in keys}
+        if any(v is None for v in config.values()):
+            continue
+        time_ms = entry.get("time")
+        key = config_key(config)
+        if isinstance(time_ms, (int, float)):
+            if isinstance(entry.get("kerntune_stats"), dict):     # written by kerntune: keep the full statistics
+                stats = TimingStats.model_validate(entry["kerntune_stats"])
+            else:
+                times = [float(x) for x in entry.get("times", []) if isinstance(x, (int, float))] or [float(time_ms)]
+                stats = TimingStats.from_samples(times, warmup=0).model_copy(update={"median_ms": float(time_ms)})
+            result = EvalResult(status=Status.OK, kernel=key, device=device,
+                                timings=[ShapeTiming(shape=sizes, label=shape.label, stats=stats, bytes_moved=0,
+                                                     achieved_gbs=0.0)])
+            store.add(key, config, Status.OK.value, True, score=float(time_ms), result=result)
+        else:
+            status, reason = FAILURES.get(str(time_ms), (Status.ERROR, "kernel_tuner"))
+            store.add(key, config, status.value, status is not Status.PRUNED, reason=reason, message=str(time_ms))
+        count += 1
+    return count

@@ -1,0 +1,342 @@
+"""The tuning loop: ask the strategy, prune, render, deduplicate, compile
+ahead, verify and time, record, tell. Budget and time limit are enforced
+here, for every strategy alike."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+from kerntune import __version__
+from kerntune.engine.evaluate import EvalRequest, KernelInstance, TimingOptions, resolve_launch
+from kerntune.errors import ErrorCode, KerntuneError
+from kerntune.results import EvalResult, Status, geomean
+from kerntune.spec.load import LoadedSpec
+from kerntune.spec.model import Shape
+from kerntune.spec.shapes import holdout_shapes, spec_shapes
+from kerntune.tuner.evaluators import Evaluator
+from kerntune.tuner.feasibility import before_compile
+from kerntune.tuner.space import Config, Space
+from kerntune.tuner.store import Evaluation, RunStore
+from kerntune.tuner.strategies import make_strategy
+from kerntune.tuner.template import Template, TemplateRenderError, config_key
+
+
+@dataclass(frozen=True)
+class TuneSettings:
+    strategy: str = "exhaustive"
+    options: dict[str, Any] = field(default_factory=dict)
+    budget: Optional[int] = None            # measured evaluations (pruned and duplicates do not count)
+    time_limit_s: Optional[float] = None    # wall time; the evaluation in flight finishes
+    seed: int = 0
+    warmup: int = 20
+    repeats: int = 100
+    flush_l2: bool = True
+    timeout_s: float = 300.0                # per evaluation (hung kernels are killed)
+    reject_spills: bool = False
+    shape_set: Optional[str] = None
+    stop_factor: float = 3.0                # stop timing a shape once a candidate is this much slower than the best
+    lookahead: int = 0                      # configurations compiled ahead (needs compile workers)
+
+    def to_meta(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+    @classmethod
+    def from_meta(cls, data: dict[str, Any], **overrides: Any) -> "TuneSettings":
+        known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
+        known.update({k: v for k, v in overrides.items() if v is not None})
+        return cls(**known)
+
+
+@dataclass
+class Progress:
+    """What the live display shows; passed to the progress callback."""
+
+    measured: int = 0
+    budget: Optional[int] = None
+    ok: int = 0
+    failed: int = 0
+    pruned: int = 0
+    duplicates: int = 0
+    best_score: float = math.inf
+    best_key: str = ""
+    last_key: str = ""
+    last_status: str = ""
+    elapsed_s: float = 0.0
+    time_limit_s: Optional[float] = None
+    phase: str = "starting"
+
+
+def instance_hash(inst: KernelInstance, launches: list[tuple]) -> str:
+    """Identity of what actually runs: rendered source, options and launch per shape."""
+    return hashlib.sha256((inst.digest + json.dumps(launches)).encode()).hexdigest()[:20]
+
+
+class Tuner:
+    def __init__(self, template: Template, loaded: LoadedSpec, evaluator: Evaluator, store: RunStore,
+                 settings: TuneSettings, original: KernelInstance | None = None,
+                 on_progress: Callable[[Progress], None] = lambda p: None):
+        self.template = template
+        self.loaded = loaded
+        self.spec = loaded.spec
+        self.evaluator = evaluator
+        self.store = store
+        self.settings = settings
+        self.original = original
+        self.on_progress = on_progress
+        self.space = Space.of(template)
+        self.time_shapes = tuple(spec_shapes(self.spec, settings.shape_set))
+        self.verify_shapes = self.time_shapes + tuple(holdout_shapes(self.spec, settings.shape_set))
+        self.progress = Progress(budget=settings.budget, time_limit_s=settings.time_limit_s)
+        self.known: dict[str, Evaluation] = {}
+        self.by_instance: dict[str, int] = {}
+        self.best_ms: dict[str, float] = {}
+        self.baseline_ms: dict[str, float] = {}
+        self._t0 = time.monotonic()
+
+    # --- setup ----------------------------------------------------------------
+    def _record_meta(self) -> None:
+        s = self.store
+        if s.get("created") is None:
+            s.set("created", time.time())
+            s.set("kerntune_version", __version__)
+            s.set("template_path", self.template.origin)
+            s.set("template_text", self.template.text)
+            s.set("template_lang", self.template.lang)
+            s.set("spec_path", str(self.loaded.origin))
+            s.set("spec_text", self.loaded.text)
+            s.set("spec_inline", self.loaded.inline)
+            s.set("original", None if self.original is None else
+                  {"label": self.original.label, "source": self.original.source, "name": self.original.name,
+                   "lang": self.original.lang, "options": list(self.original.options)})
+            s.set("shapes", [sh.as_dict() | {"label": sh.label} for sh in self.time_shapes])
+        s.set("settings", self.settings.to_meta())
+        s.set("device", self.evaluator.device.model_dump(mode="json"))
+        s.set("space_size", self.space.size)
+
+    def _load_known(self) -> None:
+        for e in self.store.evaluations():
+            self.known[e.key] = e
+            if e.source_hash and e.duplicate_of is None and e.status not in (Status.PRUNED.value,):
+                self.by_instance.setdefault(e.source_hash, e.id)
+            self._count(e)
+            self._update_best(e)
+
+    def _count(self, e: Evaluation) -> None:
+        p = self.progress
+        if e.status == Status.PRUNED.value:
+            p.pruned += 1
+        elif e.duplicate_of is not None:
+            p.duplicates += 1
+        elif e.status == Status.OK.value:
+            p.ok += 1
+        else:
+            p.failed += 1
+        if e.counted:
+            p.measured += 1
+        if e.score is not None and e.score < p.best_score:
+            p.best_score, p.best_key = e.score, e.key
+
+    def _update_best(self, e: Evaluation) -> None:
+        if e.result is None or e.result.status is not Status.OK:
+            return
+        for t in e.result.timings:
+            key = Shape.of(t.shape).key
+            if not t.stats.stopped_early:
+                self.best_ms[key] = min(self.best_ms.get(key, math.inf), t.stats.median_ms)
+
+    def _request(self, inst: KernelInstance, key: str, reference: KernelInstance | None) -> EvalRequest:
+        seed = int.from_bytes(hashlib.sha256(f"{self.settings.seed}:{key}".encode()).digest()[:4], "little")
+        stop = tuple((k, ms * self.settings.stop_factor) for k, ms in self.best_ms.items()) \
+            if self.settings.stop_factor > 0 else ()
+        timing = TimingOptions(warmup=self.settings.warmup, repeats=self.settings.repeats,
+                               flush_l2=self.settings.flush_l2, stop_after_ms=stop)
+        return EvalRequest(candidate=inst, spec=self.spec, base_dir=str(self.loaded.base_dir),
+                           verify_shapes=self.verify_shapes, time_shapes=self.time_shapes, seed=seed,
+                           reference=reference, timing=timing)
+
+    def _baseline(self) -> None:
+        """Time the original kernel (or the template's baseline configuration)."""
+        stored = self.store.get("baseline")
+        if stored is not None:
+            result = EvalResult.model_validate(stored)
+        else:
+            self.progress.phase = "measuring the baseline"
+            self.on_progress(self.progress)
+            if self.original is not None:
+                inst = self.original
+            else:
+                inst = self.template.instance(self.space.baseline(), self.spec, label="baseline")
+            result = self.evaluator.evaluate(self._request(inst, "__baseline__", None), self.settings.timeout_s,
+                                             "__baseline__")
+            if result.status is not Status.OK and getattr(self.evaluator, "replays", False):
+                return  # a replayed run with no recorded baseline: scores are plain times
+            if result.status is not Status.OK:
+                what = "the original kernel" if self.original is not None else "the template's baseline configuration"
+                raise KerntuneError(ErrorCode.VERIFY, f"{what} failed: {result.status.value}: {result.message}",
+                                    detail=result.compile_log or None)
+            self.store.set("baseline", result.model_dump(mode="json"))
+        for t in result.timings:
+            self.baseline_ms[Shape.of(t.shape).key] = t.stats.median_ms
+
+    def score(self, result: EvalResult) -> float | None:
+        """Geometric mean over tuning shapes of candidate time / baseline time (lower is better)."""
+        if result.status is not Status.OK or not result.timings:
+            return None
+        ratios = []
+        for t in result.timings:
+            base = self.baseline_ms.get(Shape.of(t.shape).key)
+            ratios.append(t.stats.median_ms / base if base else t.stats.median_ms)
+        return geomean(ratios)
+
+    # --- the loop -------------------------------------------------------------
+    def _done(self) -> str | None:
+        s, p = self.settings, self.progress
+        if s.budget is not None and p.measured >= s.budget:
+            return "budget spent"
+        if s.time_limit_s is not None and time.monotonic() - self._t0 >= s.time_limit_s:
+            return "time limit reached"
+        if len(self.known) >= self.space.size:
+            return "space exhausted"
+        return None
+
+    def _record(self, key: str, config: Config, status: str, counted: bool, **kw: Any) -> Evaluation:
+        row_id = self.store.add(key, config, status, counted, **kw)
+        e = Evaluation(id=row_id, key=key, config=config, source_hash=kw.get("source_hash", ""), status=status,
+                       reason=kw.get("reason", ""), message=kw.get("message", ""), counted=counted,
+                       duplicate_of=kw.get("duplicate_of"), score=kw.get("score"), result=kw.get("result"),
+                       started=kw.get("started") or time.time(), finished=time.time())
+        self.known[key] = e
+        self._count(e)
+        self._update_best(e)
+        p = self.progress
+        p.last_key, p.last_status = key, (status if e.duplicate_of is None else "duplicate")
+        p.elapsed_s = time.monotonic() - self._t0
+        self.on_progress(p)
+        return e
+
+    def _prepare(self, config: Config) -> tuple[str, Any]:
+        """('pruned'|'render_error'|'duplicate'|'ready', payload) for a fresh configuration."""
+        key = config_key(config)
+        rejected = before_compile(self.template, self.space, config, self.spec, self.verify_shapes,
+                                  self.evaluator.device)
+        if rejected:
+            return "pruned", rejected
+        try:
+            inst = self.template.instance(config, self.spec, label=key)
+        except TemplateRenderError as e:
+            return "render_error", e
+        launches = [resolve_launch(self.spec, inst, sh) for sh in self.verify_shapes]
+        ih = instance_hash(inst, launches)
+        if ih in self.by_instance:
+            return "duplicate", (ih, self.by_instance[ih])
+        return "ready", (inst, ih)
+
+    def run(self) -> str:
+        """Tune until the budget, the time limit or the strategy ends; returns why it stopped."""
+        self._record_meta()
+        self._load_known()
+        self._baseline()
+        reference = self.original
+        if reference is None and self.spec.reference is None:
+            # no original and no NumPy reference: the template's baseline configuration is the reference
+            reference = self.template.instance(self.space.baseline(), self.spec, label="baseline")
+        strategy = make_strategy(self.settings.strategy, self.space, self.settings.seed, self.settings.options)
+        self.progress.phase = "searching"
+        queue: list[tuple[Config, str, Any]] = []
+        exhausted = False
+        known_streak = 0
+        while True:
+            why = self._done()
+            if why:
+                return why
+            while not exhausted and len(queue) <= self.settings.lookahead:
+                config = strategy.ask()
+                if config is None:
+                    exhausted = True
+                    break
+                key = config_key(config)
+                if key in self.known:         # resumed run or repeated proposal: answer from the record
+                    e = self.known[key]
+                    strategy.tell(config, e.score if e.score is not None else math.inf)
+                    known_streak += 1
+                    if known_streak > self.space.size + 100:
+                        return "strategy stopped proposing new configurations"
+                    continue
+                if any(q[1] == key for q in queue):
+                    continue
+                known_streak = 0
+                kind, payload = self._prepare(config)
+                if kind == "ready":
+                    self.evaluator.prefetch(payload[0])
+                queue.append((config, kind, payload))
+            if not queue:
+                return "strategy finished"
+            config, kind, payload = queue.pop(0)
+            key = config_key(config)
+            if kind == "pruned":
+                self._record(key, config, Status.PRUNED.value, False, reason=payload.reason, message=payload.message)
+                strategy.tell(config, math.inf)
+            elif kind == "render_error":
+                self._record(key, config, Status.ERROR.value, False, reason=f"render_{payload.kind}",
+                             message=payload.message)
+                strategy.tell(config, math.inf)
+            elif kind == "duplicate":
+                ih, first = payload
+                original = next(e for e in self.known.values() if e.id == first)
+                self._record(key, config, original.status, False, source_hash=ih, duplicate_of=first,
+                             score=original.score, reason=original.reason,
+                             message=f"renders to the same kernel and launch as {original.key}")
+                strategy.tell(config, original.score if original.score is not None else math.inf)
+            else:
+                inst, ih = payload
+                started = time.time()
+                result = self.evaluator.evaluate(self._request(inst, key, reference), self.settings.timeout_s, key)
+                if result.status is Status.RESOURCE_LIMIT:   # found after compiling: pruned, not measured
+                    self.by_instance[ih] = self._record(key, config, Status.PRUNED.value, False, source_hash=ih,
+                                                        reason=result.reason or "resources", message=result.message,
+                                                        result=result, started=started).id
+                    strategy.tell(config, math.inf)
+                    continue
+                if self.settings.reject_spills and result.resources is not None and result.resources.spills:
+                    self.by_instance[ih] = self._record(key, config, Status.PRUNED.value, False, source_hash=ih,
+                                                        reason="spills", message="spills registers", result=result,
+                                                        started=started).id
+                    strategy.tell(config, math.inf)
+                    continue
+                score = self.score(result)
+                e = self._record(key, config, result.status.value, True, source_hash=ih, reason=result.reason,
+                                 message=result.message, score=score, result=result, started=started)
+                self.by_instance[ih] = e.id
+                strategy.tell(config, score if score is not None else math.inf)
+
+
+def template_from_store(store: RunStore) -> tuple[Template, LoadedSpec]:
+    """The exact template and spec a recorded run used (for resume and replay)."""
+    from kerntune.spec.load import parse
+    from kerntune.tuner.template import parse_template
+
+    text, lang, origin = store.get("template_text"), store.get("template_lang"), store.get("template_path")
+    spec_text, spec_path = store.get("spec_text"), store.get("spec_path")
+    if not text or not spec_text:
+        raise KerntuneError(ErrorCode.RUN, f"{store.path} does not record its template and spec")
+    template = parse_template(text, lang, origin)
+    spec_origin = Path(spec_path)   # spec_text is the YAML itself, also for an inline spec
+    loaded = parse(spec_text, origin=spec_origin, base_dir=spec_origin.parent, inline=bool(store.get("spec_inline")))
+    return template, loaded
+
+
+def original_from_store(store: RunStore) -> KernelInstance | None:
+    data = store.get("original")
+    if not data:
+        return None
+    return KernelInstance(source=data["source"], name=data["name"], lang=data["lang"],
+                          options=tuple(data["options"]), label=data["label"])
+
+
+__all__ = ["Progress", "TuneSettings", "Tuner", "instance_hash", "original_from_store", "template_from_store"]

@@ -1,0 +1,134 @@
+"""The run database: every evaluation written to SQLite the moment it is
+known (autocommit, WAL), so a killed run loses nothing and resumes.
+
+Tables: ``meta`` (the run's settings, template and spec texts, device,
+baseline), ``evaluations`` (one row per configuration tried: parameters,
+rendered-source hash, status, reason, whether it counted against the
+budget, score, the full result with compile log, resources, verification and
+per-shape timings, and timestamps).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+from kerntune.errors import ErrorCode, KerntuneError
+from kerntune.results import EvalResult
+
+DB_NAME = "tuning.db"
+SCHEMA_VERSION = 1
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS evaluations (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    key TEXT NOT NULL UNIQUE,
+    config TEXT NOT NULL,
+    source_hash TEXT,
+    status TEXT NOT NULL,
+    reason TEXT NOT NULL DEFAULT '',
+    message TEXT NOT NULL DEFAULT '',
+    counted INTEGER NOT NULL,
+    duplicate_of INTEGER,
+    score REAL,
+    result TEXT,
+    started REAL NOT NULL,
+    finished REAL NOT NULL
+);
+"""
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """One row of the evaluations table, as a plug-in sees it (immutable)."""
+
+    id: int
+    key: str
+    config: dict[str, Any]
+    source_hash: str
+    status: str
+    reason: str
+    message: str
+    counted: bool
+    duplicate_of: int | None
+    score: float | None
+    result: EvalResult | None
+    started: float
+    finished: float
+
+
+class RunStore:
+    def __init__(self, path: Path, create: bool = False):
+        self.path = path
+        if not create and not path.exists():
+            raise KerntuneError(ErrorCode.RUN, f"no tuning database at {path}",
+                                hint="pass the run directory that `kerntune tune` printed")
+        try:
+            self.db = sqlite3.connect(str(path), isolation_level=None, timeout=30)
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA synchronous=NORMAL")
+            self.db.executescript(SCHEMA)
+        except sqlite3.DatabaseError as e:
+            raise KerntuneError(ErrorCode.RUN, f"{path} is not a readable kerntune database: {e}") from None
+        if create:
+            self.set("schema_version", SCHEMA_VERSION)
+        version = self.get("schema_version")
+        if version is not None and version != SCHEMA_VERSION:
+            raise KerntuneError(ErrorCode.RUN, f"{path} was written by an incompatible kerntune (schema {version})")
+
+    @classmethod
+    def in_dir(cls, run_dir: Path, create: bool = False) -> "RunStore":
+        if create:
+            run_dir.mkdir(parents=True, exist_ok=True)
+        elif not run_dir.is_dir():
+            raise KerntuneError(ErrorCode.RUN, f"run directory not found: {run_dir}")
+        return cls(run_dir / DB_NAME, create=create)
+
+    # --- meta -----------------------------------------------------------------
+    def set(self, key: str, value: Any) -> None:
+        self.db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, json.dumps(value)))
+
+    def get(self, key: str, default: Any = None) -> Any:
+        row = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        if row is None:
+            return default
+        try:
+            return json.loads(row[0])
+        except json.JSONDecodeError:
+            raise KerntuneError(ErrorCode.RUN, f"{self.path}: meta entry {key!r} is corrupt") from None
+
+    # --- evaluations --------------------------------------------------------------
+    def add(self, key: str, config: dict[str, Any], status: str, counted: bool, *, source_hash: str = "",
+            reason: str = "", message: str = "", duplicate_of: int | None = None, score: float | None = None,
+            result: EvalResult | None = None, started: float | None = None) -> int:
+        now = time.time()
+        cur = self.db.execute(
+            "INSERT INTO evaluations (key, config, source_hash, status, reason, message, counted, duplicate_of, "
+            "score, result, started, finished) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (key, json.dumps(config), source_hash, status, reason, message[:2000], int(counted), duplicate_of,
+             score, result.model_dump_json() if result is not None else None, started or now, now))
+        return int(cur.lastrowid)
+
+    def evaluations(self) -> Iterator[Evaluation]:
+        rows = self.db.execute("SELECT id, key, config, source_hash, status, reason, message, counted, duplicate_of, "
+                               "score, result, started, finished FROM evaluations ORDER BY id")
+        for r in rows:
+            try:
+                result = EvalResult.model_validate_json(r[10]) if r[10] else None
+                config = json.loads(r[2])
+            except (ValueError, json.JSONDecodeError) as e:
+                raise KerntuneError(ErrorCode.RUN, f"{self.path}: evaluation {r[0]} is corrupt: {e}") from None
+            yield Evaluation(id=r[0], key=r[1], config=config, source_hash=r[3] or "", status=r[4], reason=r[5],
+                             message=r[6], counted=bool(r[7]), duplicate_of=r[8], score=r[9], result=result,
+                             started=r[11], finished=r[12])
+
+    def counted(self) -> int:
+        return int(self.db.execute("SELECT COUNT(*) FROM evaluations WHERE counted = 1").fetchone()[0])
+
+    def close(self) -> None:
+        self.db.close()

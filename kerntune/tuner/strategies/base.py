@@ -1,0 +1,63 @@
+"""One small interface for search strategies: ``ask`` for the next
+configuration, ``tell`` its score (lower is better; ``math.inf`` when it
+failed or was pruned). Several asks may be outstanding before their tells
+(the tuner compiles ahead). Each strategy declares its options; unknown ones
+are rejected with the allowed list."""
+
+from __future__ import annotations
+
+import random
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from kerntune.errors import ErrorCode, KerntuneError
+from kerntune.tuner.space import Config, Space
+
+
+@dataclass(frozen=True)
+class Option:
+    default: Any
+    help: str
+
+    def parse(self, name: str, raw: Any) -> Any:
+        kind = type(self.default)
+        if isinstance(raw, kind) and not (kind is int and isinstance(raw, bool)):
+            return raw
+        text = str(raw).strip()
+        try:
+            if kind is bool:
+                if text.lower() in ("1", "true", "yes", "on"):
+                    return True
+                if text.lower() in ("0", "false", "no", "off"):
+                    return False
+                raise ValueError(text)
+            return kind(text)
+        except ValueError:
+            raise KerntuneError(ErrorCode.USAGE, f"strategy option {name}={text!r}: expected {kind.__name__} "
+                                                 f"(default {self.default!r})") from None
+
+
+class Strategy(ABC):
+    name: ClassVar[str]
+    summary: ClassVar[str]
+    options: ClassVar[dict[str, Option]] = {}
+
+    def __init__(self, space: Space, seed: int, **options: Any):
+        self.space = space
+        self.seed = seed
+        self.rng = random.Random(seed)
+        unknown = sorted(set(options) - set(self.options))
+        if unknown:
+            allowed = ", ".join(f"{k} (default {v.default!r})" for k, v in self.options.items()) or "none"
+            raise KerntuneError(ErrorCode.USAGE, f"strategy {self.name!r} has no option {', '.join(unknown)}",
+                                hint=f"its options: {allowed}")
+        self.opts = {k: spec.parse(k, options[k]) if k in options else spec.default
+                     for k, spec in self.options.items()}
+
+    @abstractmethod
+    def ask(self) -> Config | None:
+        """The next configuration to evaluate, or None when the strategy is done."""
+
+    def tell(self, config: Config, score: float) -> None:
+        """The score of an evaluated configuration (math.inf: failed or pruned)."""

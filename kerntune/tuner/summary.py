@@ -1,0 +1,126 @@
+"""What a tuning run found: the best configuration per shape, the single
+general configuration with the best geometric-mean speedup over the baseline
+(and how far each shape's general result is from its specialized best), and
+failures and prunings by reason."""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Optional
+
+from kerntune.results import EvalResult, Record, Status, geomean
+from kerntune.spec.model import Shape
+from kerntune.tuner.store import Evaluation, RunStore
+
+
+class ShapeResult(Record):
+    label: str
+    shape: dict[str, int]
+    baseline_ms: Optional[float] = None
+    best_ms: Optional[float] = None
+    best_key: str = ""
+    best_config: dict[str, Any] = {}
+    speedup: Optional[float] = None            # baseline / per-shape best
+    general_ms: Optional[float] = None
+    general_speedup: Optional[float] = None    # baseline / general configuration
+    general_gap_pct: Optional[float] = None    # how much slower the general config is than the shape's best
+
+
+class Ranked(Record):
+    key: str
+    config: dict[str, Any]
+    geomean_ms: float                          # geometric mean of the shapes' median times
+    geomean_speedup: Optional[float] = None    # over the baseline (None when the run has no baseline)
+
+
+class TuneSummary(Record):
+    run_dir: str
+    template: str
+    spec: str
+    device: str
+    strategy: str
+    space_size: int
+    measured: int
+    ok: int
+    failed: int
+    pruned: int
+    duplicates: int
+    budget: Optional[int] = None
+    elapsed_s: float = 0.0
+    stop_reason: str = ""
+    failed_by_status: dict[str, int] = {}
+    pruned_by_reason: dict[str, int] = {}
+    baseline: str = ""
+    shapes: list[ShapeResult] = []
+    general: Optional[Ranked] = None
+    per_shape_geomean_speedup: Optional[float] = None
+    top: list[Ranked] = []
+
+
+def _timings(e: Evaluation) -> dict[str, float]:
+    if e.result is None or e.result.status is not Status.OK:
+        return {}
+    return {Shape.of(t.shape).key: t.stats.median_ms for t in e.result.timings}
+
+
+def summarize(store: RunStore, run_dir: str = "", stop_reason: str = "") -> TuneSummary:
+    evals = list(store.evaluations())
+    settings = store.get("settings", {})
+    baseline = store.get("baseline")
+    base = EvalResult.model_validate(baseline) if baseline else None
+    shapes = [Shape.of({k: v for k, v in s.items() if k != "label"}, label=s.get("label", ""))
+              for s in store.get("shapes", [])]
+    base_ms = {Shape.of(t.shape).key: t.stats.median_ms for t in (base.timings if base else [])}
+    real = [e for e in evals if e.duplicate_of is None]
+    failed: dict[str, int] = {}
+    pruned: dict[str, int] = {}
+    for e in real:
+        if e.status == Status.PRUNED.value:
+            pruned[e.reason or "unknown"] = pruned.get(e.reason or "unknown", 0) + 1
+        elif e.status != Status.OK.value:
+            label = e.status + (f" ({e.reason})" if e.reason and e.status == Status.ERROR.value else "")
+            failed[label] = failed.get(label, 0) + 1
+    timed = [(e, _timings(e)) for e in real]
+    timed = [(e, t) for e, t in timed if t]
+    # the general configuration: the best geometric-mean speedup over all shapes
+    ranked = []
+    for e, t in timed:
+        if all(s.key in t for s in shapes):
+            sp = geomean([base_ms[s.key] / t[s.key] for s in shapes]) if all(s.key in base_ms for s in shapes) \
+                else None
+            ranked.append(Ranked(key=e.key, config=e.config, geomean_ms=geomean([t[s.key] for s in shapes]),
+                                 geomean_speedup=sp))
+    ranked.sort(key=lambda r: -r.geomean_speedup if r.geomean_speedup is not None else r.geomean_ms)
+    general = ranked[0] if ranked else None
+    general_t = next((t for e, t in timed if general and e.key == general.key), {})
+    rows = []
+    for s in shapes:
+        best = min(((t[s.key], e) for e, t in timed if s.key in t), key=lambda x: x[0], default=None)
+        b = base_ms.get(s.key)
+        g = general_t.get(s.key)
+        rows.append(ShapeResult(
+            label=s.label, shape=s.as_dict(), baseline_ms=b,
+            best_ms=best[0] if best else None, best_key=best[1].key if best else "",
+            best_config=best[1].config if best else {},
+            speedup=b / best[0] if b and best else None,
+            general_ms=g, general_speedup=b / g if b and g else None,
+            general_gap_pct=100.0 * (g / best[0] - 1) if g and best else None))
+    per_shape = [r.speedup for r in rows if r.speedup]
+    device = store.get("device") or {}
+    elapsed = max((e.finished for e in evals), default=0.0) - (store.get("created") or 0.0) if evals else 0.0
+    return TuneSummary(
+        run_dir=run_dir, template=store.get("template_path", ""), spec=store.get("spec_path", ""),
+        device=f"{device.get('name', '?')} ({device.get('id', '?')})", strategy=settings.get("strategy", ""),
+        space_size=store.get("space_size", 0), measured=sum(1 for e in evals if e.counted),
+        ok=sum(1 for e in real if e.status == Status.OK.value),
+        failed=sum(failed.values()), pruned=sum(pruned.values()),
+        duplicates=sum(1 for e in evals if e.duplicate_of is not None), budget=settings.get("budget"),
+        elapsed_s=max(elapsed, 0.0), stop_reason=stop_reason or store.get("stop_reason", ""),
+        failed_by_status=failed, pruned_by_reason=pruned,
+        baseline=(store.get("original") or {}).get("label", "template baseline configuration"),
+        shapes=rows, general=general,
+        per_shape_geomean_speedup=geomean(per_shape) if per_shape else None,
+        top=ranked[:10])
+
+
+__all__ = ["Ranked", "ShapeResult", "TuneSummary", "summarize"]
