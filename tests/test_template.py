@@ -1,0 +1,110 @@
+"""Templates are untrusted input: declaration errors are precise, rendering is
+sandboxed, strict and bounded."""
+
+import pytest
+
+from kerntune.errors import ErrorCode, KerntuneError
+from kerntune.spec.model import KernelSpec
+from kerntune.tuner import template as tmpl
+from kerntune.tuner.template import TemplateRenderError, check_against_spec, parse_template
+
+SPEC = KernelSpec.model_validate({
+    "kernel": "k", "args": [{"name": "out", "dtype": "bf16", "shape": ["n"], "intent": "out"},
+                            {"name": "n", "dtype": "int32", "value": "n"}],
+    "launch": {"grid": [1], "block": [1]}, "shapes": [{"n": 64}]})
+
+HEAD = """{# kerntune-template
+params:
+  BLOCK: [128, 256]
+  VEC: [1, 2]
+launch:
+  grid: ["ceil_div(n, BLOCK * VEC)"]
+  block: [BLOCK]
+#}
+"""
+
+
+def t(body: str, head: str = HEAD):
+    return parse_template(head + body, "cuda", "t.cu.j2")
+
+
+def test_render_and_context():
+    text = t("__global__ void {{ kernel_name }}({{ args.out.ctype }}* out, int n) { /* {{ BLOCK }}x{{ VEC }} */ }\n")
+    out = text.render({"BLOCK": 256, "VEC": 2}, SPEC)
+    assert "void k(__nv_bfloat16* out, int n)" in out and "256x2" in out
+    inst = text.instance(text.baseline, SPEC)
+    assert inst.name == "k" and inst.params == (("BLOCK", 128), ("VEC", 1)) and inst.label == "BLOCK=128,VEC=1"
+
+
+def test_jinja_syntax_error_at_load():
+    with pytest.raises(KerntuneError) as e:
+        t("{% for i in range(3) %} no end\n")
+    assert e.value.code is ErrorCode.TEMPLATE and "syntax error" in e.value.message
+
+
+def test_undefined_variable_is_an_error():
+    with pytest.raises(TemplateRenderError) as e:
+        t("{{ UNROLL }}\n").render({"BLOCK": 128, "VEC": 1}, SPEC)
+    assert e.value.kind == "undefined" and "UNROLL" in e.value.message
+
+
+@pytest.mark.parametrize("body", [
+    "{{ ''.__class__.__mro__[1].__subclasses__() }}",
+    "{{ BLOCK.__class__ }}",
+    "{{ args.__class__.__init__.__globals__ }}",
+    "{{ cycler.__init__.__globals__.os }}",
+])
+def test_sandbox_escape_attempts_fail(body):
+    with pytest.raises(TemplateRenderError) as e:
+        t(body + "\n").render({"BLOCK": 128, "VEC": 1}, SPEC)
+    assert e.value.kind in ("security", "undefined")
+
+
+def test_immutable_sandbox_refuses_mutation():
+    with pytest.raises(TemplateRenderError) as e:
+        t("{% set x = [] %}{{ x.append(1) }}\n").render({"BLOCK": 128, "VEC": 1}, SPEC)
+    assert e.value.kind == "security"
+
+
+def test_resource_limits(monkeypatch):
+    with pytest.raises(TemplateRenderError, match="exceeds the limit"):
+        t("{% for i in range(100000) %}x{% endfor %}\n").render({"BLOCK": 128, "VEC": 1}, SPEC)
+    monkeypatch.setattr(tmpl, "RENDER_SECONDS", 0.3)
+    slow = "{% for i in range(4000) %}{% for j in range(4000) %}{% endfor %}{% endfor %}\n"
+    with pytest.raises(TemplateRenderError) as e:
+        t(slow).render({"BLOCK": 128, "VEC": 1}, SPEC)
+    assert e.value.kind == "limit"
+    monkeypatch.setattr(tmpl, "MAX_OUTPUT", 100)
+    with pytest.raises(TemplateRenderError, match="characters"):
+        t("{% for i in range(50) %}xxxxx{% endfor %}\n").render({"BLOCK": 128, "VEC": 1}, SPEC)
+
+
+@pytest.mark.parametrize("head,needle", [
+    ("x = 1\n", "must open with"),
+    ("{# kerntune-template\nparams: {}\nlaunch: {grid: [1], block: [1]}\n#}\n", "params"),
+    ("{# kerntune-template\nparams: {B: [1, 1]}\nlaunch: {grid: [1], block: [1]}\n#}\n", "lists a value twice"),
+    ("{# kerntune-template\nparams: {B: [1]}\nlaunch: {grid: [1], block: [B]}\nrestrictions: ['B.__x']\n#}\n",
+     "not allowed"),
+    ("{# kerntune-template\nparams: {B: [1]}\nlaunch: {grid: [1], block: [B]}\nflags: {hip: {}}\n#}\n",
+     "keyed by language"),
+    ("{# kerntune-template\nparams: {B: [1]}\nlaunch: {grid: [1], block: [B]}\n", "never closed"),
+])
+def test_declaration_errors(head, needle):
+    with pytest.raises(KerntuneError) as e:
+        parse_template(head + "body\n", "cuda", "t.cu.j2")
+    assert needle in e.value.message and e.value.code is ErrorCode.TEMPLATE
+
+
+def test_names_checked_against_the_spec():
+    with pytest.raises(KerntuneError, match="neither parameters"):
+        check_against_spec(t("x\n", HEAD.replace("ceil_div(n,", "ceil_div(m,")), SPEC)
+    clash = HEAD.replace("VEC: [1, 2]", "n: [1, 2]").replace("BLOCK * VEC", "BLOCK")
+    with pytest.raises(KerntuneError, match="names of spec sizes"):
+        check_against_spec(t("x\n", clash), SPEC)
+
+
+def test_flags_follow_parameters():
+    head = HEAD.replace("launch:", "flags:\n  cuda: {'-use_fast_math': 'VEC == 2'}\nlaunch:")
+    tt = t("x\n", head)
+    assert tt.options({"BLOCK": 128, "VEC": 2}, SPEC) == ("-use_fast_math",)
+    assert tt.options({"BLOCK": 128, "VEC": 1}, SPEC) == ()

@@ -1,0 +1,288 @@
+"""The tuning loop on the real CPU OpenCL device and on replays of its
+records: budgets, time limits, deduplication, resume after a killed process,
+replay, Kernel Tuner cache round trips, summaries and the dry run."""
+
+import json
+import os
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from kerntune.spec.load import load_file
+from kerntune.tuner.evaluators import LiveEvaluator, ReplayEvaluator
+from kerntune.tuner.kerneltuner import export_cache, import_cache, read_cache
+from kerntune.tuner.run import TuneSettings, Tuner, template_from_store
+from kerntune.tuner.store import RunStore
+from kerntune.tuner.strategies import REGISTRY
+from kerntune.tuner.summary import summarize
+from kerntune.tuner.template import load_template, parse_template
+from tests.conftest import REPO, run_cli, write
+
+TEMPLATE = REPO / "templates/examples/vector_add.cl.j2"
+SMALL_SPEC = (REPO / "kernels/examples/vector_add.yaml").read_text().split("shapes:")[0] + """shapes:
+  - {label: 4K, n: 4096}
+  - {label: 64K, n: 65536}
+reference: reference.py:vector_add
+"""
+FAST = dict(warmup=1, repeats=5)
+
+
+@pytest.fixture(scope="module")
+def spec_dir(tmp_path_factory):
+    d = tmp_path_factory.mktemp("spec")
+    write(d, "vector_add.yaml", SMALL_SPEC)
+    shutil.copy(REPO / "kernels/examples/reference.py", d / "reference.py")
+    return d
+
+
+def tune(worker, spec_dir, run_dir, template=TEMPLATE, **settings):
+    store = RunStore.in_dir(run_dir, create=True)
+    t = load_template(template) if isinstance(template, Path) else template
+    tuner = Tuner(t, load_file(spec_dir / "vector_add.yaml"), LiveEvaluator(worker), store,
+                  TuneSettings(**{**FAST, **settings}))
+    reason = tuner.run()
+    store.set("stop_reason", reason)
+    return store, reason
+
+
+@pytest.fixture(scope="module")
+def recorded(worker, spec_dir, tmp_path_factory):
+    """An exhaustive run of the whole space, the source of the replay tests."""
+    run = tmp_path_factory.mktemp("recorded")
+    store, reason = tune(worker, spec_dir, run, strategy="exhaustive")
+    assert reason == "space exhausted"
+    return run
+
+
+def test_exhaustive_run_records_everything(recorded):
+    store = RunStore.in_dir(recorded)
+    rows = list(store.evaluations())
+    assert len(rows) == 32 and len({r.key for r in rows}) == 32
+    ok = [r for r in rows if r.status == "ok"]
+    assert ok and all(r.score is not None and r.result.verification.ok for r in ok)
+    assert all(r.result.verification.reference == "numpy" for r in ok)
+    pruned = [r for r in rows if r.status == "pruned"]
+    assert {r.reason for r in pruned} == {"restriction"}       # BLOCK * EPT <= 2048
+    assert all(not r.counted for r in pruned) and store.counted() == len(rows) - len(pruned)
+    assert store.get("baseline")["status"] == "ok"
+
+
+def test_summary_per_shape_best_and_general(recorded):
+    s = summarize(RunStore.in_dir(recorded))
+    store = RunStore.in_dir(recorded)
+    ok = [r for r in store.evaluations() if r.status == "ok"]
+    for row in s.shapes:
+        times = [t.stats.median_ms for r in ok for t in r.result.timings if t.label == row.label]
+        assert row.best_ms == min(times)
+        assert row.general_ms >= row.best_ms and row.general_gap_pct >= 0
+        assert row.speedup == pytest.approx(row.baseline_ms / row.best_ms)
+    best = min(ok, key=lambda r: r.score)
+    assert s.general.key == best.key and s.general.geomean_speedup == pytest.approx(1 / best.score)
+    assert s.pruned_by_reason == {"restriction": 32 - len(ok)} and s.failed == 0
+
+
+@pytest.mark.parametrize("strategy", sorted(REGISTRY))
+def test_budget_is_honoured_on_replay(recorded, spec_dir, tmp_path, strategy):
+    store = RunStore.in_dir(tmp_path / "r", create=True)
+    template, loaded = template_from_store(RunStore.in_dir(recorded))
+    replay = ReplayEvaluator(RunStore.in_dir(recorded))
+    store.set("baseline", replay.baseline.model_dump(mode="json"))
+    reason = Tuner(template, loaded, replay, store, TuneSettings(strategy=strategy, budget=7, seed=5)).run()
+    assert reason == "budget spent" and store.counted() == 7
+
+
+@pytest.mark.parametrize("strategy", sorted(REGISTRY))
+def test_time_limit_is_honoured_live(worker, spec_dir, tmp_path, strategy):
+    t0 = time.monotonic()
+    store, reason = tune(worker, spec_dir, tmp_path / "r", strategy=strategy, time_limit_s=2.0, repeats=150)
+    elapsed = time.monotonic() - t0
+    longest = max(e.finished - e.started for e in store.evaluations())
+    assert reason == "time limit reached"
+    assert elapsed < 2.0 + longest + 10          # the evaluation in flight may finish; plus worker start-up
+    assert store.counted() >= 1
+
+
+def test_replay_reproduces_the_recorded_optimum(recorded, tmp_path):
+    r = run_cli("tune", "--device", f"replay:{recorded}", "--strategy", "exhaustive", "--run-dir",
+                str(tmp_path / "x"), "--json")
+    assert r.returncode == 0, r.stderr
+    replayed = json.loads(r.stdout)
+    original = summarize(RunStore.in_dir(recorded))
+    assert replayed["general"]["key"] == original.general.key
+    assert replayed["measured"] == original.measured
+    r1 = run_cli("tune", "--device", f"replay:{recorded}", "--strategy", "tpe", "--budget", "6", "--seed", "9",
+                 "--run-dir", str(tmp_path / "a"), "--json")
+    r2 = run_cli("tune", "--device", f"replay:{recorded}", "--strategy", "tpe", "--budget", "6", "--seed", "9",
+                 "--run-dir", str(tmp_path / "b"), "--json")
+    keys = [[e.key for e in RunStore.in_dir(tmp_path / d).evaluations()] for d in ("a", "b")]
+    assert r1.returncode == r2.returncode == 0 and keys[0] == keys[1]
+
+
+def test_identical_sources_are_measured_once(worker, spec_dir, tmp_path):
+    dup = parse_template("""{# kerntune-template
+params:
+  BLOCK: [256, 128]
+  UNUSED: [0, 1]
+launch:
+  grid: ["ceil_div(n, BLOCK)"]
+  block: [BLOCK]
+#}
+__kernel void vector_add(__global float* c, __global const float* a, __global const float* b, const int n) {
+    int i = get_global_id(0);
+    if (i < n) c[i] = a[i] + b[i];
+}
+""", "opencl", "dup.cl.j2")
+    store, reason = tune(worker, spec_dir, tmp_path / "r", template=dup, strategy="exhaustive")
+    rows = list(store.evaluations())
+    dups = [r for r in rows if r.duplicate_of is not None]
+    assert len(rows) == 4 and len(dups) == 2 and store.counted() == 2
+    firsts = {r.id: r for r in rows}
+    for d in dups:
+        assert firsts[d.duplicate_of].config["BLOCK"] == d.config["BLOCK"] and d.score == firsts[d.duplicate_of].score
+
+
+def test_resume_after_the_process_is_killed(spec_dir, tmp_path):
+    run = tmp_path / "killed"
+    cmd = [sys.executable, "-m", "kerntune", "tune", str(TEMPLATE), "--spec", str(spec_dir / "vector_add.yaml"),
+           "--device", "cpu", "--strategy", "random", "--seed", "4", "--run-dir", str(run), "--repeats", "30",
+           "--warmup", "1", "--json"]
+    proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    db = run / "tuning.db"
+    deadline = time.monotonic() + 300
+    before = []
+    while time.monotonic() < deadline:
+        if db.exists():
+            try:
+                con = sqlite3.connect(str(db))
+                before = con.execute("SELECT key, started, finished FROM evaluations WHERE counted = 1").fetchall()
+                con.close()
+            except sqlite3.Error:
+                before = []
+            if len(before) >= 4:
+                break
+        time.sleep(0.2)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(30)
+    assert len(before) >= 4, "the run never recorded four evaluations"
+    con = sqlite3.connect(str(db))
+    at_kill = con.execute("SELECT key, started, finished FROM evaluations WHERE counted = 1").fetchall()
+    con.close()
+    assert set(before) <= set(at_kill)                         # nothing lost at the kill
+    r = run_cli("tune", "--resume", str(run), "--json")
+    assert r.returncode == 0, r.stderr
+    store = RunStore.in_dir(run)
+    rows = list(store.evaluations())
+    assert len(rows) == 32 and len({e.key for e in rows}) == 32  # the whole space, each configuration once
+    after = {(e.key, e.started, e.finished) for e in rows if e.counted}
+    assert set(at_kill) <= after                                # nothing re-measured
+
+
+def test_resume_extends_the_budget(recorded, tmp_path):
+    run = tmp_path / "b"
+    r = run_cli("tune", "--device", f"replay:{recorded}", "--strategy", "random", "--budget", "3", "--run-dir",
+                str(run), "--json")
+    assert r.returncode == 0 and RunStore.in_dir(run).counted() == 3
+    r = run_cli("tune", "--resume", str(run), "--budget", "5", "--json")
+    assert r.returncode == 0, r.stderr
+    assert RunStore.in_dir(run).counted() == 5
+
+
+def test_kernel_tuner_cache_round_trip(recorded, tmp_path):
+    out = tmp_path / "kt.json"
+    n = export_cache(RunStore.in_dir(recorded), "64K", out)
+    doc = read_cache(out)
+    assert n == 32 and doc["tune_params_keys"] == ["BLOCK", "EPT", "STRIDED"] and doc["problem_size"] == [65536]
+    assert doc["cache"]["256,1,False"]["time"] > 0
+    assert any(e["time"] == "InvalidConfig" for e in doc["cache"].values())
+    import_cache(out, tmp_path / "imported")
+    back = {e.key: e for e in RunStore.in_dir(tmp_path / "imported").evaluations()}
+    orig = {e.key: e for e in RunStore.in_dir(recorded).evaluations()}
+    assert set(back) == set(orig)
+    for key, e in orig.items():
+        if e.status == "ok":
+            t = next(t for t in e.result.timings if t.label == "64K")
+            assert back[key].result.timings[0].stats == t.stats
+        else:
+            assert back[key].status == e.status
+
+
+def test_kernel_tuner_cache_written_by_kernel_tuner(tmp_path):
+    # the shape of a cache Kernel Tuner leaves behind when interrupted: no closing braces, a trailing comma
+    text = ('{\n"device_name": "NVIDIA A100",\n"kernel_name": "vector_add",\n"problem_size": [1000000],\n'
+            '"tune_params_keys": ["block_size_x", "tile"],\n"tune_params": {"block_size_x": [128, 256], '
+            '"tile": [1, 2]},\n"objective": "time",\n"cache": {\n'
+            '"128,1": {"block_size_x": 128, "tile": 1, "time": 0.5, "times": [0.5, 0.51], "compile_time": 10},\n'
+            '"128,2": {"block_size_x": 128, "tile": 2, "time": "CompilationFailedConfig"},\n'
+            '"256,1": {"block_size_x": 256, "tile": 1, "time": 0.25, "times": [0.25, 0.26]},\n'
+            '"256,2": {"block_size_x": 256, "tile": 2, "time": "InvalidConfig"},')
+    src = write(tmp_path, "kt.json", text)
+    assert import_cache(src, tmp_path / "run") == 4
+    r = run_cli("show", str(tmp_path / "run"), "--json")
+    s = json.loads(r.stdout)
+    assert s["general"]["key"] == "block_size_x=256,tile=1" and s["general"]["geomean_ms"] == 0.25
+    assert s["failed_by_status"] == {"compile_error": 1} and s["pruned_by_reason"] == {"kernel_tuner_invalid": 1}
+    r = run_cli("tune", "--device", f"replay:{tmp_path / 'run'}", "--strategy", "random", "--run-dir",
+                str(tmp_path / "replayed"), "--json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["general"]["key"] == "block_size_x=256,tile=1"
+
+
+def test_tune_cli_and_show(spec_dir, tmp_path):
+    run = tmp_path / "cli"
+    r = run_cli("tune", str(TEMPLATE), "--spec", str(spec_dir / "vector_add.yaml"), "--device", "cpu",
+                "--strategy", "local", "--budget", "4", "--repeats", "5", "--warmup", "1", "--run-dir", str(run))
+    assert r.returncode == 0, r.stderr
+    assert "general configuration" in r.stdout and "Per shape" in r.stdout
+    r = run_cli("show", str(run), "--json")
+    s = json.loads(r.stdout)
+    assert s["measured"] == 4 and s["strategy"] == "local" and len(s["shapes"]) == 2
+    r = run_cli("tune", str(TEMPLATE), "--spec", str(spec_dir / "vector_add.yaml"), "--device", "cpu",
+                "--run-dir", str(run))
+    assert r.returncode == 2 and "already holds a run" in r.stderr and "--resume" in r.stderr
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["--strategy", "anneal"], "unknown strategy"),
+    (["--strategy", "tpe", "--option", "bogus=1"], "has no option bogus"),
+    (["--time-limit", "soon"], "cannot understand the duration"),
+    (["--shape-set", "gpu"], "no shape set 'gpu'"),
+])
+def test_tune_rejects_bad_options(spec_dir, tmp_path, args, needle):
+    r = run_cli("tune", str(TEMPLATE), "--spec", str(spec_dir / "vector_add.yaml"), "--device", "cpu",
+                "--run-dir", str(tmp_path / "x"), *args)
+    assert r.returncode == 2 and needle in r.stderr and "Traceback" not in r.stderr
+
+
+def test_show_errors(tmp_path):
+    r = run_cli("show", str(tmp_path / "nothing"))
+    assert r.returncode == 2 and "run directory not found" in r.stderr
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "tuning.db").write_text("not a database")
+    r = run_cli("show", str(tmp_path / "bad"))
+    assert r.returncode == 2 and "not a readable kerntune database" in r.stderr
+
+
+def test_dry_run_compiles_every_feasible_cuda_instance(tmp_path):
+    if shutil.which("nvcc") is None:
+        pytest.skip("nvcc is not on PATH")
+    t = (REPO / "templates/examples/vector_add.cu.j2").read_text().replace(
+        "BLOCK: [256, 64, 128, 512, 1024]", "BLOCK: [256, 64, 128, 512, 1024, 2048]")
+    tp = write(tmp_path, "va.cu.j2", t)
+    r = run_cli("tune", str(tp), "--spec", str(REPO / "kernels/examples/vector_add.yaml"), "--dry-run",
+                "--target", "h100", "--json")
+    assert r.returncode == 0, r.stderr
+    report = json.loads(r.stdout)
+    statuses = {e["status"] for e in report["entries"]}
+    assert statuses <= {"compiled", "pruned"} and report["space_size"] == 48
+    pruned = {e["reason"] for e in report["entries"] if e["status"] == "pruned"}
+    assert pruned == {"threads_per_block", "restriction"}
+    compiled = [e for e in report["entries"] if e["status"] == "compiled"]
+    assert compiled and all(e["resources"]["source"] == "ptxas" and e["resources"]["registers"] for e in compiled)
+    r = run_cli("tune", str(tp), "--spec", str(REPO / "kernels/examples/vector_add.yaml"), "--dry-run")
+    assert r.returncode == 0 and "threads_per_block" in r.stdout and "compiled" in r.stdout
