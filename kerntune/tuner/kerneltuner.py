@@ -42,7 +42,12 @@ def kt_key(values: list[Any]) -> str:
 
 
 def export_cache(store: RunStore, shape_label: str | None, dest: Path) -> int:
-    """Write one shape of a run as a Kernel Tuner cache; returns the entry count."""
+    """Write one shape of a run as a Kernel Tuner cache (gzip-compressed when
+    ``dest`` ends in .gz); returns the entry count."""
+    return _export(store, shape_label, dest)
+
+
+def _export(store: RunStore, shape_label: str | None, dest: Path) -> int:
     shapes = store.get("shapes", [])
     if not shapes:
         raise KerntuneError(ErrorCode.RUN, f"{store.path} records no shapes")
@@ -81,14 +86,25 @@ def export_cache(store: RunStore, shape_label: str | None, dest: Path) -> int:
     doc = {"device_name": device.get("name", "unknown"), "kernel_name": template.kernel_name(loaded.spec),
            "problem_size": list(sizes.values()), "tune_params_keys": list(params), "tune_params": params,
            "objective": "time", "cache": cache}
-    dest.write_text(json.dumps(doc, indent=1) + "\n")
+    text = json.dumps(doc, indent=1) + "\n"
+    if dest.suffix == ".gz":
+        import gzip
+
+        dest.write_bytes(gzip.compress(text.encode()))
+    else:
+        dest.write_text(text)
     return len(cache)
 
 
 def read_cache(path: Path) -> dict[str, Any]:
     try:
-        text = path.read_text().strip()
-    except OSError as e:
+        if path.suffix == ".gz":
+            import gzip
+
+            text = gzip.decompress(path.read_bytes()).decode().strip()
+        else:
+            text = path.read_text().strip()
+    except (OSError, EOFError) as e:
         raise KerntuneError(ErrorCode.FILE, f"cannot read {path}: {e}") from None
     if text and not text.endswith("}\n}") and not text.endswith("}}"):
         text = text.rstrip(",") + "}\n}"     # a cache left open by an interrupted Kernel Tuner run
