@@ -32,10 +32,15 @@ class KernelFile:
     def spec(self):
         return self.loaded.spec
 
+    @property
+    def stem(self) -> str:
+        return self.path.name.split(".")[0]
+
     def instance(self, label: str | None = None) -> KernelInstance:
+        """This file as a kernel to run: the spec's launch, or its ``launches`` entry for this file's stem."""
         return KernelInstance(source=self.source, name=self.spec.kernel, lang=self.lang,
                               options=tuple(getattr(self.spec.compile_options, self.lang)),
-                              label=label or self.path.name)
+                              launch=self.spec.launches.get(self.stem), label=label or self.path.name)
 
 
 def load_kernel(path: Path, spec_path: Path | None = None) -> KernelFile:

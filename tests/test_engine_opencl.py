@@ -150,3 +150,12 @@ def test_out_of_bounds_write_crashes_only_its_worker(worker, tmp_path):
     assert r.status is Status.CRASH and "killed by SIG" in r.message
     again = worker.evaluate(request(tmp_path, GOOD), 120)
     assert again.status is Status.OK
+
+
+def test_grid_with_more_dimensions_than_the_block(worker, tmp_path):
+    # a 3-D grid with a 2-D block must stay a 3-D launch
+    spec = SPEC.replace('grid: ["ceil_div(n, 64)"]', 'grid: ["ceil_div(n, 64)", 1, 2]').replace(
+        "block: [64]", "block: [64, 1]")
+    only_z1 = GOOD.replace("if (i < n)", "if (i < n && get_group_id(2) == 1)")  # only the second z-plane writes
+    r = worker.evaluate(request(tmp_path, only_z1, spec), 120)
+    assert r.status is Status.OK, r.message

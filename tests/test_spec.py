@@ -165,3 +165,16 @@ def test_folder_spec_serves_several_implementations(tmp_path):
         assert load_for_kernel(write(tmp_path, name, KERNEL)).origin.name == "spec.yaml"
     write(tmp_path, "naive.yaml", GOOD.replace("big", "other"))
     assert load_for_kernel(tmp_path / "naive.cl").origin.name == "naive.yaml"
+
+
+def test_per_implementation_launches(tmp_path):
+    from kerntune.kernelfile import load_kernel
+
+    text = GOOD + "launches:\n  tiled: {grid: ['ceil_div(n, 1024)'], block: [256]}\n"
+    write(tmp_path, "spec.yaml", text)
+    naive = load_kernel(write(tmp_path, "naive.cl", KERNEL))
+    tiled = load_kernel(write(tmp_path, "tiled.cl", KERNEL))
+    assert naive.instance().launch is None                      # the spec's `launch`
+    assert tiled.instance().launch.grid == ["ceil_div(n, 1024)"]
+    msg = spec_error(tmp_path, GOOD + "launches:\n  tiled: {grid: ['ceil_div(q, 4)'], block: [64]}\n")
+    assert "launches.tiled.grid[0]: 'q' is not a declared size" in msg

@@ -40,3 +40,28 @@ def test_slow_candidates_stop_early(worker):
     r = worker.evaluate(_request(warmup=1, repeats=50, stop_after_ms=((key, 1e-6),)), 120)
     (t,) = r.timings
     assert t.stats.stopped_early and t.stats.n == 5
+
+
+def test_inout_arrays_restored_before_every_timed_run(worker, tmp_path):
+    # x[i] += 1 in place: without a restore, the values would grow by one per run
+    from tests.conftest import write
+
+    spec = write(tmp_path, "inc.yaml", """
+kernel: inc
+args:
+  - {name: x, dtype: int32, shape: [n], intent: inout, range: [0, 10]}
+  - {name: n, dtype: int32, value: n}
+launch: {grid: ["ceil_div(n, 64)"], block: [64]}
+shapes: [{n: 1000}]
+reference: {code: "def ref(x):\\n    return x + 1\\n", function: ref}
+""")
+    src = ("__kernel void inc(__global int* x, const int n) { int i = get_global_id(0); "
+           "if (i < n) { if (x[i] > 100) x[i] = -1000000; else x[i] += 1; } }")
+    s = load_file(spec).spec
+    shapes = tuple(spec_shapes(s))
+    # 200 runs would push values past 100 (and poison them) unless each run starts fresh; verify after timing
+    req = EvalRequest(candidate=KernelInstance(src, "inc", "opencl"), spec=s, base_dir=str(tmp_path),
+                      verify_shapes=shapes, time_shapes=shapes, seed=3,
+                      timing=TimingOptions(warmup=5, repeats=200, flush_l2=False))
+    r = worker.evaluate(req, 120)
+    assert r.status is Status.OK and r.timings[0].stats.n == 200

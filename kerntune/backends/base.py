@@ -93,20 +93,26 @@ class Backend(ABC):
     def _elapsed_ms(self, handle: Any) -> float: ...
 
     def measure(self, run: Callable[[], Any], warmup: int, repeats: int, flush: bool = True,
-                stop_after_ms: float | None = None, min_repeats: int = 5) -> tuple[list[float], bool]:
+                stop_after_ms: float | None = None, min_repeats: int = 5,
+                prepare: Callable[[], Any] | None = None) -> tuple[list[float], bool]:
         """Time ``run`` with device timers: ``warmup`` untimed calls, then
-        ``repeats`` timed ones, each preceded (outside the timer) by an L2
-        flush. The device is synchronized before any timer is read.
+        ``repeats`` timed ones, each preceded (outside the timer) by
+        ``prepare`` (restoring in-place arguments) and an L2 flush. The device
+        is synchronized before any timer is read.
 
         With ``stop_after_ms``, timing stops early once the median of the
         first ``min_repeats`` runs exceeds it (a candidate far slower than the
         best so far). Returns the samples and whether timing stopped early.
         """
         for _ in range(warmup):
+            if prepare is not None:
+                prepare()
             run()
         self.synchronize()
         handles = []
         for i in range(repeats):
+            if prepare is not None:
+                prepare()
             if flush:
                 self.flush_l2()
             token = self._start_timed()

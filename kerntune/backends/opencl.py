@@ -201,10 +201,13 @@ class OpenCLBackend(Backend):
     def launch(self, kernel: Any, grid: tuple[int, ...], block: tuple[int, ...], args: Sequence[Any],
                shared_mem: int = 0) -> Any:
         cl = self.cl
-        global_size = tuple(int(g) * int(b) for g, b in zip(grid, block))
+        ndim = max(len(grid), len(block))
+        grid = tuple(int(g) for g in grid) + (1,) * (ndim - len(grid))     # a 3-D grid with a 2-D block is 3-D
+        block = tuple(int(b) for b in block) + (1,) * (ndim - len(block))
+        global_size = tuple(g * b for g, b in zip(grid, block))
         try:
             kernel.set_args(*args)
-            return cl.enqueue_nd_range_kernel(self.queue, kernel, global_size, tuple(int(b) for b in block))
+            return cl.enqueue_nd_range_kernel(self.queue, kernel, global_size, block)
         except cl.Error as e:
             raise LaunchFailed(f"OpenCL refused the launch (global {global_size}, local {tuple(block)}): {e}") from None
 

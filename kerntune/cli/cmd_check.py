@@ -62,7 +62,7 @@ def check(
     is checked against the device's limits, with theoretical occupancy.
     """
     set_json(json)
-    from kerntune.engine.evaluate import KernelInstance, resolve_launch
+    from kerntune.engine.evaluate import resolve_launch
     from kerntune.hardware import launch_problems, load_profile, occupancy
     from kerntune.kernelfile import load_kernel
     from kerntune.spec.shapes import verification_shapes
@@ -98,7 +98,7 @@ def check(
         mode = "device"
     launches = []
     for shape in verification_shapes(kf.spec):
-        grid, block, shared = resolve_launch(kf.spec, KernelInstance("", kf.spec.kernel, kf.lang), shape)
+        grid, block, shared = resolve_launch(kf.spec, inst, shape)
         problems = [p.message for p in launch_problems(info, res, grid, block, shared)]
         occ = occupancy(info, _prod(block), res.registers, (res.static_shared_bytes or 0) + shared)
         launches.append(LaunchCheck(label=shape.label, shape=shape.as_dict(), grid=grid, block=block,

@@ -184,14 +184,15 @@ def _line_for(path: tuple, lines: dict[tuple, int]) -> int | None:
 
 
 _MODEL_AT = {
-    (): KernelSpec, ("args", int): ArgSpec, ("launch",): LaunchSpec, ("sizes", str): SizeSpec,
+    (): KernelSpec, ("args", int): ArgSpec, ("launch",): LaunchSpec, ("launches", str): LaunchSpec,
+    ("sizes", str): SizeSpec,
     ("tolerance",): ToleranceSpec, ("args", int, "tolerance"): ToleranceSpec,
     ("reference",): FunctionRef, ("inputs",): FunctionRef, ("compile_options",): CompileOptions,
 }
 
 
 def _allowed_fields(parent: tuple) -> list[str] | None:
-    shape = tuple(int if isinstance(p, int) else (str if i == 1 and parent[0] == "sizes" else p)
+    shape = tuple(int if isinstance(p, int) else (str if i == 1 and parent[0] in ("sizes", "launches") else p)
                   for i, p in enumerate(parent))
     model = _MODEL_AT.get(shape)
     return list(model.model_fields) if model else None

@@ -136,6 +136,8 @@ class KernelSpec(_Strict):
     sizes: dict[str, SizeSpec] = {}
     args: list[ArgSpec] = Field(min_length=1)
     launch: LaunchSpec
+    launches: dict[str, LaunchSpec] = Field({}, description="launch of a particular implementation, by file stem "
+                                                             "(optimized.cu -> optimized); default: `launch`")
     shapes: list[dict[str, Union[int, str]]] = Field(min_length=1)
     shape_sets: dict[str, list[dict[str, Union[int, str]]]] = {}   # extra named sets, chosen with --shape-set
     holdout_shapes: list[dict[str, Union[int, str]]] | None = None
@@ -144,6 +146,8 @@ class KernelSpec(_Strict):
     inputs: FunctionRef | None = None
     bytes_moved: Dim | None = None
     compile_options: CompileOptions = CompileOptions()
+    noalias: bool = Field(False, description="the array arguments never overlap in memory (for every caller), so "
+                                             "rewrites may mark pointers restrict")
 
     @field_validator("kernel")
     @classmethod
@@ -259,10 +263,11 @@ def semantic_problems(spec: KernelSpec) -> list[Problem]:
             c.expr_names(("args", i, "shape", j), d, sizes)
         if a.value is not None:
             c.expr_names(("args", i, "value"), a.value, sizes)
-    for key in ("grid", "block"):
-        for j, d in enumerate(getattr(spec.launch, key)):
-            c.expr_names(("launch", key, j), d, sizes)
-    c.expr_names(("launch", "shared_mem"), spec.launch.shared_mem, sizes)
+    for where, launch in [(("launch",), spec.launch)] + [(("launches", k), v) for k, v in spec.launches.items()]:
+        for key in ("grid", "block"):
+            for j, d in enumerate(getattr(launch, key)):
+                c.expr_names(where + (key, j), d, sizes)
+        c.expr_names(where + ("shared_mem",), launch.shared_mem, sizes)
     if spec.bytes_moved is not None:
         c.expr_names(("bytes_moved",), spec.bytes_moved, sizes)
     if not spec.outputs:

@@ -1,0 +1,1 @@
+"""The agent loop: planner, generator (LLM or rule catalog), tuner and tester."""

@@ -1,0 +1,205 @@
+"""The rule catalog's machinery.
+
+A rule is a semantics-preserving transformation with a precondition. Rules
+work on plain C source (CUDA or OpenCL), parsed with tree-sitter, and never
+emit Jinja: a tunable choice becomes a ``KT_*`` macro, so the rewritten source
+stays parseable and the next rule sees real code. At the end the catalog
+turns the parameters into a ``#define`` header rendered by Jinja, and the
+result is an ordinary kerntune template whose first parameter values
+reproduce the original kernel.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from kerntune.source.parse import ParsedSource, parse, walk
+from kerntune.spec.model import KernelSpec, LaunchSpec
+
+
+@dataclass(frozen=True)
+class Edit:
+    start: int
+    end: int
+    text: str
+
+
+def apply_edits(source: bytes, edits: list[Edit]) -> str:
+    """Apply non-overlapping byte-range edits (any order)."""
+    out = bytearray(source)
+    last = None
+    for e in sorted(edits, key=lambda e: (e.start, e.end), reverse=True):
+        if last is not None and e.end > last:
+            raise ValueError(f"overlapping edits at {e.start}..{e.end}")
+        out[e.start:e.end] = e.text.encode()
+        last = e.start
+    return out.decode()
+
+
+@dataclass(frozen=True)
+class Param:
+    """A template parameter and how it becomes macros in the rendered header."""
+
+    name: str
+    values: tuple[Any, ...]         # the first value reproduces the original kernel
+    header: str                     # Jinja lines defining the macros, e.g. "#define KT_BLOCK {{ BLOCK }}"
+    why: str = ""
+
+
+@dataclass(frozen=True)
+class Applied:
+    """One entry of a run's transformation trace."""
+
+    rule: str
+    summary: str
+    params: tuple[str, ...] = ()
+
+
+@dataclass
+class RewriteState:
+    lang: str
+    source: str                       # plain C with KT_* macros (no Jinja)
+    kernel: str                       # the entry function the spec names
+    spec: KernelSpec
+    launch: LaunchSpec                # may reference parameters
+    device_max_threads: int = 1024
+    params: dict[str, Param] = field(default_factory=dict)
+    restrictions: list[str] = field(default_factory=list)
+    flags: dict[str, dict[str, str]] = field(default_factory=dict)
+    prelude: list[str] = field(default_factory=list)   # helper code inserted after the macro header
+    snippets: dict[str, str] = field(default_factory=dict)  # marker id -> Jinja text that replaces it
+    trace: list[Applied] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = field(default_factory=list)  # (rule, why its precondition failed)
+
+    _parsed: ParsedSource | None = field(default=None, repr=False)
+
+    @property
+    def parsed(self) -> ParsedSource:
+        if self._parsed is None or self._parsed.text != self.source:
+            self._parsed = parse(self.source, self.lang)
+        return self._parsed
+
+    @property
+    def raw(self) -> bytes:
+        """The source as bytes, with OpenCL keywords intact (node offsets index into it)."""
+        return self.source.encode()
+
+    def text(self, node) -> str:
+        return self.raw[node.start_byte:node.end_byte].decode()
+
+    def add_param(self, p: Param) -> None:
+        self.params[p.name] = p
+
+    def fresh(self, base: str) -> str:
+        """A parameter name not used yet (UNROLL_0, UNROLL_1, ...)."""
+        i = 0
+        while f"{base}_{i}" in self.params:
+            i += 1
+        return f"{base}_{i}"
+
+    # --- what rules look at -------------------------------------------------------------
+    def functions(self) -> list:
+        """Every function definition: the kernels and the device helpers they call."""
+        return [n for n in walk(self.parsed.tree.root_node) if n.type == "function_definition"]
+
+    def has_macro(self, name: str) -> bool:
+        return re.search(r"\b" + re.escape(name) + r"\b", self.source) is not None
+
+
+class Rule:
+    """A semantics-preserving transformation. ``check`` returns why it does not
+    apply ('' when it does); ``apply`` rewrites the state in place."""
+
+    name: str = ""
+    summary: str = ""
+    generic: bool = False             # applies to any kernel (launch configuration, unrolling, flags)
+    langs: tuple[str, ...] = ("cuda", "opencl")
+
+    def check(self, st: RewriteState) -> str:
+        raise NotImplementedError
+
+    def apply(self, st: RewriteState) -> Applied:
+        raise NotImplementedError
+
+    def run(self, st: RewriteState) -> bool:
+        if st.lang not in self.langs:
+            st.skipped.append((self.name, f"not available for {st.lang}"))
+            return False
+        why = self.check(st)
+        if why:
+            st.skipped.append((self.name, why))
+            return False
+        before = st.source
+        try:
+            applied = self.apply(st)
+        except RuleDeclined as e:
+            st.source = before
+            st.skipped.append((self.name, str(e)))
+            return False
+        if st.parsed.has_errors and not parse(before, st.lang).has_errors:
+            st.source = before     # never leave the source unparseable
+            st.skipped.append((self.name, "the rewrite did not parse; left out"))
+            return False
+        st.trace.append(applied)
+        return True
+
+
+class RuleDeclined(Exception):
+    """A rule found, while applying, that its precondition does not hold after all."""
+
+
+def is_identifier(node, st: RewriteState, name: str | None = None) -> bool:
+    return node.type == "identifier" and (name is None or st.text(node) == name)
+
+
+def unwrap(node):
+    """Strip parentheses and casts: ((int)threadIdx.x) -> threadIdx.x."""
+    while node is not None and node.type in ("parenthesized_expression", "cast_expression"):
+        node = node.child_by_field_name("value") if node.type == "cast_expression" else node.named_children[0]
+    return node
+
+
+_CUDA_BUILTINS = {"thread": "threadIdx", "block_dim": "blockDim", "block": "blockIdx", "grid_dim": "gridDim"}
+_OPENCL_BUILTINS = {"thread": "get_local_id", "block_dim": "get_local_size", "block": "get_group_id",
+                    "grid_dim": "get_num_groups", "global": "get_global_id"}
+
+
+def builtin_dim(st: "RewriteState", node, kind: str) -> str | None:
+    """'x', 'y' or 'z' when ``node`` is the index builtin ``kind`` (thread, block_dim,
+    block, grid_dim; OpenCL also global) for that dimension, else None."""
+    node = unwrap(node)
+    if node is None:
+        return None
+    if st.lang == "cuda":
+        if node.type != "field_expression" or kind not in _CUDA_BUILTINS:
+            return None
+        arg, field = node.child_by_field_name("argument"), node.child_by_field_name("field")
+        if arg is not None and st.text(arg) == _CUDA_BUILTINS[kind] and st.text(field) in ("x", "y", "z"):
+            return st.text(field)
+        return None
+    if node.type != "call_expression" or kind not in _OPENCL_BUILTINS:
+        return None
+    fn, args = node.child_by_field_name("function"), node.child_by_field_name("arguments")
+    if fn is None or st.text(fn) != _OPENCL_BUILTINS[kind] or args is None or len(args.named_children) != 1:
+        return None
+    a = args.named_children[0]
+    if a.type == "number_literal" and st.text(a).rstrip("uU") in ("0", "1", "2"):
+        return "xyz"[int(st.text(a).rstrip("uU"))]
+    return None
+
+
+def int_literal(st: "RewriteState", node) -> int | None:
+    if node is None or node.type != "number_literal":
+        return None
+    text = st.text(node).rstrip("uUlL")
+    try:
+        return int(text, 0)
+    except ValueError:
+        return None
+
+
+def marker(ident: str) -> str:
+    """A placeholder comment the assembly replaces with the Jinja snippet ``ident``."""
+    return f"/*@KT:{ident}*/"

@@ -1,0 +1,132 @@
+"""Launch-configuration rules: the block size as a parameter, and
+``__launch_bounds__`` as a parameter."""
+
+from __future__ import annotations
+
+import ast
+
+from kerntune.agents.rules.base import (
+    Applied, Edit, Param, Rule, RuleDeclined, RewriteState, apply_edits, int_literal, marker,
+)
+from kerntune.source.parse import walk
+from kerntune.spec.model import LaunchSpec
+
+BLOCK_CHOICES = (32, 64, 128, 256, 512, 1024)
+
+
+def substitute_constant(expr_text, value: int, name: str):
+    """Replace integer constants equal to ``value`` in a spec expression with ``name``."""
+    if isinstance(expr_text, int):
+        return name if expr_text == value else expr_text
+    tree = ast.parse(str(expr_text), mode="eval")
+
+    class Sub(ast.NodeTransformer):
+        def visit_Constant(self, node):
+            if isinstance(node.value, int) and not isinstance(node.value, bool) and node.value == value:
+                return ast.copy_location(ast.Name(id=name, ctx=ast.Load()), node)
+            return node
+
+    return ast.unparse(Sub().visit(tree))
+
+
+def _literal_dims(launch: LaunchSpec) -> list[int] | None:
+    dims = []
+    for b in launch.block:
+        if isinstance(b, int):
+            dims.append(b)
+        elif str(b).strip().isdigit():
+            dims.append(int(str(b).strip()))
+        else:
+            return None
+    return dims
+
+
+class LaunchConfig(Rule):
+    name = "launch-config"
+    summary = "threads per block as a parameter (the grid follows where it is written in terms of the block)"
+    generic = True
+
+    def check(self, st: RewriteState) -> str:
+        dims = _literal_dims(st.launch)
+        if dims is None:
+            return "the spec's block size is an expression, not a number"
+        if all(d == 1 for d in dims):
+            return "the kernel runs single-thread blocks"
+        return ""
+
+    def apply(self, st: RewriteState) -> Applied:
+        dims = _literal_dims(st.launch)
+        tunable = [i for i, d in enumerate(dims) if d > 1]
+        names = {i: ("BLOCK" if len(tunable) == 1 else f"BLOCK_{'XYZ'[i]}") for i in tunable}
+        # occurrences of the block size as a literal in the code (array sizes, loop bounds, launch bounds)
+        literals: dict[int, list] = {i: [] for i in tunable}
+        for fn in st.functions():
+            for node in walk(fn):
+                v = int_literal(st, node)
+                if v is None:
+                    continue
+                hits = [i for i in tunable if dims[i] == v]
+                if len(hits) > 1:
+                    raise RuleDeclined(f"the literal {v} is both the block's {'/'.join('xyz'[i] for i in hits)} size")
+                if hits:
+                    literals[hits[0]].append(node)
+        edits = [Edit(n.start_byte, n.end_byte, f"KT_{names[i]}") for i in tunable for n in literals[i]]
+        if edits:
+            st.source = apply_edits(st.raw, edits)
+        limit = st.device_max_threads
+        for i in tunable:
+            d = dims[i]
+            if len(tunable) == 1:
+                others = [v for v in BLOCK_CHOICES if v != d and v <= limit]
+            else:
+                others = [v for v in (d // 2, d * 2) if v >= 1 and v != d]
+            coupled = bool(literals[i])
+            if coupled:   # literal-sized code (shared arrays, unrolled trees): keep to powers of two
+                others = [v for v in others if v & (v - 1) == 0]
+            st.add_param(Param(names[i], (d, *others), f"#define KT_{names[i]} {{{{ {names[i]} }}}}",
+                               why=f"the original block {'xyz'[i]} size {d}"
+                                   + (f"; it also appears as a literal {len(literals[i])} time(s) in the code, "
+                                      "assumed to denote the block size" if coupled else "")))
+        grid = list(st.launch.grid)
+        shared = st.launch.shared_mem
+        for i in tunable:
+            grid = [substitute_constant(g, dims[i], names[i]) for g in grid]
+            shared = substitute_constant(shared, dims[i], names[i])
+        block = [names[i] if i in names else dims[i] for i in range(len(dims))]
+        st.launch = LaunchSpec(grid=grid, block=block, shared_mem=shared)
+        if len(tunable) > 1:
+            st.restrictions.append(" * ".join(names.values()) + f" <= {limit}")
+        coupled_note = sum(len(v) for v in literals.values())
+        return Applied(self.name, f"block {'x'.join(map(str, dims))} -> parameters {', '.join(names.values())}"
+                                  + (f"; {coupled_note} literal(s) rewritten" if coupled_note else ""),
+                       tuple(names.values()))
+
+
+class LaunchBounds(Rule):
+    name = "launch-bounds"
+    summary = "__launch_bounds__ with the block size, on or off"
+    langs = ("cuda",)
+
+    def check(self, st: RewriteState) -> str:
+        k = next((k for k in st.parsed.kernels if k.name == st.kernel), None)
+        if k is None:
+            return f"no kernel {st.kernel} in the source"
+        if k.launch_bounds:
+            return "the kernel already declares __launch_bounds__"
+        if _literal_dims(st.launch) is None and not any(str(b).startswith("BLOCK") for b in st.launch.block):
+            return "the block size is neither a number nor a parameter"
+        return ""
+
+    def apply(self, st: RewriteState) -> Applied:
+        k = next(k for k in st.parsed.kernels if k.name == st.kernel)
+        declarator = k.node.child_by_field_name("declarator")
+        while declarator.type != "function_declarator":
+            declarator = declarator.child_by_field_name("declarator")
+        name_node = declarator.child_by_field_name("declarator")
+        threads = " * ".join(f"KT_{b}" if isinstance(b, str) and b.startswith("BLOCK") else str(b)
+                             for b in st.launch.block)
+        st.snippets["LAUNCH_BOUNDS"] = "{% if LAUNCH_BOUNDS %}__launch_bounds__(" + threads + "){% endif %}"
+        st.source = apply_edits(st.raw, [Edit(name_node.start_byte, name_node.start_byte,
+                                                        marker("LAUNCH_BOUNDS") + " ")])
+        st.add_param(Param("LAUNCH_BOUNDS", (False, True), "", why="let the compiler budget registers for the block"))
+        return Applied(self.name, f"__launch_bounds__({threads}) on {st.kernel}, as a parameter", ("LAUNCH_BOUNDS",))
