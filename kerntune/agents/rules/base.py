@@ -101,8 +101,39 @@ class RewriteState:
 
     # --- what rules look at -------------------------------------------------------------
     def functions(self) -> list:
-        """Every function definition: the kernels and the device helpers they call."""
-        return [n for n in walk(self.parsed.tree.root_node) if n.type == "function_definition"]
+        """The spec's kernel and every function it calls, directly or not (other
+        entry points in the file, e.g. other dtypes, are left alone)."""
+        defs: dict[str, list] = {}
+        for n in walk(self.parsed.tree.root_node):
+            if n.type == "function_definition":
+                name = function_name(self, n)
+                if name:
+                    defs.setdefault(name, []).append(n)
+        if self.kernel not in defs:
+            return [n for group in defs.values() for n in group]
+        seen, order, todo = set(), [], [self.kernel]
+        while todo:
+            name = todo.pop()
+            if name in seen or name not in defs:
+                continue
+            seen.add(name)
+            for fn in defs[name]:
+                order.append(fn)
+                for c in walk(fn):
+                    if c.type == "call_expression":
+                        f = c.child_by_field_name("function")
+                        if f is not None and f.type == "template_function":
+                            f = f.child_by_field_name("name")
+                        if f is not None and f.type == "identifier":
+                            todo.append(self.text(f))
+        return sorted(order, key=lambda n: n.start_byte)
+
+    def macro_value(self, name: str) -> str | None:
+        for n in walk(self.parsed.tree.root_node):
+            if n.type == "preproc_def" and self.text(n.child_by_field_name("name")) == name:
+                v = n.child_by_field_name("value")
+                return self.text(v).strip() if v is not None else ""
+        return None
 
     def has_macro(self, name: str) -> bool:
         return re.search(r"\b" + re.escape(name) + r"\b", self.source) is not None
@@ -154,10 +185,23 @@ def is_identifier(node, st: RewriteState, name: str | None = None) -> bool:
     return node.type == "identifier" and (name is None or st.text(node) == name)
 
 
+def function_name(st: "RewriteState", fn) -> str:
+    d = fn.child_by_field_name("declarator")
+    while d is not None and d.type != "function_declarator":
+        d = d.child_by_field_name("declarator")
+    if d is None:
+        return ""
+    name = d.child_by_field_name("declarator")
+    return st.text(name) if name is not None else ""
+
+
 def unwrap(node):
     """Strip parentheses and casts: ((int)threadIdx.x) -> threadIdx.x."""
-    while node is not None and node.type in ("parenthesized_expression", "cast_expression"):
-        node = node.child_by_field_name("value") if node.type == "cast_expression" else node.named_children[0]
+    while node is not None and node.type in ("parenthesized_expression", "cast_expression", "condition_clause"):
+        if node.type == "parenthesized_expression":
+            node = node.named_children[0] if node.named_children else None
+        else:
+            node = node.child_by_field_name("value")
     return node
 
 
@@ -198,6 +242,18 @@ def int_literal(st: "RewriteState", node) -> int | None:
         return int(text, 0)
     except ValueError:
         return None
+
+
+def opencl_space(st: "RewriteState", node) -> str:
+    """The OpenCL address space written in front of (or inside) a declaration: the
+    parser sees these keywords blanked out, so they are looked up by offset."""
+    if st.lang != "opencl":
+        return ""
+    lo = node.prev_sibling.end_byte if node.prev_sibling is not None else node.start_byte
+    for off, kw in st.parsed.keywords.items():
+        if lo <= off < node.end_byte and kw.strip("_") in ("global", "local", "constant", "private"):
+            return kw.strip("_")
+    return ""
 
 
 def marker(ident: str) -> str:

@@ -54,7 +54,8 @@ def assemble(st: RewriteState, note: str = "") -> str:
     }
     if st.flags:
         decl["flags"] = st.flags
-    header = [p.header for p in st.params.values() if p.header]
+    # Jinja's trim_blocks drops the newline after a closing block tag: keep one for the next line
+    header = [p.header + ("\n" if p.header.endswith("%}") else "") for p in st.params.values() if p.header]
     parts, pos = [], 0
     for m in _MARKER.finditer(st.source):
         parts.append(_raw(st.source[pos:m.start()]))

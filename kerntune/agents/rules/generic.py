@@ -3,11 +3,12 @@ intrinsics, and fast-math compiler flags."""
 
 from __future__ import annotations
 
-from kerntune.agents.rules.base import Applied, Edit, Param, Rule, RewriteState, apply_edits, marker
+from kerntune.agents.rules.base import Applied, Edit, Param, Rule, RewriteState, apply_edits, marker, opencl_space
 from kerntune.source.parse import walk
 
-MAX_UNROLLED_LOOPS = 3
+MAX_UNROLLED_LOOPS = 2
 UNROLL_CHOICES = (0, 2, 4, 8)            # 0: no pragma (the compiler's own choice, as in the original)
+NO_UNROLL = "/*kt:no-unroll*/"           # written before loops other rules generated (tails)
 
 FAST_MATH = {
     "cuda": {"expf": "__expf", "logf": "__logf", "sinf": "__sinf", "cosf": "__cosf", "tanf": "__tanf",
@@ -21,6 +22,8 @@ FLAGS = {"cuda": "-use_fast_math", "opencl": "-cl-fast-relaxed-math"}
 
 def _has_pragma(st: RewriteState, loop) -> bool:
     prev = loop.prev_sibling
+    if prev is not None and prev.type == "comment" and st.text(prev) == NO_UNROLL:
+        return True
     return prev is not None and prev.type in ("preproc_call", "preproc_def") and "unroll" in st.text(prev)
 
 
@@ -80,7 +83,7 @@ def _pointer_params(st: RewriteState) -> list:
             quals = [st.text(c) for c in d.children if c.type == "type_qualifier"]
             if any(q in ("__restrict__", "restrict", "__restrict") for q in quals):
                 continue
-            if st.lang == "opencl" and "local" in st.text(p):
+            if opencl_space(st, p) == "local":
                 continue
             out.append(d)
     return out

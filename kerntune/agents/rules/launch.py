@@ -57,27 +57,60 @@ class LaunchConfig(Rule):
     def apply(self, st: RewriteState) -> Applied:
         dims = _literal_dims(st.launch)
         tunable = [i for i, d in enumerate(dims) if d > 1]
-        names = {i: ("BLOCK" if len(tunable) == 1 else f"BLOCK_{'XYZ'[i]}") for i in tunable}
+        square = len(tunable) == 2 and dims[tunable[0]] == dims[tunable[1]]
+        if len(tunable) == 1 or square:   # a square block stays square: one parameter for both sides
+            names = {i: "BLOCK" for i in tunable}
+        else:
+            names = {i: f"BLOCK_{'XYZ'[i]}" for i in tunable}
         # occurrences of the block size as a literal in the code (array sizes, loop bounds, launch bounds)
         literals: dict[int, list] = {i: [] for i in tunable}
-        for fn in st.functions():
+        scopes = st.functions() + [n for n in walk(st.parsed.tree.root_node) if n.type == "preproc_def"]
+        for fn in scopes:
             for node in walk(fn):
                 v = int_literal(st, node)
                 if v is None:
                     continue
                 hits = [i for i in tunable if dims[i] == v]
-                if len(hits) > 1:
+                if len(hits) > 1 and not square:
                     raise RuleDeclined(f"the literal {v} is both the block's {'/'.join('xyz'[i] for i in hits)} size")
                 if hits:
                     literals[hits[0]].append(node)
+        if any(literals.values()):
+            # the code spells the block size out; it must not also spell out numbers derived from it
+            # (half a block starting a tree, a tile of four blocks), which a rename would leave stale
+            derived = {}
+            for i in tunable:
+                d = dims[i]
+                for v in (d // 2, d * 2, d * 4, d * d):
+                    if v > 2 and v not in dims:
+                        derived[v] = d
+            for fn in scopes:
+                for node in walk(fn):
+                    v = int_literal(st, node)
+                    if v in derived:
+                        raise RuleDeclined(f"the code uses the block size {derived[v]} as a literal and also {v}, "
+                                           "a number derived from it: the block size cannot change safely")
         edits = [Edit(n.start_byte, n.end_byte, f"KT_{names[i]}") for i in tunable for n in literals[i]]
+        # macros whose whole value is the block size (#define THREADS 128)
+        for n in walk(st.parsed.tree.root_node):
+            if n.type == "preproc_def" and n.child_by_field_name("value") is not None:
+                v = n.child_by_field_name("value")
+                text = st.text(v).strip().rstrip("uU")
+                hits = [i for i in tunable if text.isdigit() and int(text) == dims[i]]
+                if hits:
+                    literals[hits[0]].append(v)
+                    edits.append(Edit(v.start_byte, v.end_byte, f" KT_{names[hits[0]]}"))
         if edits:
             st.source = apply_edits(st.raw, edits)
         limit = st.device_max_threads
         for i in tunable:
             d = dims[i]
+            if names[i] in st.params:
+                continue
             if len(tunable) == 1:
                 others = [v for v in BLOCK_CHOICES if v != d and v <= limit]
+            elif square:
+                others = [v for v in (4, 8, 16, 32) if v != d and v * v <= limit]
             else:
                 others = [v for v in (d // 2, d * 2) if v >= 1 and v != d]
             coupled = bool(literals[i])
@@ -94,12 +127,12 @@ class LaunchConfig(Rule):
             shared = substitute_constant(shared, dims[i], names[i])
         block = [names[i] if i in names else dims[i] for i in range(len(dims))]
         st.launch = LaunchSpec(grid=grid, block=block, shared_mem=shared)
-        if len(tunable) > 1:
+        if len(set(names.values())) > 1:
             st.restrictions.append(" * ".join(names.values()) + f" <= {limit}")
         coupled_note = sum(len(v) for v in literals.values())
-        return Applied(self.name, f"block {'x'.join(map(str, dims))} -> parameters {', '.join(names.values())}"
+        return Applied(self.name, f"block {'x'.join(map(str, dims))} -> parameters {', '.join(dict.fromkeys(names.values()))}"
                                   + (f"; {coupled_note} literal(s) rewritten" if coupled_note else ""),
-                       tuple(names.values()))
+                       tuple(dict.fromkeys(names.values())))
 
 
 class LaunchBounds(Rule):

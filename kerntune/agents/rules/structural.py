@@ -1,34 +1,590 @@
-"""Structural rules (filled in below): elements per thread for element-wise
-kernels, 16-byte vectorized accesses in strided loops, and warp-shuffle
-reductions in place of shared-memory trees."""
+"""Structural rules: warp-shuffle (sub-group) reductions in place of
+shared-memory trees, several elements per thread for element-wise kernels,
+and vectorized (16-byte) accesses in block-strided loops.
+
+Each recognizes its pattern on the tree-sitter parse, checks what makes the
+rewrite semantics-preserving, and keeps the original code reachable as the
+parameter's first value (through ``#if``), so the template's baseline is the
+original kernel.
+"""
 
 from __future__ import annotations
 
-from kerntune.agents.rules.base import Applied, Rule, RewriteState
+import ast
+
+from kerntune.agents.rules.base import (
+    Applied, Edit, Param, Rule, RuleDeclined, RewriteState, apply_edits, builtin_dim, int_literal, opencl_space,
+    unwrap,
+)
+from kerntune.agents.rules.generic import NO_UNROLL
+from kerntune.source.parse import walk
+
+BARRIERS = {"cuda": "__syncthreads", "opencl": "barrier"}
+REDUCE_OPS = {"cuda": {"max": "max", "fmaxf": "max", "min": "min", "fminf": "min"},
+              "opencl": {"max": "max", "fmax": "max", "min": "min", "fmin": "min"}}
 
 
-class ElementsPerThread(Rule):
-    name = "elements-per-thread"
-    summary = "several elements per thread for element-wise kernels"
-
-    def check(self, st: RewriteState) -> str:
-        return "not implemented yet"
+def _calls(st: RewriteState, node, name: str) -> bool:
+    return any(n.type == "call_expression" and st.text(n.child_by_field_name("function")) == name
+               for n in walk(node))
 
 
-class Vectorize(Rule):
-    name = "vectorize"
-    summary = "16-byte vector accesses in block-strided loops"
+def _decl_value(st: RewriteState, fn, name: str):
+    """The initializer of a local variable ``name`` in function ``fn``, if declared once."""
+    found = []
+    for n in walk(fn):
+        if n.type == "init_declarator":
+            d = n.child_by_field_name("declarator")
+            if d is not None and d.type == "identifier" and st.text(d) == name:
+                found.append(n.child_by_field_name("value"))
+    return found[0] if len(found) == 1 else None
 
-    def check(self, st: RewriteState) -> str:
-        return "not implemented yet"
+
+def _is_thread_x(st: RewriteState, fn, node) -> bool:
+    node = unwrap(node)
+    if builtin_dim(st, node, "thread") == "x":
+        return True
+    if node is not None and node.type == "identifier":
+        value = _decl_value(st, fn, st.text(node))
+        return value is not None and builtin_dim(st, value, "thread") == "x"
+    return False
+
+
+def _is_block_dim_x(st: RewriteState, node) -> bool:
+    node = unwrap(node)
+    if node is None:
+        return False
+    if builtin_dim(st, node, "block_dim") == "x" or st.text(node) == "KT_BLOCK":
+        return True
+    # a macro standing for the block size (#define THREADS KT_BLOCK, after launch-config)
+    return node.type == "identifier" and st.macro_value(st.text(node)) == "KT_BLOCK"
+
+
+def _enclosing_function(node):
+    while node is not None and node.type != "function_definition":
+        node = node.parent
+    return node
+
+
+def _line_indent(st: RewriteState, node) -> str:
+    start = st.raw.rfind(b"\n", 0, node.start_byte) + 1
+    pre = st.raw[start:node.start_byte].decode()
+    return pre if not pre.strip() else ""
+
+
+# --- warp-shuffle reductions ---------------------------------------------------------------
+
+def _tree_step(st: RewriteState, fn, body, var: str):
+    """(array, op) when ``body`` is one tree step: if (guard) A[t] op= A[t + s]; barrier."""
+    stmts = [c for c in body.named_children if c.type != "comment"] if body.type == "compound_statement" else [body]
+    if len(stmts) != 2 or stmts[0].type != "if_statement" or stmts[1].type != "expression_statement":
+        return None
+    if not _calls(st, stmts[1], BARRIERS[st.lang]) or stmts[0].child_by_field_name("alternative") is not None:
+        return None
+    cons = stmts[0].child_by_field_name("consequence")
+    if cons.type == "compound_statement":
+        inner = [c for c in cons.named_children if c.type != "comment"]
+        if len(inner) != 1:
+            return None
+        cons = inner[0]
+    if cons.type != "expression_statement" or not cons.named_children:
+        return None
+    a = cons.named_children[0]
+    if a.type != "assignment_expression":
+        return None
+    left, right, op = a.child_by_field_name("left"), a.child_by_field_name("right"), \
+        st.text(a.child_by_field_name("operator"))
+
+    def elem(n, plus_s: bool):
+        n = unwrap(n)
+        if n is None or n.type != "subscript_expression":
+            return None
+        arr = n.child_by_field_name("argument")
+        idx = n.child_by_field_name("indices")
+        idx = unwrap(idx.named_children[0]) if idx is not None and idx.named_children else None
+        if arr is None or arr.type != "identifier" or idx is None:
+            return None
+        if not plus_s:
+            return st.text(arr) if _is_thread_x(st, fn, idx) else None
+        if idx.type != "binary_expression" or st.text(idx.child_by_field_name("operator")) != "+":
+            return None
+        l, r = idx.child_by_field_name("left"), idx.child_by_field_name("right")
+        if _is_thread_x(st, fn, l) and st.text(unwrap(r)) == var:
+            return st.text(arr)
+        return None
+
+    target = elem(left, False)
+    if target is None:
+        return None
+    if op == "+=" and elem(right, True) == target:
+        return target, "sum"
+    if op != "=":
+        return None
+    r = unwrap(right)
+    if r.type == "binary_expression" and st.text(r.child_by_field_name("operator")) == "+":
+        l2, r2 = r.child_by_field_name("left"), r.child_by_field_name("right")
+        if elem(l2, False) == target and elem(r2, True) == target:
+            return target, "sum"
+    if r.type == "call_expression":
+        name = st.text(r.child_by_field_name("function"))
+        args = r.child_by_field_name("arguments").named_children
+        if name in REDUCE_OPS[st.lang] and len(args) == 2 and elem(args[0], False) == target \
+                and elem(args[1], True) == target:
+            return target, REDUCE_OPS[st.lang][name]
+    return None
+
+
+def _tree_loops(st: RewriteState) -> list[tuple]:
+    found = []
+    for fn in st.functions():
+        for loop in (n for n in walk(fn) if n.type == "for_statement"):
+            init = loop.child_by_field_name("initializer")
+            if init is None:
+                continue
+            if init.type == "declaration":
+                d = init.child_by_field_name("declarator")
+                if d is None or d.type != "init_declarator":
+                    continue
+                var = st.text(d.child_by_field_name("declarator"))
+            elif init.type == "assignment_expression":
+                var = st.text(init.child_by_field_name("left"))
+            else:
+                continue
+            step = _tree_step(st, fn, loop.child_by_field_name("body"), var)
+            if step is None:
+                continue
+            array, op = step
+            decl = next((n for n in walk(fn) if n.type == "declaration" and any(
+                c.type == "array_declarator" and st.text(c.child_by_field_name("declarator")) == array
+                for c in n.named_children)), None)
+            if decl is None:   # a pointer parameter to shared (local) memory
+                decl = next((p for p in walk(fn) if p.type == "parameter_declaration" and any(
+                    d.type == "pointer_declarator" and st.text(d.child_by_field_name("declarator")) == array
+                    for d in p.named_children)), None)
+                if decl is None or st.lang == "cuda":
+                    continue
+            shared = ("__shared__" in st.text(decl)) if st.lang == "cuda" else opencl_space(st, decl) == "local"
+            if not shared:
+                continue
+            elem_type = st.text(decl.child_by_field_name("type"))
+            found.append((fn, loop, array, op, elem_type, var))
+    return found
+
+
+CUDA_REDUCE = """template <typename T>
+__device__ __forceinline__ T kt_combine_{op}(T a, T b) {{ return {expr}; }}
+template <typename T>
+__device__ __forceinline__ void kt_block_reduce_{op}(T* sh, unsigned int tid)
+{{
+    // each thread's value is in sh[tid]; leaves the block's {op} in sh[0] for every thread
+    T v = sh[tid];
+    __syncthreads();
+    for (int o = 16; o > 0; o >>= 1) v = kt_combine_{op}(v, __shfl_down_sync(0xffffffffu, v, o));
+    if ((tid & 31u) == 0u) sh[tid >> 5] = v;
+    __syncthreads();
+    if (tid < 32u) {{
+        const unsigned int warps = (blockDim.x + 31u) >> 5;
+        v = tid < warps ? sh[tid] : {identity};
+        for (int o = 16; o > 0; o >>= 1) v = kt_combine_{op}(v, __shfl_down_sync(0xffffffffu, v, o));
+        if (tid == 0u) sh[0] = v;
+    }}
+    __syncthreads();
+}}"""
+CUDA_COMBINE = {"sum": "a + b", "max": "a > b ? a : b", "min": "a < b ? a : b"}
+CUDA_IDENTITY = {"sum": "T(0)", "max": "sh[0]", "min": "sh[0]"}
+
+OPENCL_REDUCE = """inline void kt_block_reduce_{op}_{tname}(__local {ctype}* sh, uint tid)
+{{
+    // each work-item's value is in sh[tid]; leaves the group's {op} in sh[0] for every work-item
+    {ctype} v = sh[tid];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    v = sub_group_reduce_{op2}(v);
+    if (get_sub_group_local_id() == 0) sh[get_sub_group_id()] = v;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (tid == 0) {{
+        {ctype} t = sh[0];
+        for (uint k = 1; k < get_num_sub_groups(); ++k) t = {combine};
+        sh[0] = t;
+    }}
+    barrier(CLK_LOCAL_MEM_FENCE);
+}}"""
+OPENCL_COMBINE = {"sum": "t + sh[k]", "max": "max(t, sh[k])", "min": "min(t, sh[k])"}
+OPENCL_OP = {"sum": "add", "max": "max", "min": "min"}
 
 
 class ShuffleReduction(Rule):
     name = "shuffle-reduction"
-    summary = "warp-shuffle (sub-group) reductions in place of shared-memory trees"
+    summary = "warp-shuffle (OpenCL: sub-group) reductions in place of shared-memory trees, as a parameter"
 
     def check(self, st: RewriteState) -> str:
-        return "not implemented yet"
+        if not _tree_loops(st):
+            return "no shared-memory tree reduction over the block (if (t < s) a[t] += a[t + s]; barrier)"
+        block = st.launch.block
+        if len(block) > 1 and any(str(b) not in ("1",) for b in block[1:]):
+            return "the block is not one-dimensional"
+        return ""
 
     def apply(self, st: RewriteState) -> Applied:
-        raise NotImplementedError
+        loops = sorted(_tree_loops(st), key=lambda x: x[1].start_byte)
+        edits, names, helpers = [], [], set()
+        for fn, loop, array, op, elem_type, _ in loops:
+            name = st.fresh("REDUCE")
+            while name in names:
+                name += "x"
+            names.append(name)
+            tid = "threadIdx.x" if st.lang == "cuda" else "get_local_id(0)"
+            if st.lang == "cuda":
+                call = f"kt_block_reduce_{op}({array}, {tid});"
+                helpers.add(CUDA_REDUCE.format(op=op, expr=CUDA_COMBINE[op], identity=CUDA_IDENTITY[op]))
+            else:
+                tname = "_".join(elem_type.split())
+                call = f"kt_block_reduce_{op}_{tname}({array}, {tid});"
+                helpers.add(OPENCL_REDUCE.format(op=op, tname=tname, ctype=elem_type, op2=OPENCL_OP[op],
+                                                 combine=OPENCL_COMBINE[op]))
+            indent = _line_indent(st, loop)
+            new = (f"\n#if KT_{name}\n{indent}{call}\n#else\n{indent}{st.text(loop)}\n#endif\n{indent}")
+            edits.append(Edit(loop.start_byte, loop.end_byte, new.lstrip("\n") if not indent else new))
+            st.add_param(Param(name, ("tree", "shuffle"),
+                               f"#define KT_{name} {{{{ 1 if {name} == 'shuffle' else 0 }}}}",
+                               why=f"{op} over {array}[] ({elem_type})"))
+            if st.lang == "cuda":
+                blocks = [b for b in st.launch.block]
+                b0 = blocks[0]
+                if isinstance(b0, str) and b0.startswith("BLOCK"):
+                    st.restrictions.append(f"{name} == 'tree' or {b0} % 32 == 0")
+                elif int(b0) % 32:
+                    raise RuleDeclined(f"the block of {b0} threads is not a whole number of warps")
+        st.source = apply_edits(st.raw, edits)
+        st.prelude.extend(sorted(helpers))
+        return Applied(self.name, f"{len(names)} shared-memory tree(s) may reduce with "
+                                  f"{'warp shuffles' if st.lang == 'cuda' else 'sub-group reductions'}",
+                       tuple(names))
+
+
+# --- elements per thread ---------------------------------------------------------------------
+
+def _global_index(st: RewriteState, value) -> bool:
+    v = unwrap(value)
+    if v is None:
+        return False
+    if st.lang == "opencl":
+        return builtin_dim(st, v, "global") == "x"
+    if v.type != "binary_expression" or st.text(v.child_by_field_name("operator")) != "+":
+        return False
+    parts = [unwrap(v.child_by_field_name("left")), unwrap(v.child_by_field_name("right"))]
+    thread = [p for p in parts if builtin_dim(st, p, "thread") == "x"]
+    prod = [p for p in parts if p.type == "binary_expression" and st.text(p.child_by_field_name("operator")) == "*"]
+    if len(thread) != 1 or len(prod) != 1:
+        return False
+    f = [builtin_dim(st, prod[0].child_by_field_name(k), "block") or
+         ("bdim" if builtin_dim(st, prod[0].child_by_field_name(k), "block_dim") == "x" else None)
+         for k in ("left", "right")]
+    return sorted(map(str, f)) == ["bdim", "x"]
+
+
+def _elementwise(st: RewriteState):
+    """(function, index declaration, index name, guard if, kind) for the element-wise pattern."""
+    kernel = next((k for k in st.parsed.kernels if k.name == st.kernel), None)
+    if kernel is None:
+        return None, "no kernel named " + st.kernel
+    body = kernel.node.child_by_field_name("body")
+    if _calls(st, body, BARRIERS[st.lang]):
+        return None, "the kernel synchronizes its block: not element-wise"
+    stmts = [c for c in body.named_children if c.type != "comment"]
+    for i, s in enumerate(stmts):
+        if s.type != "declaration":
+            continue
+        d = s.child_by_field_name("declarator")
+        if d is None or d.type != "init_declarator" or not _global_index(st, d.child_by_field_name("value")):
+            continue
+        var = st.text(d.child_by_field_name("declarator"))
+        rest = stmts[i + 1:]
+        if any(n.type == "return_statement" for r in rest for n in walk(r)) and not (
+                len(rest) >= 1 and rest[0].type == "if_statement" and _is_exit_guard(st, rest[0], var)):
+            return None, "the kernel returns from inside its element loop"
+        assigned = [n for r in rest for n in walk(r) if n.type in ("assignment_expression", "update_expression")
+                    and st.text(unwrap(n.child_by_field_name("left") or n.child_by_field_name("argument"))) == var]
+        if assigned:
+            return None, f"the index {var} is modified"
+        if len(rest) == 1 and rest[0].type == "if_statement" and _bound_guard(st, rest[0], var) \
+                and rest[0].child_by_field_name("alternative") is None:
+            return (kernel, s, var, rest, "guard"), ""
+        if rest and rest[0].type == "if_statement" and _is_exit_guard(st, rest[0], var):
+            if any(n.type == "return_statement" for r in rest[1:] for n in walk(r)):
+                return None, "the kernel returns from inside its element loop"
+            return (kernel, s, var, rest, "exit"), ""
+        return None, "the statements after the global index are not a single bounds check"
+    return None, "no global thread index (blockIdx.x * blockDim.x + threadIdx.x / get_global_id(0))"
+
+
+def _bound_guard(st: RewriteState, if_node, var: str) -> bool:
+    cond = unwrap(if_node.child_by_field_name("condition"))
+    return cond is not None and cond.type == "binary_expression" and \
+        st.text(cond.child_by_field_name("operator")) == "<" and st.text(unwrap(cond.child_by_field_name("left"))) == var
+
+
+def _is_exit_guard(st: RewriteState, if_node, var: str) -> bool:
+    cond = unwrap(if_node.child_by_field_name("condition"))
+    cons = if_node.child_by_field_name("consequence")
+    if cond is None or cond.type != "binary_expression" or st.text(cond.child_by_field_name("operator")) != ">=":
+        return False
+    if st.text(unwrap(cond.child_by_field_name("left"))) != var:
+        return False
+    inner = cons.named_children if cons.type == "compound_statement" else [cons]
+    return len(inner) == 1 and inner[0].type == "return_statement"
+
+
+def _scale_grid(grid_x, param: str) -> str | None:
+    tree = ast.parse(str(grid_x), mode="eval")
+    call = tree.body
+    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id in ("ceil_div", "cdiv")
+            and len(call.args) == 2):
+        return None
+    call.args[1] = ast.BinOp(left=call.args[1], op=ast.Mult(), right=ast.Name(id=param, ctx=ast.Load()))
+    return ast.unparse(tree)
+
+
+class ElementsPerThread(Rule):
+    name = "elements-per-thread"
+    summary = "several elements per thread (coalesced) for element-wise kernels, as a parameter"
+
+    def check(self, st: RewriteState) -> str:
+        found, why = _elementwise(st)
+        if found is None:
+            return why
+        if _scale_grid(st.launch.grid[0], "EPT") is None:
+            return "the grid's x size is not ceil_div(elements, threads per block)"
+        return ""
+
+    def apply(self, st: RewriteState) -> Applied:
+        (kernel, decl, var, rest, kind), _ = _elementwise(st)
+        d = decl.child_by_field_name("declarator")
+        vtype = st.text(decl.child_by_field_name("type"))
+        quals = " ".join(st.text(c) for c in decl.children if c.type == "type_qualifier" and st.text(c) != "const")
+        vtype = (quals + " " + vtype).strip()
+        indent = _line_indent(st, decl)
+        if st.lang == "cuda":
+            base, step, tid = "blockIdx.x * blockDim.x", "blockDim.x", "threadIdx.x"
+        else:
+            base, step, tid = "get_group_id(0) * get_local_size(0)", "get_local_size(0)", "get_local_id(0)"
+        if kind == "guard":
+            inner = st.text(rest[0])
+        else:
+            bound = st.text(unwrap(rest[0].child_by_field_name("condition")).child_by_field_name("right"))
+            inner = f"if ({var} < {bound}) {{\n" + "\n".join(indent + "    " + st.text(r) for r in rest[1:]) + \
+                f"\n{indent}    }}"
+        new = (f"const {vtype} kt_first = ({vtype})({base}) * KT_EPT + ({vtype}){tid};\n"
+               f"{indent}#pragma unroll\n"
+               f"{indent}for (int kt_e = 0; kt_e < KT_EPT; ++kt_e) {{\n"
+               f"{indent}    const {vtype} {var} = kt_first + ({vtype})kt_e * ({vtype}){step};\n"
+               f"{indent}    {inner}\n"
+               f"{indent}}}")
+        start, end = decl.start_byte, rest[-1].end_byte
+        st.source = apply_edits(st.raw, [Edit(start, end, new)])
+        st.launch = st.launch.model_copy(update={"grid": [_scale_grid(st.launch.grid[0], "EPT"), *st.launch.grid[1:]]})
+        st.add_param(Param("EPT", (1, 2, 4, 8), "#define KT_EPT {{ EPT }}",
+                           why="consecutive blocks of threads each take EPT elements, strided by the block"))
+        del d
+        return Applied(self.name, f"{st.kernel}: EPT elements per thread, grid divided by EPT", ("EPT",))
+
+
+# --- vectorized accesses -------------------------------------------------------------------
+
+def _strided_loops(st: RewriteState):
+    """Loops `for (int i = tid; i < N; i += blockDim)` whose body touches memory only as P[i]."""
+    out, reasons = [], []
+    for fn in st.functions():
+        for loop in (n for n in walk(fn) if n.type == "for_statement"):
+            init, cond, upd = (loop.child_by_field_name(k) for k in ("initializer", "condition", "update"))
+            if init is None or cond is None or upd is None or init.type != "declaration":
+                continue
+            d = init.child_by_field_name("declarator")
+            if d is None or d.type != "init_declarator" or not _is_thread_x(st, fn, d.child_by_field_name("value")):
+                continue
+            var = st.text(d.child_by_field_name("declarator"))
+            c = unwrap(cond)
+            if c.type != "binary_expression" or st.text(c.child_by_field_name("operator")) != "<" or \
+                    st.text(unwrap(c.child_by_field_name("left"))) != var:
+                continue
+            bound_node = c.child_by_field_name("right")
+            bound = st.text(bound_node)
+            if any(n.type == "identifier" and st.text(n) == var for n in walk(bound_node)):
+                continue
+            u = unwrap(upd)
+            if not (u.type == "assignment_expression" and st.text(u.child_by_field_name("operator")) == "+="
+                    and st.text(u.child_by_field_name("left")) == var
+                    and _is_block_dim_x(st, u.child_by_field_name("right"))):
+                continue
+            body = loop.child_by_field_name("body")
+            why = _vectorizable_body(st, body, var)
+            if why:
+                reasons.append(why)
+                continue
+            out.append((fn, loop, var, bound, body))
+    return out, reasons
+
+
+def _accesses(st: RewriteState, body, var: str):
+    """(reads, writes, conditional writes) of P[var] subscripts, or None if var is used otherwise."""
+    reads, writes, cond_writes = set(), set(), set()
+    for n in walk(body):
+        if n.type != "identifier" or st.text(n) != var:
+            continue
+        idx = n.parent
+        sub = idx.parent if idx is not None and idx.type == "subscript_argument_list" else None
+        if sub is None or sub.type != "subscript_expression" or len(idx.named_children) != 1:
+            return None
+        arr = sub.child_by_field_name("argument")
+        if arr is None or arr.type != "identifier":
+            return None
+        name = st.text(arr)
+        parent = sub.parent
+        if parent is not None and parent.type == "assignment_expression" and parent.child_by_field_name("left") == sub:
+            writes.add(name)
+            if st.text(parent.child_by_field_name("operator")) != "=":
+                reads.add(name)
+            p = parent.parent
+            while p is not None and p is not body:
+                if p.type in ("if_statement", "conditional_expression", "while_statement", "for_statement"):
+                    cond_writes.add(name)
+                p = p.parent
+        else:
+            reads.add(name)
+    return reads, writes, cond_writes
+
+
+def _vectorizable_body(st: RewriteState, body, var: str) -> str:
+    for n in walk(body):
+        if n.type in ("return_statement", "break_statement", "continue_statement", "goto_statement"):
+            return "the loop body leaves the loop"
+        if n.type == "call_expression" and st.text(n.child_by_field_name("function")) in (
+                BARRIERS[st.lang], "atomicAdd", "atomic_add", "atomic_inc"):
+            return "the loop body synchronizes or uses atomics"
+        if n.type == "for_statement" or n.type == "while_statement":
+            return "the loop body has an inner loop"
+    acc = _accesses(st, body, var)
+    if acc is None:
+        return f"the loop index {var} is used other than as p[{var}]"
+    if not acc[0] and not acc[1]:
+        return "the loop body does not access memory through the index"
+    return ""
+
+
+CUDA_VEC = """#define KT_VEC_DECL(name, p) __align__(16) typename kt_elem<decltype((p)[0])>::type name[KT_VEC]
+template <typename R> struct kt_elem { typedef R type; };
+template <typename R> struct kt_elem<R&> { typedef R type; };
+template <typename R> struct kt_elem<const R&> { typedef R type; };
+template <typename R> struct kt_elem<const R> { typedef R type; };
+template <int N, typename T>
+__device__ __forceinline__ void kt_vload(const T* p, T* v)
+{
+    // 16-byte loads when the address allows, else element by element
+    if ((sizeof(T) * N) % 16 == 0 && (reinterpret_cast<unsigned long long>(p) & 15ull) == 0ull) {
+#pragma unroll
+        for (int k = 0; k < (int)(sizeof(T) * N / 16); ++k)
+            reinterpret_cast<uint4*>(v)[k] = reinterpret_cast<const uint4*>(p)[k];
+    } else if (sizeof(T) * N == 8 && (reinterpret_cast<unsigned long long>(p) & 7ull) == 0ull) {
+        *reinterpret_cast<uint2*>(v) = *reinterpret_cast<const uint2*>(p);
+    } else {
+#pragma unroll
+        for (int k = 0; k < N; ++k) v[k] = p[k];
+    }
+}
+template <int N, typename T>
+__device__ __forceinline__ void kt_vstore(T* p, const T* v)
+{
+    if ((sizeof(T) * N) % 16 == 0 && (reinterpret_cast<unsigned long long>(p) & 15ull) == 0ull) {
+#pragma unroll
+        for (int k = 0; k < (int)(sizeof(T) * N / 16); ++k)
+            reinterpret_cast<uint4*>(p)[k] = reinterpret_cast<const uint4*>(v)[k];
+    } else if (sizeof(T) * N == 8 && (reinterpret_cast<unsigned long long>(p) & 7ull) == 0ull) {
+        *reinterpret_cast<uint2*>(p) = *reinterpret_cast<const uint2*>(v);
+    } else {
+#pragma unroll
+        for (int k = 0; k < N; ++k) p[k] = v[k];
+    }
+}"""
+
+
+def _pointee_type(st: RewriteState, fn, name: str) -> str | None:
+    """The element type of pointer ``name`` (OpenCL needs it spelled out)."""
+    for n in walk(fn):
+        if n.type in ("parameter_declaration", "declaration"):
+            for d in walk(n):
+                if d.type == "pointer_declarator":
+                    inner = d.child_by_field_name("declarator")
+                    while inner is not None and inner.type not in ("identifier",):
+                        inner = inner.child_by_field_name("declarator")
+                    if inner is not None and st.text(inner) == name:
+                        t = n.child_by_field_name("type")
+                        return st.text(t) if t is not None else None
+    return None
+
+
+class Vectorize(Rule):
+    name = "vectorize"
+    summary = "VEC consecutive elements per thread in block-strided loops, with 16-byte loads and stores (CUDA)"
+
+    def check(self, st: RewriteState) -> str:
+        loops, reasons = _strided_loops(st)
+        if loops:
+            return ""
+        return reasons[0] if reasons else "no block-strided loop (for (i = threadIdx.x; i < n; i += blockDim.x))"
+
+    def apply(self, st: RewriteState) -> Applied:
+        loops, _ = _strided_loops(st)
+        edits = []
+        for fn, loop, var, bound, body in loops:
+            reads, writes, cond_writes = _accesses(st, body, var)
+            arrays = sorted(reads | writes)
+            ind = _line_indent(st, loop)
+            tid, bdim = ("threadIdx.x", "blockDim.x") if st.lang == "cuda" else ("get_local_id(0)", "get_local_size(0)")
+            vec_body = st.text(body)
+            # rewrite P[var] -> kt_v_P[kt_v] inside the body (by byte ranges, innermost first)
+            b0 = body.start_byte
+            sub_edits = []
+            for n in walk(body):
+                if n.type == "subscript_expression":
+                    arr = n.child_by_field_name("argument")
+                    idx = n.child_by_field_name("indices")
+                    if arr is not None and idx is not None and len(idx.named_children) == 1 and \
+                            st.text(idx.named_children[0]) == var and st.text(arr) in arrays:
+                        sub_edits.append(Edit(n.start_byte - b0, n.end_byte - b0, f"kt_v_{st.text(arr)}[kt_v]"))
+            vec_body = apply_edits(vec_body.encode(), sub_edits)
+            lines = [f"for (int kt_i0 = ({tid}) * KT_VEC; kt_i0 < {bound}; kt_i0 += ({bdim}) * KT_VEC) {{",
+                     f"    if (kt_i0 + KT_VEC <= {bound}) {{"]
+            for a in arrays:
+                if st.lang == "cuda":   # a macro: tree-sitter cannot parse the declaration itself
+                    lines.append(f"        KT_VEC_DECL(kt_v_{a}, {a});")
+                else:
+                    t = _pointee_type(st, fn, a)
+                    if t is None:
+                        raise RuleDeclined(f"cannot tell the element type of {a}")
+                    lines.append(f"        {t} kt_v_{a}[KT_VEC];")
+            for a in arrays:
+                if a in reads or a in cond_writes:
+                    if st.lang == "cuda":
+                        lines.append(f"        kt_vload<KT_VEC>({a} + kt_i0, kt_v_{a});")
+                    else:
+                        lines.append(f"        for (int kt_v = 0; kt_v < KT_VEC; ++kt_v) kt_v_{a}[kt_v] = {a}[kt_i0 + kt_v];")
+            lines += ["#pragma unroll", "        for (int kt_v = 0; kt_v < KT_VEC; ++kt_v)",
+                      "            " + vec_body]
+            for a in arrays:
+                if a in writes:
+                    if st.lang == "cuda":
+                        lines.append(f"        kt_vstore<KT_VEC>({a} + kt_i0, kt_v_{a});")
+                    else:
+                        lines.append(f"        for (int kt_v = 0; kt_v < KT_VEC; ++kt_v) {a}[kt_i0 + kt_v] = kt_v_{a}[kt_v];")
+            vtype = st.text(loop.child_by_field_name("initializer").child_by_field_name("type"))
+            lines += ["    } else {", "        " + NO_UNROLL, f"        for ({vtype} {var} = kt_i0; {var} < {bound}; ++{var})",
+                      "            " + st.text(body), "    }", "}"]
+            new = ("\n#if KT_VEC > 1\n" + "\n".join(ind + ln if not ln.startswith("#") else ln for ln in lines) +
+                   "\n#else\n" + ind + st.text(loop) + "\n#endif\n" + ind)
+            edits.append(Edit(loop.start_byte, loop.end_byte, new))
+        st.source = apply_edits(st.raw, edits)
+        if st.lang == "cuda":
+            st.prelude.append(CUDA_VEC)
+        st.add_param(Param("VEC", (1, 2, 4, 8), "#define KT_VEC {{ VEC }}",
+                           why="elements per thread per step; 16-byte accesses when VEC x element size is 16"))
+        return Applied(self.name, f"{len(loops)} block-strided loop(s) take VEC consecutive elements per thread",
+                       ("VEC",))
