@@ -24,6 +24,11 @@ REDUCE_OPS = {"cuda": {"max": "max", "fmaxf": "max", "min": "min", "fminf": "min
               "opencl": {"max": "max", "fmax": "max", "min": "min", "fmin": "min"}}
 
 
+def guarded(name: str, code: str) -> str:
+    """Helper code that may meet a copy of itself in a later round (rewrites of rewritten kernels)."""
+    return f"#ifndef KT_HAVE_{name}\n#define KT_HAVE_{name} 1\n{code}\n#endif"
+
+
 def _calls(st: RewriteState, node, name: str) -> bool:
     return any(n.type == "call_expression" and st.text(n.child_by_field_name("function")) == name
                for n in walk(node))
@@ -255,7 +260,8 @@ class ShuffleReduction(Rule):
                 elif int(b0) % 32:
                     raise RuleDeclined(f"the block of {b0} threads is not a whole number of warps")
         st.source = apply_edits(st.raw, edits)
-        st.prelude.extend(sorted(helpers))
+        st.prelude.extend(guarded("REDUCE_" + h.split("kt_block_reduce_")[1].split("(")[0].upper(), h)
+                          for h in sorted(helpers))
         return Applied(self.name, f"{len(names)} shared-memory tree(s) may reduce with "
                                   f"{'warp shuffles' if st.lang == 'cuda' else 'sub-group reductions'}",
                        tuple(names))
@@ -470,7 +476,7 @@ def _vectorizable_body(st: RewriteState, body, var: str) -> str:
     return ""
 
 
-CUDA_VEC = """#define KT_VEC_DECL(name, p) __align__(16) typename kt_elem<decltype((p)[0])>::type name[KT_VEC]
+CUDA_VEC = """template <typename T, int N> struct __align__(16) kt_vec { T v[N]; };
 template <typename R> struct kt_elem { typedef R type; };
 template <typename R> struct kt_elem<R&> { typedef R type; };
 template <typename R> struct kt_elem<const R&> { typedef R type; };
@@ -549,13 +555,14 @@ class Vectorize(Rule):
                     idx = n.child_by_field_name("indices")
                     if arr is not None and idx is not None and len(idx.named_children) == 1 and \
                             st.text(idx.named_children[0]) == var and st.text(arr) in arrays:
-                        sub_edits.append(Edit(n.start_byte - b0, n.end_byte - b0, f"kt_v_{st.text(arr)}[kt_v]"))
+                        name = f"kt_v_{st.text(arr)}" + (".v" if st.lang == "cuda" else "")
+                        sub_edits.append(Edit(n.start_byte - b0, n.end_byte - b0, f"{name}[kt_v]"))
             vec_body = apply_edits(vec_body.encode(), sub_edits)
             lines = [f"for (int kt_i0 = ({tid}) * KT_VEC; kt_i0 < {bound}; kt_i0 += ({bdim}) * KT_VEC) {{",
                      f"    if (kt_i0 + KT_VEC <= {bound}) {{"]
             for a in arrays:
-                if st.lang == "cuda":   # a macro: tree-sitter cannot parse the declaration itself
-                    lines.append(f"        KT_VEC_DECL(kt_v_{a}, {a});")
+                if st.lang == "cuda":
+                    lines.append(f"        kt_vec<typename kt_elem<decltype({a}[0])>::type, KT_VEC> kt_v_{a};")
                 else:
                     t = _pointee_type(st, fn, a)
                     if t is None:
@@ -564,7 +571,7 @@ class Vectorize(Rule):
             for a in arrays:
                 if a in reads or a in cond_writes:
                     if st.lang == "cuda":
-                        lines.append(f"        kt_vload<KT_VEC>({a} + kt_i0, kt_v_{a});")
+                        lines.append(f"        kt_vload<KT_VEC>({a} + kt_i0, kt_v_{a}.v);")
                     else:
                         lines.append(f"        for (int kt_v = 0; kt_v < KT_VEC; ++kt_v) kt_v_{a}[kt_v] = {a}[kt_i0 + kt_v];")
             lines += ["#pragma unroll", "        for (int kt_v = 0; kt_v < KT_VEC; ++kt_v)",
@@ -572,7 +579,7 @@ class Vectorize(Rule):
             for a in arrays:
                 if a in writes:
                     if st.lang == "cuda":
-                        lines.append(f"        kt_vstore<KT_VEC>({a} + kt_i0, kt_v_{a});")
+                        lines.append(f"        kt_vstore<KT_VEC>({a} + kt_i0, kt_v_{a}.v);")
                     else:
                         lines.append(f"        for (int kt_v = 0; kt_v < KT_VEC; ++kt_v) {a}[kt_i0 + kt_v] = kt_v_{a}[kt_v];")
             vtype = st.text(loop.child_by_field_name("initializer").child_by_field_name("type"))
@@ -583,7 +590,7 @@ class Vectorize(Rule):
             edits.append(Edit(loop.start_byte, loop.end_byte, new))
         st.source = apply_edits(st.raw, edits)
         if st.lang == "cuda":
-            st.prelude.append(CUDA_VEC)
+            st.prelude.append(guarded("VEC_HELPERS", CUDA_VEC))
         st.add_param(Param("VEC", (1, 2, 4, 8), "#define KT_VEC {{ VEC }}",
                            why="elements per thread per step; 16-byte accesses when VEC x element size is 16"))
         return Applied(self.name, f"{len(loops)} block-strided loop(s) take VEC consecutive elements per thread",
