@@ -15,8 +15,8 @@ app = typer.Typer(
     name="kerntune",
     help="Make GPU kernels faster, with proof: semantics-preserving templates, measured search under hardware "
          "limits, and verification of every candidate against the original kernel.\n\n"
-         "Start with [bold]kerntune devices[/], then [bold]kerntune init KERNEL[/] to write a spec, "
-         "[bold]kerntune check[/] to compile it, and [bold]kerntune bench[/] to verify and time it.",
+         "The main command is [bold]kerntune optimize KERNEL[/]. To prepare a kernel: [bold]kerntune init KERNEL[/] "
+         "writes its spec, [bold]kerntune check[/] compiles it, [bold]kerntune bench[/] verifies and times it.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -41,9 +41,9 @@ def root(
 
 
 def _register() -> None:
-    from kerntune.cli import cmd_bench, cmd_check, cmd_devices, cmd_init, cmd_ktcache, cmd_tune
+    from kerntune.cli import cmd_bench, cmd_check, cmd_devices, cmd_init, cmd_ktcache, cmd_optimize, cmd_tune
 
-    for module in (cmd_devices, cmd_init, cmd_check, cmd_bench, cmd_tune, cmd_ktcache):
+    for module in (cmd_optimize, cmd_devices, cmd_init, cmd_check, cmd_bench, cmd_tune, cmd_ktcache):
         module.register(app)
 
 

@@ -75,3 +75,36 @@ def _volume(s: Shape) -> int:
     for _, x in s.sizes:
         v *= max(x, 1)
     return v
+
+
+def extra_holdouts(spec: KernelSpec, shape_set: str | None, count: int, seed: int) -> list[Shape]:
+    """More shapes the spec does not list, different on every seed: each size of
+    one of the smallest shapes moved to a random odd multiple of its step within
+    about 25% (the tester's "shapes the candidate never saw")."""
+    import random
+
+    rng = random.Random(seed)
+    listed = sorted(spec_shapes(spec, shape_set), key=_volume)
+    taken = {s.key for s in listed} | {s.key for s in holdout_shapes(spec, shape_set)}
+    out: list[Shape] = []
+    for i in range(count * 4):
+        if len(out) >= count:
+            break
+        base = listed[i % min(len(listed), 2)]
+        sizes = {}
+        for name, value in base.sizes:
+            c = spec.sizes[name]
+            m = c.multiple_of
+            lo_k = max(1, (max(c.min, int(value * 0.75)) + m - 1) // m)
+            hi_k = max(lo_k, int(value * 1.25) // m)
+            if c.max is not None:
+                hi_k = min(hi_k, c.max // m)
+            ks = [k for k in range(lo_k, hi_k + 1) if k % 2 == 1] or [max(lo_k, 1)]
+            sizes[name] = rng.choice(ks) * m
+            if c.max is not None and sizes[name] > c.max:
+                sizes[name] = value
+        shape = Shape.of(sizes, label="fresh " + " ".join(f"{k}={v}" for k, v in sizes.items()), holdout=True)
+        if shape.key not in taken:
+            taken.add(shape.key)
+            out.append(shape)
+    return out

@@ -11,7 +11,7 @@ import yaml
 from kerntune.agents.rules.base import Applied, Rule, RewriteState
 from kerntune.agents.rules.generic import CompilerFlags, FastMath, Restrict, Unroll
 from kerntune.agents.rules.launch import LaunchBounds, LaunchConfig
-from kerntune.spec.model import KernelSpec
+from kerntune.spec.model import KernelSpec, LaunchSpec
 
 _MARKER = re.compile(r"/\*@KT:([A-Za-z0-9_]+)\*/")
 _JINJA = ("{{", "{%", "{#", "}}", "%}", "#}")
@@ -71,8 +71,9 @@ def assemble(st: RewriteState, note: str = "") -> str:
 
 
 def apply_catalog(source: str, lang: str, spec: KernelSpec, kernel: str | None = None, device_max_threads: int = 1024,
-                  rules: list[Rule] | None = None, note: str = "") -> CatalogResult:
-    st = RewriteState(lang=lang, source=source, kernel=kernel or spec.kernel, spec=spec, launch=spec.launch,
+                  rules: list[Rule] | None = None, note: str = "", launch: LaunchSpec | None = None) -> CatalogResult:
+    """Rewrite ``source`` (launched with ``launch``, default the spec's) with every applicable rule."""
+    st = RewriteState(lang=lang, source=source, kernel=kernel or spec.kernel, spec=spec, launch=launch or spec.launch,
                       device_max_threads=min(device_max_threads, 1024))
     for rule in rules if rules is not None else default_rules():
         rule.run(st)

@@ -1,0 +1,80 @@
+"""The generator role: turn the current kernel into a template (Jinja kernel
+plus parameter space). Two sources behind one interface: the built-in rule
+catalog (offline, the default) and an LLM (kerntune.agents.llm)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional, Protocol
+
+from kerntune.results import DeviceInfo
+from kerntune.spec.model import KernelSpec, LaunchSpec
+
+Validate = Callable[[str], Optional[str]]   # template text -> why it is unusable, or None
+
+
+@dataclass(frozen=True)
+class RoundNote:
+    """What the generator is told about an earlier round."""
+
+    round: int
+    source: str                         # "rules" or "llm"
+    description: str
+    space_size: int
+    measured: int
+    best_speedup: Optional[float]
+    failures: dict[str, int] = field(default_factory=dict)
+    best_config: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class GenerationRequest:
+    round: int
+    lang: str
+    kernel_source: str                  # the kernel this round starts from (the best so far, baked)
+    original_source: str
+    launch: LaunchSpec                  # how kernel_source is launched
+    spec: KernelSpec
+    spec_text: str
+    device: DeviceInfo
+    directions: tuple[str, ...]         # the planner's choice for this round, most important first
+    measurements: str                   # a short text of the last measurements (times, % of copy, resources)
+    history: tuple[RoundNote, ...] = ()
+
+
+@dataclass(frozen=True)
+class Proposal:
+    template: str
+    source: str                         # "rules" or "llm"
+    rationale: str
+    transformations: tuple[dict[str, Any], ...] = ()   # the trace: rule, summary, params
+    skipped: tuple[tuple[str, str], ...] = ()
+    attempts: int = 1
+
+
+class Generator(Protocol):
+    name: str
+
+    def propose(self, req: GenerationRequest, validate: Validate) -> Proposal | None: ...
+
+
+class RuleGenerator:
+    """The offline generator: every applicable rule of the catalog, on the current kernel."""
+
+    name = "rules"
+
+    def propose(self, req: GenerationRequest, validate: Validate) -> Proposal | None:
+        from kerntune.agents.rules.catalog import apply_catalog
+
+        result = apply_catalog(req.kernel_source, req.lang, req.spec, launch=req.launch,
+                               device_max_threads=req.device.max_threads_per_block,
+                               note=f"round {req.round}")
+        if result.space_size <= 1:
+            return None
+        why = validate(result.template)
+        if why is not None:
+            raise RuntimeError(f"the rule catalog produced an unusable template: {why}")
+        trace = tuple({"rule": a.rule, "summary": a.summary, "params": list(a.params)} for a in result.trace)
+        return Proposal(template=result.template, source="rules",
+                        rationale="; ".join(a.summary for a in result.trace), transformations=trace,
+                        skipped=tuple(result.skipped))

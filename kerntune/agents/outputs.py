@@ -1,0 +1,92 @@
+"""What an optimize run hands back: ``best.<ext>`` (the general configuration,
+parameters baked in), one kernel per shape with ``per_shape/dispatch.json``,
+and ``spec.yaml``: the original spec with a ``launches`` entry for every
+written kernel, so each can be benched beside the original at once:
+
+    kerntune bench RUN/original/kernel.cu --against RUN/best.cu --spec RUN/spec.yaml
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from typing import TYPE_CHECKING, Any
+
+import yaml
+
+from kerntune.agents.bake import bake
+
+if TYPE_CHECKING:
+    from kerntune.agents.loop import Optimizer
+    from kerntune.agents.tester import TestReport
+
+EXT = {"cuda": ".cu", "opencl": ".cl"}
+
+
+def _stem(label: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_-]+", "_", label).strip("_") or "shape"
+
+
+def _launch_dict(launch) -> dict[str, Any]:
+    return {"grid": list(launch.grid), "block": list(launch.block), "shared_mem": launch.shared_mem}
+
+
+def write_outputs(opt: "Optimizer", report: "TestReport | None") -> dict[str, str]:
+    from kerntune.agents.loop import resolve_launch_params
+
+    run, lang, spec = opt.run_dir, opt.kf.lang, opt.spec
+    ext = EXT[lang]
+    files: dict[str, str] = {}
+    launches: dict[str, dict[str, Any]] = {}
+    original_launch = spec.launches.get(opt.kf.stem) or spec.launch
+    header = "// {what}\n// launch: grid {grid}, block {block}, dynamic shared memory {shared} B (expressions of the sizes)\n"
+
+    def kernel_text(r: int | None, config: dict[str, Any], what: str) -> tuple[str, Any]:
+        if r is None:
+            launch = original_launch
+            src = opt.kf.source
+        else:
+            t = opt.templates[r]
+            launch = resolve_launch_params(t.decl.launch, config)
+            src = bake(t.render(config, spec), lang)
+        return header.format(what=what, grid=list(launch.grid), block=list(launch.block),
+                             shared=launch.shared_mem) + src, launch
+
+    g = report.general if report is not None and report.improved else None
+    if g is not None:
+        text, launch = kernel_text(g.round, g.config, f"kerntune: general configuration {g.key} from round {g.round}, "
+                                                      f"{g.geomean_speedup:.3f}x geomean over the original")
+    else:
+        text, launch = kernel_text(None, {}, "kerntune: no candidate beat the original; this is the original kernel")
+    run.write("best" + ext, text)
+    launches["best"] = _launch_dict(launch)
+    files["best"] = "best" + ext
+    dispatch = []
+    for w in (report.per_shape if report is not None else []):
+        stem = _stem(w.label)
+        if w.winner == "original":
+            text, launch = kernel_text(None, {}, f"kerntune: shape {w.label}: the original kernel is the fastest")
+        else:
+            cand = next(c for c in report.candidates if c.key == w.winner and c.round == w.round)
+            text, launch = kernel_text(cand.round, cand.config, f"kerntune: shape {w.label}: {cand.key} from round "
+                                                                f"{cand.round}, {w.speedup:.3f}x")
+        run.write(f"per_shape/{stem}{ext}", text)
+        launches[stem] = _launch_dict(launch)
+        dispatch.append({"label": w.label, "shape": w.shape, "kernel": f"per_shape/{stem}{ext}",
+                         "launch": launches[stem], "speedup": w.speedup, "winner": w.winner})
+    run.write_json("per_shape/dispatch.json", dispatch)
+    files["dispatch"] = "per_shape/dispatch.json"
+    # a spec that launches every written kernel correctly, with its helper files beside it
+    data = spec.model_dump(mode="json", exclude_defaults=True)
+    for key in ("reference", "inputs"):
+        ref = getattr(spec, key)
+        if ref is not None and ref.file is not None:
+            src = (opt.kf.loaded.base_dir / ref.file).resolve()
+            if src.exists():
+                shutil.copy(src, run.path / "original" / src.name)
+                data[key] = {"file": f"original/{src.name}", "function": ref.function}
+    data["launches"] = {**{k: _launch_dict(v) for k, v in spec.launches.items()}, **launches}
+    run.write("spec.yaml", "# the original spec, with the launch of every kernel this run wrote\n" +
+              yaml.safe_dump(data, sort_keys=False))
+    files["spec"] = "spec.yaml"
+    return files

@@ -1,0 +1,125 @@
+"""The planner role: owns the budget (evaluations, wall time, LLM calls,
+rounds), the schedule of rounds, the stopping rules, and each round's choice
+of rewrite directions, from the last round's measurements."""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Optional
+
+from kerntune.results import EvalResult, Record, ResourceUsage
+
+
+class Budget(Record):
+    evaluations: Optional[int] = 200          # measured evaluations over all rounds
+    time_s: Optional[float] = None            # wall time of the whole run
+    llm_calls: Optional[int] = 20
+    rounds: int = 3
+
+
+class RoundPlan(Record):
+    round: int
+    directions: list[str]
+    strategy: str = "local"
+    evaluations: int = 50
+    time_s: Optional[float] = None
+    why: str = ""
+
+
+class Decision(Record):
+    stop: bool
+    reason: str = ""
+    plan: Optional[RoundPlan] = None
+
+
+@dataclass
+class Progress:
+    rounds_done: int = 0
+    evaluations: int = 0
+    llm_calls: int = 0
+    best_speedup: float = 1.0
+    gains: list[float] = field(default_factory=list)     # best speedup after each round
+    started: float = field(default_factory=time.monotonic)
+
+
+def directions_from(baseline: EvalResult, resources: ResourceUsage | None, lang: str) -> tuple[list[str], str]:
+    """Rewrite directions from measurements: what limits the kernel, most important first."""
+    pct = [t.pct_of_copy for t in baseline.timings if t.pct_of_copy is not None]
+    worst = min(pct) if pct else None
+    out, why = [], []
+    if worst is not None and worst < 60:
+        out += ["vectorize memory accesses (16-byte loads and stores)", "more elements per thread",
+                "launch configuration (threads per block, blocks per row)"]
+        why.append(f"{worst:.0f}% of the measured copy bandwidth on the worst shape: far from the memory roofline")
+    elif worst is not None:
+        out += ["launch configuration (threads per block)", "unrolling"]
+        why.append(f"already at {worst:.0f}% of copy bandwidth or better: fine-tuning only")
+    if resources is not None and resources.spills:
+        out.append("reduce register pressure (spills)")
+        why.append("the kernel spills registers")
+    out += ["warp-shuffle reductions instead of shared-memory trees", "fast-math intrinsics within tolerance"]
+    if lang == "cuda":
+        out.append("__launch_bounds__")
+    return out, "; ".join(why) or "no timing yet: the generic directions"
+
+
+class Planner:
+    def __init__(self, budget: Budget, min_gain: float = 0.02, patience: int = 1, roofline: float = 0.9):
+        self.budget = budget
+        self.min_gain = min_gain
+        self.patience = patience
+        self.roofline = roofline
+        self.progress = Progress()
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.progress.started
+
+    def decide(self, round_no: int, last: EvalResult, resources: ResourceUsage | None, lang: str,
+               space_size_hint: int | None = None) -> Decision:
+        b, p = self.budget, self.progress
+        if p.rounds_done >= b.rounds:
+            return Decision(stop=True, reason=f"all {b.rounds} rounds done")
+        if b.evaluations is not None and p.evaluations >= b.evaluations:
+            return Decision(stop=True, reason="evaluation budget spent")
+        if b.time_s is not None and self.elapsed() >= b.time_s:
+            return Decision(stop=True, reason="time limit reached")
+        if b.llm_calls is not None and p.llm_calls >= b.llm_calls:
+            return Decision(stop=True, reason="LLM call budget spent")
+        pct = [t.pct_of_copy for t in last.timings if t.pct_of_copy is not None]
+        if pct and min(pct) >= 100 * self.roofline:
+            return Decision(stop=True, reason=f"at the hardware limit: every shape runs at >= "
+                                              f"{100 * self.roofline:.0f}% of the measured copy bandwidth")
+        if len(p.gains) > self.patience:
+            recent = p.gains[-(self.patience + 1):]
+            if recent[-1] < recent[0] * (1 + self.min_gain):
+                return Decision(stop=True, reason=f"no gain of {100 * self.min_gain:.0f}% or more over the last "
+                                                  f"{self.patience} round(s)")
+        rounds_left = b.rounds - p.rounds_done
+        evals = None
+        if b.evaluations is not None:
+            evals = max(4, (b.evaluations - p.evaluations) // rounds_left)
+        time_s = None
+        if b.time_s is not None:
+            time_s = max(30.0, (b.time_s - self.elapsed()) / rounds_left)
+        directions, why = directions_from(last, resources, lang)
+        plan = RoundPlan(round=round_no, directions=directions, evaluations=evals or 100, time_s=time_s,
+                         why=why + (f"; budget for this round: {evals} evaluations" if evals else ""))
+        if space_size_hint is not None:
+            plan = plan.model_copy(update={"strategy": self.strategy_for(space_size_hint, plan.evaluations)})
+        return Decision(stop=False, plan=plan)
+
+    @staticmethod
+    def strategy_for(space_size: int, evaluations: int) -> str:
+        """Exhaustive when the space fits the round's budget, else local search from the baseline
+        (the current best kernel), which spends its budget around what already works."""
+        return "exhaustive" if space_size <= evaluations else "local"
+
+    def record_round(self, evaluations: int, llm_calls: int, best_speedup: float) -> None:
+        p = self.progress
+        p.rounds_done += 1
+        p.evaluations += evaluations
+        p.llm_calls += llm_calls
+        p.best_speedup = max(p.best_speedup, best_speedup if math.isfinite(best_speedup) else 1.0)
+        p.gains.append(p.best_speedup)

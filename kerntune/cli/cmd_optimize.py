@@ -1,0 +1,191 @@
+"""`kerntune optimize`: from an existing kernel to a verified faster one."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+from rich.console import Group
+from rich.live import Live
+from rich.table import Table
+from rich.text import Text
+
+from kerntune.cli.output import err, fmt_ms, fmt_pct, fmt_x, out, print_json, set_json
+from kerntune.errors import ErrorCode, KerntuneError
+
+
+class _View:
+    """The live panel: round, phase, the tuner's progress, the best speedup so far."""
+
+    def __init__(self, title: str, rounds: int):
+        self.title, self.rounds = title, rounds
+        self.round, self.phase, self.best, self.tuning = 0, "starting", 1.0, ""
+        self.live = Live(console=err, refresh_per_second=4)
+
+    def __enter__(self):
+        self.live.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        self.live.__exit__(*exc)
+
+    def __call__(self, kind: str, data: dict[str, Any]) -> None:
+        if kind == "step":
+            self.phase = data["text"]
+        elif kind == "baseline":
+            self.phase = "baseline measured"
+        elif kind == "round":
+            self.round = data["round"]
+            self.phase = f"round {self.round}: " + data["plan"].why
+            self.tuning = ""
+        elif kind == "tuning":
+            p = data["progress"]
+            best = f", best {1 / p.best_score:.3f}x" if p.best_score and p.best_score != float("inf") else ""
+            self.tuning = (f"tuning: {p.measured}/{p.budget or '-'} evaluations ({p.ok} valid, {p.failed} failed, "
+                           f"{p.pruned} pruned){best}")
+            self.phase = f"round {data['round']}: searching"
+        elif kind == "round_done":
+            s = data["summary"]
+            if s.general and s.general.geomean_speedup:
+                self.best = max(self.best, s.general.geomean_speedup)
+        elif kind == "testing":
+            self.phase = f"testing {data['count']} candidates"
+        lines = [Text(self.title, style="bold"),
+                 Text(f"round {self.round}/{self.rounds}   best so far {self.best:.3f}x (tuning estimate)"),
+                 Text(self.phase, style="dim")]
+        if self.tuning:
+            lines.append(Text(self.tuning))
+        self.live.update(Group(*lines))
+
+
+def optimize(
+    kernel_path: Optional[Path] = typer.Argument(None, help="The kernel to make faster (.cu or .cl); omit with --resume."),
+    spec: Optional[Path] = typer.Option(None, "--spec", "-s", help="The spec (default: inline block or sidecar)."),
+    device: Optional[str] = typer.Option(None, "--device", "-d", help="CUDA ordinal, 'cpu', or opencl:P:D "
+                                                                      "(default: GPU 0, else the CPU)."),
+    llm: str = typer.Option("rules", "--llm", help="Generator: 'rules' (the built-in catalog, offline), 'openai' "
+                                                   "(any OpenAI-compatible endpoint), or replay:RUN_DIR (a recorded "
+                                                   "run's LLM conversation, no network)."),
+    model: Optional[str] = typer.Option(None, "--model", help="LLM model name (with --llm openai)."),
+    llm_base_url: Optional[str] = typer.Option(None, "--llm-base-url", help="OpenAI-compatible endpoint, e.g. "
+                                                                            "http://localhost:8000/v1 (vLLM, Ollama)."),
+    llm_api_key_env: str = typer.Option("OPENAI_API_KEY", "--llm-api-key-env",
+                                        help="Environment variable holding the API key (never written anywhere)."),
+    rounds: int = typer.Option(3, "--rounds", min=1, help="Rounds of rewrite and tuning at most."),
+    evaluations: int = typer.Option(120, "--evaluations", "-e", min=1, help="Measured evaluations over all rounds."),
+    time_limit: Optional[str] = typer.Option(None, "--time-limit", help="Wall-time budget: 600, 90s, 10m, 1h."),
+    llm_calls: int = typer.Option(20, "--llm-calls", min=1, help="LLM requests allowed over the run."),
+    shape_set: Optional[str] = typer.Option(None, "--shape-set", help="A named shape set of the spec."),
+    run_dir: Optional[Path] = typer.Option(None, "--run-dir", help="Where to keep the run (default: runs/NAME-TIME)."),
+    resume: Optional[Path] = typer.Option(None, "--resume", help="Continue an interrupted run; nothing is redone."),
+    warmup: int = typer.Option(20, "--warmup", min=0, help="Untimed runs per shape."),
+    repeats: int = typer.Option(100, "--repeats", "-r", min=1, help="Timed runs per shape while tuning."),
+    final_repeats: int = typer.Option(200, "--final-repeats", min=1, help="Timed runs per shape in the final test."),
+    timeout: float = typer.Option(300, "--timeout", help="Seconds per evaluation before a hung kernel is killed."),
+    seed: int = typer.Option(0, "--seed", help="Seed for strategies and inputs."),
+    json: bool = typer.Option(False, "--json", help="Print machine-readable JSON."),
+) -> None:
+    """Rewrite a kernel into parameterized templates and search them, verified against the original.
+
+    Each round the generator (the rule catalog, or an LLM) writes a template
+    from the best kernel so far; the tuner searches it on the device; every
+    candidate is verified against the original on every shape. At the end
+    the tester re-verifies the best candidates on fresh inputs and shapes and
+    re-times them beside the original. The run directory keeps everything:
+    best.<ext>, one kernel per shape, report.md, results.json.
+    """
+    set_json(json)
+    from kerntune.agents.loop import OptimizeSettings, Optimizer
+    from kerntune.agents.planner import Budget
+    from kerntune.agents.rundir import RunDir
+    from kerntune.cli.cmd_tune import parse_duration
+    from kerntune.engine.devices import resolve
+    from kerntune.engine.supervisor import DeviceWorker
+    from kerntune.kernelfile import load_kernel
+
+    if resume is not None:
+        run = RunDir.open(resume)
+        m = run.load_manifest()
+        kf = load_kernel(Path(m.kernel_path), Path(m.spec_path))
+        settings = OptimizeSettings.model_validate(m.settings)
+        if kf.source != (run.path / "original" / Path(m.kernel_path).name).read_text():
+            raise KerntuneError(ErrorCode.RUN, f"{m.kernel_path} changed since the run started",
+                                hint="start a new run for the changed kernel")
+        device = device or m.device.get("id")
+    else:
+        if kernel_path is None:
+            raise KerntuneError(ErrorCode.USAGE, "optimize needs a KERNEL (or --resume RUN_DIR)")
+        kf = load_kernel(kernel_path, spec)
+        from kerntune.spec.shapes import spec_shapes
+
+        spec_shapes(kf.spec, shape_set)
+        budget = Budget(evaluations=evaluations, time_s=parse_duration(time_limit), llm_calls=llm_calls, rounds=rounds)
+        llm_settings = {"provider": llm, "model": model, "base_url": llm_base_url, "api_key_env": llm_api_key_env}
+        settings = OptimizeSettings(budget=budget, shape_set=shape_set, seed=seed, warmup=warmup, repeats=repeats,
+                                    final_repeats=final_repeats, timeout_s=timeout,
+                                    generator="rules" if llm == "rules" else "llm", llm=llm_settings)
+        path = run_dir or Path("runs") / f"{kf.stem}-{time.strftime('%Y%m%d-%H%M%S')}"
+        run = RunDir.create(path)
+    generator = make_generator(settings, run)
+    ref, info = resolve(device, kf.lang)
+    with DeviceWorker(ref) as worker:
+        if json:
+            opt = Optimizer(kf, settings, run, worker, generator)
+            result = _run(opt, run)
+        else:
+            err.print(f"run directory: {run.path}  (interrupt with Ctrl-C; continue with --resume {run.path})")
+            with _View(f"optimizing {kf.path.name} on {info.name} with the {generator.name} generator",
+                       settings.budget.rounds) as view:
+                opt = Optimizer(kf, settings, run, worker, generator, on_event=view)
+                result = _run(opt, run)
+    if json:
+        print_json(result)
+    else:
+        _render(result)
+
+
+def make_generator(settings, run):
+    from kerntune.agents.generator import RuleGenerator
+
+    if settings.generator == "rules":
+        return RuleGenerator()
+    from kerntune.agents.llm.generator import LLMGenerator
+
+    return LLMGenerator.from_settings(settings.llm, run)
+
+
+def _run(opt, run):
+    try:
+        return opt.run()
+    except KeyboardInterrupt:
+        if opt.manifest is not None:
+            opt.manifest = opt.manifest.model_copy(update={"status": "interrupted"})
+            run.save_manifest(opt.manifest)
+        err.print(f"[yellow]interrupted[/]: continue with `kerntune optimize --resume {run.path}`")
+        raise SystemExit(130)
+
+
+def _render(r) -> None:
+    out.print(f"[bold]{r.kernel}[/] on {r.device}: {r.stop_reason}")
+    t = Table(title="Per shape (final test: re-verified, re-timed beside the original)", title_justify="left")
+    for col in ("shape", "original", "best", "speedup", "% of copy", "winner"):
+        t.add_column(col, justify="left" if col in ("shape", "winner") else "right")
+    for w in r.per_shape:
+        t.add_row(w.label, fmt_ms(w.baseline_ms), fmt_ms(w.best_ms), fmt_x(w.speedup), fmt_pct(w.pct_of_copy),
+                  w.winner if w.winner == "original" else f"round {w.round}: {w.winner}")
+    out.print(t)
+    if r.improved:
+        out.print(f"general configuration (round {r.general_round}): [bold]{r.general_key}[/]  "
+                  f"[bold]{r.general_speedup:.3f}x[/] geomean over the original")
+    else:
+        out.print("[yellow]no candidate beat the original[/]; best.* is the original kernel")
+    if r.llm:
+        out.print(f"LLM: {r.llm.get('calls', 0)} calls, {r.llm.get('prompt_tokens', 0)} prompt + "
+                  f"{r.llm.get('completion_tokens', 0)} completion tokens")
+    out.print(f"wrote {r.run_dir}/{r.files.get('best')}, per_shape/, report.md, results.json")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("optimize")(optimize)
