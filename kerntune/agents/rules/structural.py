@@ -55,14 +55,20 @@ def _is_thread_x(st: RewriteState, fn, node) -> bool:
     return False
 
 
-def _is_block_dim_x(st: RewriteState, node) -> bool:
+def _is_block_dim_x(st: RewriteState, node, fn=None) -> bool:
     node = unwrap(node)
     if node is None:
         return False
     if builtin_dim(st, node, "block_dim") == "x" or st.text(node) == "KT_BLOCK":
         return True
+    if node.type != "identifier":
+        return False
     # a macro standing for the block size (#define THREADS KT_BLOCK, after launch-config)
-    return node.type == "identifier" and st.macro_value(st.text(node)) == "KT_BLOCK"
+    if st.macro_value(st.text(node)) == "KT_BLOCK":
+        return True
+    # a local variable holding it (const int threads = get_local_size(0);)
+    value = _decl_value(st, fn, st.text(node)) if fn is not None else None
+    return value is not None and builtin_dim(st, value, "block_dim") == "x"
 
 
 def _enclosing_function(node):
@@ -419,7 +425,7 @@ def _strided_loops(st: RewriteState):
             u = unwrap(upd)
             if not (u.type == "assignment_expression" and st.text(u.child_by_field_name("operator")) == "+="
                     and st.text(u.child_by_field_name("left")) == var
-                    and _is_block_dim_x(st, u.child_by_field_name("right"))):
+                    and _is_block_dim_x(st, u.child_by_field_name("right"), fn)):
                 continue
             body = loop.child_by_field_name("body")
             why = _vectorizable_body(st, body, var)
@@ -476,7 +482,7 @@ def _vectorizable_body(st: RewriteState, body, var: str) -> str:
     return ""
 
 
-CUDA_VEC = """template <typename T, int N> struct __align__(16) kt_vec { T v[N]; };
+CUDA_VEC = """template <typename T, int N> struct kt_vec { alignas(16) T v[N]; };
 template <typename R> struct kt_elem { typedef R type; };
 template <typename R> struct kt_elem<R&> { typedef R type; };
 template <typename R> struct kt_elem<const R&> { typedef R type; };
