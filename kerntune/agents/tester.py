@@ -56,6 +56,7 @@ class ShapeWinner(Record):
 
 
 class TestReport(Record):
+    __test__ = False   # not a pytest test class
     seed: int
     baseline: list[ShapeTiming] = []
     candidates: list[CandidateResult] = []
@@ -66,6 +67,8 @@ class TestReport(Record):
 
 
 class Tester:
+    __test__ = False   # not a pytest test class
+
     def __init__(self, worker: DeviceWorker, loaded: LoadedSpec, original: KernelInstance, shape_set: str | None,
                  warmup: int, repeats: int, timeout_s: float, on_step: Callable[[str], None] = lambda s: None):
         self.worker = worker

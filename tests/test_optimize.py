@@ -1,0 +1,134 @@
+"""`kerntune optimize` with the rule catalog, on the real CPU OpenCL device."""
+
+import json
+import os
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+
+import pytest
+
+from kerntune.agents.loop import OptimizeResult
+from kerntune.agents.planner import Budget, Planner
+from kerntune.agents.tester import Tester
+from kerntune.results import EvalResult, ShapeTiming, Status, TimingStats
+from tests.conftest import REPO, run_cli, write
+
+SMALL = (REPO / "kernels/examples/vector_add.yaml").read_text().split("shapes:")[0] + """shapes:
+  - {label: 4K, n: 4096}
+  - {label: 256K, n: 262144}
+reference: reference.py:vector_add
+"""
+FAST = ["--repeats", "5", "--warmup", "1", "--final-repeats", "10"]
+
+
+@pytest.fixture()
+def kernel(tmp_path):
+    shutil.copy(REPO / "kernels/examples/vector_add.cl", tmp_path / "vector_add.cl")
+    shutil.copy(REPO / "kernels/examples/reference.py", tmp_path / "reference.py")
+    write(tmp_path, "vector_add.yaml", SMALL)
+    return tmp_path / "vector_add.cl"
+
+
+def test_optimize_end_to_end(kernel, tmp_path):
+    run = tmp_path / "run"
+    r = run_cli("optimize", str(kernel), "--device", "cpu", "--rounds", "2", "--evaluations", "10", *FAST,
+                "--run-dir", str(run), "--json")
+    assert r.returncode == 0, r.stderr
+    result = OptimizeResult.model_validate(json.loads(r.stdout))
+    for f in ("run.json", "baseline.json", "rounds/01/template.cl.j2", "rounds/01/tuning.db", "rounds/01/proposal.json",
+              "test.json", "best.cl", "per_shape/dispatch.json", "report.md", "results.json", "spec.yaml"):
+        assert (run / f).exists(), f
+    rounds = result.rounds
+    assert rounds and rounds[0].source == "rules" and rounds[0].measured >= 1
+    assert {t["rule"] for t in rounds[0].transformations} >= {"launch-config", "elements-per-thread"}
+    assert result.test is not None and all(c.verified for c in result.test.candidates if not c.message)
+    assert len(result.per_shape) == 2
+    # the kernels it hands back are drop-in: each verifies against the original with the spec it wrote
+    b = run_cli("bench", str(run / "original/vector_add.cl"), "--against", str(run / "best.cl"),
+                "--spec", str(run / "spec.yaml"), "--repeats", "3", "--warmup", "1", "--json")
+    assert b.returncode == 0, b.stderr
+    assert json.loads(b.stdout)["against"]["verification"]["reference"] == "kernel"
+    dispatch = json.loads((run / "per_shape/dispatch.json").read_text())
+    assert [d["label"] for d in dispatch] == ["4K", "256K"]
+    report = (run / "report.md").read_text()
+    assert "## Per shape" in report and "## Rounds" in report and "fresh shapes" in report
+
+
+def test_resume_after_kill_redoes_nothing(kernel, tmp_path):
+    run = tmp_path / "run"
+    cmd = [sys.executable, "-m", "kerntune", "optimize", str(kernel), "--device", "cpu", "--rounds", "1",
+           "--evaluations", "12", "--repeats", "40", "--warmup", "1", "--final-repeats", "10", "--run-dir", str(run),
+           "--json"]
+    proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    db = run / "rounds/01/tuning.db"
+    before = []
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and len(before) < 3:
+        if db.exists():
+            try:
+                con = sqlite3.connect(str(db))
+                before = con.execute("SELECT key, started FROM evaluations WHERE counted = 1").fetchall()
+                con.close()
+            except sqlite3.Error:
+                pass
+        time.sleep(0.2)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(30)
+    assert len(before) >= 3
+    baseline = (run / "baseline.json").read_text()
+    r = run_cli("optimize", "--resume", str(run), "--json")
+    assert r.returncode == 0, r.stderr
+    assert (run / "baseline.json").read_text() == baseline            # not measured again
+    con = sqlite3.connect(str(db))
+    after = set(con.execute("SELECT key, started FROM evaluations WHERE counted = 1").fetchall())
+    con.close()
+    assert set(before) <= after and len(after) == 12
+    assert json.loads((run / "run.json").read_text())["status"] == "done"
+
+
+def test_a_wrong_original_is_refused(kernel, tmp_path):
+    kernel.write_text(kernel.read_text().replace("a[i] + b[i]", "a[i] * b[i]"))
+    r = run_cli("optimize", str(kernel), "--device", "cpu", *FAST, "--run-dir", str(tmp_path / "run"))
+    assert r.returncode == 1 and "the original kernel fails" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_existing_run_dir_is_not_overwritten(kernel, tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "run.json").write_text("{}")
+    r = run_cli("optimize", str(kernel), "--device", "cpu", "--run-dir", str(run))
+    assert r.returncode == 2 and "already holds an optimize run" in r.stderr
+
+
+def _timing(label, ms, pct):
+    stats = TimingStats.from_samples([ms], warmup=0)
+    return ShapeTiming(shape={"n": 1}, label=label, stats=stats, bytes_moved=1, achieved_gbs=1.0, pct_of_copy=pct)
+
+
+def test_planner_stopping_rules():
+    slow = EvalResult(status=Status.OK, timings=[_timing("a", 1.0, 20.0)])
+    p = Planner(Budget(evaluations=20, rounds=5), min_gain=0.05, patience=1)
+    d = p.decide(1, slow, None, "cuda")
+    assert not d.stop and d.plan.evaluations == 4 and d.plan.directions[0].startswith("vectorize")
+    p.record_round(10, 0, 1.5)
+    p.record_round(10, 0, 1.5)
+    assert p.decide(3, slow, None, "cuda").reason == "evaluation budget spent"
+    q = Planner(Budget(evaluations=None, rounds=5), min_gain=0.05, patience=1)
+    q.record_round(5, 0, 1.30)
+    q.record_round(5, 0, 1.31)
+    assert "no gain of 5%" in q.decide(3, slow, None, "cuda").reason
+    fast = EvalResult(status=Status.OK, timings=[_timing("a", 1.0, 95.0)])
+    assert "hardware limit" in Planner(Budget()).decide(1, fast, None, "cuda").reason
+    assert Planner(Budget(rounds=1, evaluations=None)).decide(1, slow, None, "cuda").stop is False
+    assert Planner.strategy_for(50, 60) == "exhaustive" and Planner.strategy_for(500, 60) == "local"
+
+
+def test_plausibility_flags():
+    base = {"k": _timing("a", 1.0, 50.0)}
+    assert Tester._plausibility(base, {"k": _timing("a", 0.05, 60.0)})[0].startswith("a: 20.0x")
+    assert "faster than the bytes" in Tester._plausibility(base, {"k": _timing("a", 0.9, 140.0)})[0]
+    assert Tester._plausibility(base, {"k": _timing("a", 0.8, 60.0)}) == []
