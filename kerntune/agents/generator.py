@@ -64,17 +64,31 @@ class RuleGenerator:
     name = "rules"
 
     def propose(self, req: GenerationRequest, validate: Validate) -> Proposal | None:
-        from kerntune.agents.rules.catalog import apply_catalog
+        """Every applicable rule; if the result's baseline does not validate (a rule's
+        rewrite broke the kernel), leave out the applied rules one at a time, latest
+        first, and record which one was dropped and why."""
+        from kerntune.agents.rules.catalog import apply_catalog, default_rules
 
-        result = apply_catalog(req.kernel_source, req.lang, req.spec, launch=req.launch,
-                               device_max_threads=req.device.max_threads_per_block,
-                               note=f"round {req.round}")
+        def attempt(exclude: set[str]):
+            rules = [r for r in default_rules() if r.name not in exclude]
+            return apply_catalog(req.kernel_source, req.lang, req.spec, launch=req.launch, rules=rules,
+                                 device_max_threads=req.device.max_threads_per_block, note=f"round {req.round}")
+
+        result = attempt(set())
         if result.space_size <= 1:
             return None
         why = validate(result.template)
+        dropped: list[tuple[str, str]] = []
         if why is not None:
-            raise RuntimeError(f"the rule catalog produced an unusable template: {why}")
+            for rule in reversed(result.applied_names):
+                retry = attempt({rule})
+                if retry.space_size > 1 and validate(retry.template) is None:
+                    dropped.append((rule, f"left out: with it the baseline failed validation ({why[:300]})"))
+                    result, why = retry, None
+                    break
+        if why is not None:
+            return None
         trace = tuple({"rule": a.rule, "summary": a.summary, "params": list(a.params)} for a in result.trace)
         return Proposal(template=result.template, source="rules",
                         rationale="; ".join(a.summary for a in result.trace), transformations=trace,
-                        skipped=tuple(result.skipped))
+                        skipped=tuple(result.skipped) + tuple(dropped))

@@ -73,6 +73,8 @@ def optimize(
                                                                             "http://localhost:8000/v1 (vLLM, Ollama)."),
     llm_api_key_env: str = typer.Option("OPENAI_API_KEY", "--llm-api-key-env",
                                         help="Environment variable holding the API key (never written anywhere)."),
+    llm_timeout: float = typer.Option(300, "--llm-timeout", min=0.1, help="Seconds to wait for one LLM answer "
+                                                                          "before retrying (3 retries at most)."),
     rounds: int = typer.Option(3, "--rounds", min=1, help="Rounds of rewrite and tuning at most."),
     evaluations: int = typer.Option(120, "--evaluations", "-e", min=1, help="Measured evaluations over all rounds."),
     time_limit: Optional[str] = typer.Option(None, "--time-limit", help="Wall-time budget: 600, 90s, 10m, 1h."),
@@ -122,7 +124,12 @@ def optimize(
 
         spec_shapes(kf.spec, shape_set)
         budget = Budget(evaluations=evaluations, time_s=parse_duration(time_limit), llm_calls=llm_calls, rounds=rounds)
-        llm_settings = {"provider": llm, "model": model, "base_url": llm_base_url, "api_key_env": llm_api_key_env}
+        llm_settings = {"provider": llm, "model": model, "base_url": llm_base_url, "api_key_env": llm_api_key_env,
+                        "timeout_s": llm_timeout}
+        if llm != "rules":   # every LLM setting is checked before the run directory exists
+            from kerntune.agents.llm.generator import LLMGenerator
+
+            llm_settings = LLMGenerator.check_settings(llm_settings)
         settings = OptimizeSettings(budget=budget, shape_set=shape_set, seed=seed, warmup=warmup, repeats=repeats,
                                     final_repeats=final_repeats, timeout_s=timeout,
                                     generator="rules" if llm == "rules" else "llm", llm=llm_settings)

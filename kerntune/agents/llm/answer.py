@@ -25,6 +25,7 @@ class AnswerError(Exception):
 
 
 SCHEMA_NAME = "kerntune_template"
+MAX_STARTS = 200
 
 
 def answer_schema() -> dict[str, Any]:
@@ -42,14 +43,16 @@ def _objects(text: str):
     for c in candidates:
         try:
             value = json.loads(c)
-        except ValueError:
+        except (ValueError, RecursionError):     # not JSON, or nested past the parser's depth
             continue
         if isinstance(value, dict):
             yield value
-    for m in re.finditer(r"\{", text):
+    for i, m in enumerate(re.finditer(r"\{", text)):
+        if i >= MAX_STARTS:                  # an answer is the first object: do not scan a huge text quadratically
+            return
         try:
             value, _ = decoder.raw_decode(text, m.start())
-        except ValueError:
+        except (ValueError, RecursionError):     # not JSON, or nested past the parser's depth
             continue
         if isinstance(value, dict):
             yield value

@@ -25,6 +25,7 @@ from kerntune.errors import ErrorCode, KerntuneError
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 LOCAL_HOSTS = {"localhost", "127.0.0.1", "::1", "0.0.0.0"}
 PLACEHOLDER_KEY = "kerntune-no-key"        # sent to local servers that need none
+FALLBACK = "fall back to JSON in the text"
 
 Message = dict[str, str]                   # {"role": "system" | "user" | "assistant", "content": text}
 
@@ -74,7 +75,7 @@ def is_local(url: str) -> bool:
 def check_base_url(url: str) -> str:
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise KerntuneError(ErrorCode.USAGE, f"--llm-base-url {display_url(url)!r} is not an http(s) URL",
+        raise KerntuneError(ErrorCode.USAGE, f"--llm-base-url {url!r} is not an http(s) URL",
                             hint="give the endpoint's base URL, e.g. http://localhost:8000/v1 or "
                                  "https://api.openai.com/v1")
     return url
@@ -83,7 +84,8 @@ def check_base_url(url: str) -> str:
 class OpenAIChatClient:
     def __init__(self, *, model: str, base_url: Optional[str], api_key: str, key_source: str = "",
                  timeout_s: float = 300.0, retries: int = 3, backoff_s: float = 0.5, max_wait_s: float = 60.0,
-                 on_attempt: Optional[OnAttempt] = None, sleep: Callable[[float], None] = time.sleep):
+                 on_attempt: Optional[OnAttempt] = None, sleep: Callable[[float], None] = time.sleep,
+                 run_dir: str = "RUN_DIR"):
         import openai
 
         self.model = model
@@ -93,6 +95,7 @@ class OpenAIChatClient:
         self.timeout_s, self.retries, self.backoff_s, self.max_wait_s = timeout_s, retries, backoff_s, max_wait_s
         self.on_attempt = on_attempt
         self.sleep = sleep
+        self.run_dir = run_dir             # for the hint after a failure
         self.structured = True             # until the endpoint refuses json_schema
         self._secret = api_key
         self._openai = openai
@@ -162,7 +165,7 @@ class OpenAIChatClient:
                 if mode == "json_schema" and status in (400, 422):
                     self.structured = False
                     self._record(key, request, Attempt(try_no, mode, False, seconds, status=status, error=detail,
-                                                       next_step="fall back to JSON in the text"))
+                                                       next_step=FALLBACK))
                     continue
                 if status not in (408, 409, 429) and status < 500:
                     self._record(key, request, Attempt(try_no, mode, False, seconds, status=status, error=detail,
@@ -201,7 +204,7 @@ class OpenAIChatClient:
                                    f"(last: {last})",
                     hint="check that the server is running and reachable at --llm-base-url (and --llm-timeout for "
                          "slow models); the run keeps what it did: continue it with "
-                         "`kerntune optimize --resume RUN_DIR`")
+                         f"`kerntune optimize --resume {self.run_dir}`")
             if wait is None:
                 wait = self.backoff_s * 2 ** (failures - 1)
             wait = min(wait, self.max_wait_s)

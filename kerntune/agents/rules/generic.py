@@ -137,8 +137,9 @@ class FastMath(Rule):
         used = sorted({st.text(f) for f in _math_calls(st)})
         edits = [Edit(f.start_byte, f.end_byte, f"KT_FM_{st.text(f).upper()}") for f in _math_calls(st)]
         st.source = apply_edits(st.raw, edits)
-        header = "\n".join("{% if FAST_MATH %}#define KT_FM_" + fn.upper() + " " + table[fn] +
-                           "{% else %}#define KT_FM_" + fn.upper() + " " + fn + "{% endif %}" for fn in used)
+        # inline expressions, not block tags: trim_blocks would eat the newlines between the defines
+        header = "\n".join(f"#define KT_FM_{fn.upper()} {{{{ '{table[fn]}' if FAST_MATH else '{fn}' }}}}"
+                           for fn in used)
         st.add_param(Param("FAST_MATH", (False, True), header, why=", ".join(f"{f} -> {table[f]}" for f in used)))
         return Applied(self.name, f"{len(edits)} call(s) of {', '.join(used)} may use intrinsics", ("FAST_MATH",))
 
