@@ -27,7 +27,7 @@ def verify_every_instance(worker, template_path: Path, spec_path: Path, shape_se
     space = Space.of(template)
     failures, checked = [], 0
     for config in space.configs():
-        if space.violated(config, shapes):
+        if space.violated(config, shapes, spec.constants):
             continue
         try:
             inst = template.instance(config, spec)

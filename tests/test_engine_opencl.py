@@ -159,3 +159,14 @@ def test_grid_with_more_dimensions_than_the_block(worker, tmp_path):
     only_z1 = GOOD.replace("if (i < n)", "if (i < n && get_group_id(2) == 1)")  # only the second z-plane writes
     r = worker.evaluate(request(tmp_path, only_z1, spec), 120)
     assert r.status is Status.OK, r.message
+
+
+def test_reference_may_ask_for_sizes_and_dtypes(worker, tmp_path):
+    write(tmp_path, "ref.py", REF)
+    spec = SPEC.replace("reference: ref.py:vadd", "reference: ref2.py:vadd")
+    write(tmp_path, "ref2.py", "def vadd(a, b, sizes, dtypes):\n"
+                               "    assert dtypes == {'c': 'fp32', 'a': 'fp32', 'b': 'fp32', 'n': 'int32'}\n"
+                               "    assert sizes['n'] == a.size\n"
+                               "    return a + b\n")
+    r = worker.evaluate(request(tmp_path, GOOD, spec), 120)
+    assert r.status is Status.OK, r.message

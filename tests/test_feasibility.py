@@ -86,3 +86,18 @@ def test_every_reason_is_covered_by_a_test():
     tested = {"restriction", "launch", "threads_per_block", "block_dims", "grid_dims", "shared_memory",
               "registers", "spills", "occupancy"}
     assert tested == set(REASONS)
+
+
+def test_itemsize_constants_in_restrictions_and_launch():
+    spec = KernelSpec.model_validate({
+        "kernel": "k", "args": [{"name": "out", "dtype": "bf16", "shape": ["n"], "intent": "out"}],
+        "launch": {"grid": [1], "block": [1]}, "shapes": [{"n": 4096}]})
+    t = parse_template("{# kerntune-template\nparams: {VEC: [1, 8, 16]}\nrestrictions: ['VEC * itemsize_out <= 16']\n"
+                       "launch: {grid: ['ceil_div(n, 256 * VEC)'], block: [256]}\n#}\nbody\n", "cuda", "t.cu.j2")
+    from kerntune.tuner.template import check_against_spec
+
+    check_against_spec(t, spec)
+    space = Space.of(t)
+    shapes = (Shape.of({"n": 4096}),)
+    assert before_compile(t, space, {"VEC": 8}, spec, shapes, H100) is None          # 8 x 2 B = 16 B
+    assert before_compile(t, space, {"VEC": 16}, spec, shapes, H100).reason == "restriction"

@@ -79,7 +79,7 @@ def shape_seed(seed: int, shape: Shape) -> int:
 
 def resolve_launch(spec: KernelSpec, inst: KernelInstance, shape: Shape) -> tuple[tuple[int, ...], tuple[int, ...], int]:
     launch = inst.launch or spec.launch
-    env = {**shape.as_dict(), **dict(inst.params)}
+    env = {**spec.constants, **shape.as_dict(), **dict(inst.params)}
     grid = tuple(expr.evaluate_int(g, env, "grid") for g in launch.grid)
     block = tuple(expr.evaluate_int(b, env, "block") for b in launch.block)
     shared = expr.evaluate_int(launch.shared_mem, env, "shared_mem")

@@ -109,7 +109,8 @@ def numpy_reference(spec: KernelSpec, base_dir: Path, shape: Shape, host: HostAr
     kwargs: dict[str, Any] = dict(host.scalars)
     for a in spec.arrays:
         kwargs[a.name] = np.array(decode(a.dt, host.arrays[a.name]), copy=True)
-    out = call_user(fn, "reference", kwargs, {"sizes": shape.as_dict()})
+    out = call_user(fn, "reference", kwargs, {"sizes": shape.as_dict(),
+                                              "dtypes": {a.name: a.dtype for a in spec.args}})
     outputs = spec.outputs
     if not isinstance(out, dict):
         if len(outputs) != 1:

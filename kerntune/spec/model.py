@@ -175,6 +175,11 @@ class KernelSpec(_Strict):
         raise KeyError(name)
 
     @property
+    def constants(self) -> dict[str, int]:
+        """Names template expressions may use besides sizes and parameters: ``itemsize_<arg>``."""
+        return {f"itemsize_{a.name}": a.dt.itemsize for a in self.args}
+
+    @property
     def arrays(self) -> list[ArgSpec]:
         return [a for a in self.args if a.is_array]
 

@@ -31,7 +31,7 @@ class Rejection:
 
 def before_compile(template: Template, space: Space, config: Config, spec: KernelSpec,
                    shapes: tuple[Shape, ...], device: DeviceInfo) -> Rejection | None:
-    why = space.violated(config, shapes)
+    why = space.violated(config, shapes, spec.constants)
     if why:
         return Rejection("restriction", why)
     from kerntune.engine.evaluate import KernelInstance
@@ -43,8 +43,8 @@ def before_compile(template: Template, space: Space, config: Config, spec: Kerne
         try:
             grid, block, shared = resolve_launch(spec, probe, shape)
             if template.decl.shared_estimate is not None:
-                estimate = expr.evaluate_int(template.decl.shared_estimate, {**shape.as_dict(), **config},
-                                             "shared_estimate")
+                estimate = expr.evaluate_int(template.decl.shared_estimate,
+                                             {**spec.constants, **shape.as_dict(), **config}, "shared_estimate")
         except expr.ExprError as e:
             return Rejection("launch", f"{shape.label}: {e}")
         problems = launch_problems(device, None, grid, block, shared, static_shared_estimate=estimate)

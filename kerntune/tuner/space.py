@@ -46,12 +46,15 @@ class Space:
     def contains(self, config: Config) -> bool:
         return set(config) == set(self.params) and all(config[k] in v for k, v in self.params.items())
 
-    def violated(self, config: Config, shapes: list[Shape] | tuple[Shape, ...]) -> str | None:
-        """The first restriction this configuration breaks (with the shape), or None."""
+    def violated(self, config: Config, shapes: list[Shape] | tuple[Shape, ...],
+                 constants: dict[str, int] | None = None) -> str | None:
+        """The first restriction this configuration breaks (with the shape), or None.
+        ``constants`` are names besides sizes and parameters (the spec's itemsize_<arg>)."""
+        constants = constants or {}
         for r in self.restrictions:
-            uses_sizes = bool(expr.names(r) - set(self.params))
+            uses_sizes = bool(expr.names(r) - set(self.params) - set(constants))
             for shape in (shapes if uses_sizes else [None]):
-                env = dict(config) if shape is None else {**shape.as_dict(), **config}
+                env = {**constants, **config} if shape is None else {**constants, **shape.as_dict(), **config}
                 try:
                     ok = expr.evaluate(r, env)
                 except expr.ExprError as e:

@@ -241,7 +241,7 @@ def load_template(path: Path) -> Template:
 
 def check_against_spec(t: Template, spec: KernelSpec) -> None:
     """Names a template's expressions use must be its parameters or the spec's sizes."""
-    known = set(t.decl.params) | set(spec.sizes)
+    known = set(t.decl.params) | set(spec.sizes) | set(spec.constants)
     clashes = sorted(set(t.decl.params) & set(spec.sizes))
     if clashes:
         raise KerntuneError(ErrorCode.TEMPLATE, f"{t.origin}: parameters {clashes} have the names of spec sizes")
