@@ -82,7 +82,7 @@ def main() -> int:
                      "general_round": r["general_round"], "per_shape": r["per_shape"],
                      "rounds": [{"round": x["round"], "space": x["space_size"], "measured": x["measured"],
                                  "rules": [t["rule"] for t in x["transformations"]]} for x in r["rounds"]],
-                     "stop": r["stop_reason"], "seconds": secs, "run_dir": str(run.relative_to(REPO))})
+                     "stop": r["stop_reason"], "seconds": secs, "run_dir": str(run)})
         print(f"{name}: {r['general_speedup'] or 1.0:.3f}x ({'improved' if r['improved'] else 'not improved'}) "
               f"in {secs:.0f} s", file=sys.stderr)
     out.with_suffix(".json").write_text(json.dumps({"device": device, "args": vars(args) | {"out": str(out)},
