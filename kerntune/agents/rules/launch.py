@@ -6,7 +6,7 @@ from __future__ import annotations
 import ast
 
 from kerntune.agents.rules.base import (
-    Applied, Edit, Param, Rule, RuleDeclined, RewriteState, apply_edits, int_literal, marker,
+    Applied, Edit, Param, Rule, RuleDeclined, RewriteState, apply_edits, builtin_dim, int_literal, marker,
 )
 from kerntune.source.parse import walk
 from kerntune.spec.model import LaunchSpec
@@ -39,6 +39,35 @@ def _literal_dims(launch: LaunchSpec) -> list[int] | None:
         else:
             return None
     return dims
+
+
+_STATEMENTS = ("declaration", "expression_statement", "return_statement", "if_statement", "preproc_def")
+
+
+def _indexes_dims(st: RewriteState, literal, dims: set[str]) -> bool:
+    """Whether the statement around ``literal`` (for a loop header: the whole loop, body
+    included) uses the thread, block or global index, or block size, of one of ``dims``.
+    A derived number elsewhere (a chunk depth along another axis) does not tie the block size."""
+    node = literal
+    scope = None
+    while node is not None:
+        if node.type == "for_statement":
+            body = node.child_by_field_name("body")
+            if body is None or not (body.start_byte <= literal.start_byte < body.end_byte):
+                scope = node   # the literal is in the loop header: the loop's whole extent matters
+                break
+        if node.type in _STATEMENTS:
+            scope = node
+            break
+        node = node.parent
+    if scope is None or scope.type == "preproc_def":
+        return True
+    for n in walk(scope):
+        for kind in ("thread", "block", "block_dim", "global"):
+            d = builtin_dim(st, n, kind)
+            if d is not None and d in dims:
+                return True
+    return False
 
 
 class LaunchConfig(Rule):
@@ -84,12 +113,14 @@ class LaunchConfig(Rule):
                 for v in (d // 2, d * 2, d * 4, d * d):
                     if v > 2 and v not in dims:
                         derived[v] = d
+            tunable_dims = {"xyz"[i] for i in tunable}
             for fn in scopes:
                 for node in walk(fn):
                     v = int_literal(st, node)
-                    if v in derived:
+                    if v in derived and _indexes_dims(st, node, tunable_dims):
                         raise RuleDeclined(f"the code uses the block size {derived[v]} as a literal and also {v}, "
-                                           "a number derived from it: the block size cannot change safely")
+                                           "a number derived from it, next to the thread indices of that dimension: "
+                                           "the block size cannot change safely")
         edits = [Edit(n.start_byte, n.end_byte, f"KT_{names[i]}") for i in tunable for n in literals[i]]
         # macros whose whole value is the block size (#define THREADS 128)
         for n in walk(st.parsed.tree.root_node):
