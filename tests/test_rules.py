@@ -155,3 +155,34 @@ def test_cuda_rewrites_compile(kernel, spec):
 
     with ThreadPoolExecutor(2) as pool:
         list(pool.map(build, configs))
+
+
+def test_atomics_privatized_per_block(worker):
+    r, bad = verify_sample(worker, REPO / "kernels/classic/histogram/naive.cl",
+                           REPO / "kernels/classic/histogram/spec.yaml", shape_set="cpu")
+    assert "privatize-atomics" in r.applied_names and "PRIVATE" in r.params
+    assert bad == []
+    # generated loops (the fill and the merge) get no unroll parameters of their own
+    assert sum(1 for p in r.params if p.startswith("UNROLL")) == 1
+
+
+def test_atomics_on_arrays_read_elsewhere_are_left_alone(tmp_path):
+    k = write(tmp_path, "h.cl", """
+        __kernel void h(__global uint* counts, __global const uchar* data, const int n) {
+            const int i = get_global_id(0);
+            if (i < n) atomic_inc(&counts[data[i]]);
+            if (i == 0) counts[0] += 0;
+        }
+    """)
+    spec = write(tmp_path, "h.yaml", """
+        kernel: h
+        args:
+          - {name: counts, dtype: uint32, shape: [256], intent: inout}
+          - {name: data, dtype: uint8, shape: [n], intent: in}
+          - {name: n, dtype: int32, value: n}
+        launch: {grid: ["ceil_div(n, 256)"], block: [256]}
+        shapes: [{n: 1000}]
+    """)
+    r, t, s, _ = catalog(k, spec, "opencl")
+    assert "privatize-atomics" not in r.applied_names
+    assert "used only through atomics" in dict(r.skipped)["privatize-atomics"]

@@ -19,10 +19,10 @@ _JINJA = ("{{", "{%", "{#", "}}", "%}", "#}")
 
 def default_rules() -> list[Rule]:
     """Structural rewrites first (they need the code as it is), decorations last."""
-    from kerntune.agents.rules.structural import ElementsPerThread, ShuffleReduction, Vectorize
+    from kerntune.agents.rules.structural import ElementsPerThread, PrivatizeAtomics, ShuffleReduction, Vectorize
 
-    return [LaunchConfig(), ShuffleReduction(), ElementsPerThread(), Vectorize(), Unroll(), Restrict(),
-            FastMath(), LaunchBounds(), CompilerFlags()]
+    return [LaunchConfig(), ShuffleReduction(), PrivatizeAtomics(), ElementsPerThread(), Vectorize(), Unroll(),
+            Restrict(), FastMath(), LaunchBounds(), CompilerFlags()]
 
 
 @dataclass

@@ -8,7 +8,7 @@ from kerntune.source.parse import walk
 
 MAX_UNROLLED_LOOPS = 2
 UNROLL_CHOICES = (0, 2, 4, 8)            # 0: no pragma (the compiler's own choice, as in the original)
-NO_UNROLL = "/*kt:no-unroll*/"           # written before loops other rules generated (tails)
+GENERATED = "/*kt:generated*/"           # written before loops rules generated (tails, fills): left alone
 
 FAST_MATH = {
     "cuda": {"expf": "__expf", "logf": "__logf", "sinf": "__sinf", "cosf": "__cosf", "tanf": "__tanf",
@@ -20,9 +20,14 @@ FAST_MATH = {
 FLAGS = {"cuda": "-use_fast_math", "opencl": "-cl-fast-relaxed-math"}
 
 
+def is_generated(st: RewriteState, loop) -> bool:
+    prev = loop.prev_sibling
+    return prev is not None and prev.type == "comment" and st.text(prev) == GENERATED
+
+
 def _has_pragma(st: RewriteState, loop) -> bool:
     prev = loop.prev_sibling
-    if prev is not None and prev.type == "comment" and st.text(prev) == NO_UNROLL:
+    if is_generated(st, loop):
         return True
     return prev is not None and prev.type in ("preproc_call", "preproc_def") and "unroll" in st.text(prev)
 
