@@ -292,3 +292,24 @@ def test_dry_run_compiles_every_feasible_cuda_instance(tmp_path):
     assert compiled and all(e["resources"]["source"] == "ptxas" and e["resources"]["registers"] for e in compiled)
     r = run_cli("tune", str(tp), "--spec", str(REPO / "kernels/examples/vector_add.yaml"), "--dry-run")
     assert r.returncode == 0 and "threads_per_block" in r.stdout and "compiled" in r.stdout
+
+
+def test_compile_pool_builds_ahead(worker, spec_dir, tmp_path):
+    store = RunStore.in_dir(tmp_path / "r", create=True)
+    evaluator = LiveEvaluator(worker, compile_workers=1)
+    submitted = []
+    original_prefetch = evaluator.prefetch
+
+    def spy(inst):   # count what reaches the pool, then let it compile for real
+        submitted.append(inst.digest)
+        original_prefetch(inst)
+
+    evaluator.prefetch = spy
+    try:
+        reason = Tuner(load_template(TEMPLATE), load_file(spec_dir / "vector_add.yaml"), evaluator, store,
+                       TuneSettings(strategy="random", budget=6, seed=2, lookahead=2, **FAST)).run()
+        assert reason == "budget spent" and store.counted() == 6
+        assert len(submitted) >= 6 and len(evaluator._compilers) == 1    # one compile process did the building
+        assert all(e.status == "ok" for e in store.evaluations() if e.counted)
+    finally:
+        evaluator.close()
