@@ -8,6 +8,7 @@ from pathlib import Path
 from kerntune.engine.evaluate import KernelInstance
 from kerntune.errors import ErrorCode, KerntuneError
 from kerntune.spec.load import LoadedSpec, load_for_kernel, read_text
+from kerntune.spec.model import LaunchSpec
 
 LANG_BY_SUFFIX = {".cu": "cuda", ".cuh": "cuda", ".cl": "opencl"}
 
@@ -37,10 +38,13 @@ class KernelFile:
         return self.path.name.split(".")[0]
 
     def instance(self, label: str | None = None) -> KernelInstance:
-        """This file as a kernel to run: the spec's launch, or its ``launches`` entry for this file's stem."""
-        return KernelInstance(source=self.source, name=self.spec.kernel, lang=self.lang,
-                              options=tuple(getattr(self.spec.compile_options, self.lang)),
-                              launch=self.spec.launches.get(self.stem), label=label or self.path.name)
+        """This file as a kernel to run: the spec's launch and options, or its ``launches``
+        entry for this file's stem (a launch, plus compile options for this file)."""
+        impl = self.spec.launches.get(self.stem)
+        options = tuple(getattr(self.spec.compile_options, self.lang)) + tuple(impl.compile_options if impl else ())
+        launch = LaunchSpec(grid=impl.grid, block=impl.block, shared_mem=impl.shared_mem) if impl else None
+        return KernelInstance(source=self.source, name=self.spec.kernel, lang=self.lang, options=options,
+                              launch=launch, label=label or self.path.name)
 
 
 def load_kernel(path: Path, spec_path: Path | None = None) -> KernelFile:

@@ -52,6 +52,11 @@ def test_optimize_end_to_end(kernel, tmp_path):
                 "--spec", str(run / "spec.yaml"), "--repeats", "3", "--warmup", "1", "--json")
     assert b.returncode == 0, b.stderr
     assert json.loads(b.stdout)["against"]["verification"]["reference"] == "kernel"
+    import yaml
+
+    written = yaml.safe_load((run / "spec.yaml").read_text())
+    fast = bool(result.general_config.get("FAST_FLAGS"))
+    assert ("-cl-fast-relaxed-math" in written["launches"]["best"].get("compile_options", [])) == fast
     dispatch = json.loads((run / "per_shape/dispatch.json").read_text())
     assert [d["label"] for d in dispatch] == ["4K", "256K"]
     report = (run / "report.md").read_text()

@@ -178,3 +178,14 @@ def test_per_implementation_launches(tmp_path):
     assert tiled.instance().launch.grid == ["ceil_div(n, 1024)"]
     msg = spec_error(tmp_path, GOOD + "launches:\n  tiled: {grid: ['ceil_div(q, 4)'], block: [64]}\n")
     assert "launches.tiled.grid[0]: 'q' is not a declared size" in msg
+
+
+def test_implementation_compile_options(tmp_path):
+    from kerntune.kernelfile import load_kernel
+
+    text = GOOD + "compile_options: {opencl: ['-cl-mad-enable']}\n" + \
+        "launches:\n  fast: {grid: [1], block: [64], compile_options: ['-cl-fast-relaxed-math']}\n"
+    write(tmp_path, "spec.yaml", text)
+    assert load_kernel(write(tmp_path, "fast.cl", KERNEL)).instance().options == ("-cl-mad-enable",
+                                                                                   "-cl-fast-relaxed-math")
+    assert load_kernel(write(tmp_path, "plain.cl", KERNEL)).instance().options == ("-cl-mad-enable",)

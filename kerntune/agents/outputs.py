@@ -27,8 +27,11 @@ def _stem(label: str) -> str:
     return re.sub(r"[^A-Za-z0-9_-]+", "_", label).strip("_") or "shape"
 
 
-def _launch_dict(launch) -> dict[str, Any]:
-    return {"grid": list(launch.grid), "block": list(launch.block), "shared_mem": launch.shared_mem}
+def _launch_dict(launch, options: tuple[str, ...] = ()) -> dict[str, Any]:
+    out = {"grid": list(launch.grid), "block": list(launch.block), "shared_mem": launch.shared_mem}
+    if options:
+        out["compile_options"] = list(options)
+    return out
 
 
 def write_outputs(opt: "Optimizer", report: "TestReport | None") -> dict[str, str]:
@@ -39,39 +42,50 @@ def write_outputs(opt: "Optimizer", report: "TestReport | None") -> dict[str, st
     files: dict[str, str] = {}
     launches: dict[str, dict[str, Any]] = {}
     original_launch = spec.launches.get(opt.kf.stem) or spec.launch
-    header = "// {what}\n// launch: grid {grid}, block {block}, dynamic shared memory {shared} B (expressions of the sizes)\n"
+    header = ("// {what}\n// launch: grid {grid}, block {block}, dynamic shared memory {shared} B (expressions of the "
+              "sizes)\n// compile options: {options}\n")
+    base_options = tuple(getattr(spec.compile_options, lang))
 
-    def kernel_text(r: int | None, config: dict[str, Any], what: str) -> tuple[str, Any]:
+    def kernel_text(r: int | None, config: dict[str, Any], what: str) -> tuple[str, Any, tuple[str, ...]]:
+        """The kernel, its launch, and the compile options it needs beyond the spec's own."""
         if r is None:
             launch = original_launch
             src = opt.kf.source
+            extra: tuple[str, ...] = tuple(spec.launches[opt.kf.stem].compile_options) \
+                if opt.kf.stem in spec.launches else ()
         else:
             t = opt.templates[r]
             launch = resolve_launch_params(t.decl.launch, config)
             src = bake(t.render(config, spec), lang)
-        return header.format(what=what, grid=list(launch.grid), block=list(launch.block),
-                             shared=launch.shared_mem) + src, launch
+            options = t.options(config, spec)
+            extra = options[len(base_options):] if options[:len(base_options)] == base_options else options
+        text = header.format(what=what, grid=list(launch.grid), block=list(launch.block), shared=launch.shared_mem,
+                             options=" ".join(base_options + extra) or "none") + src
+        return text, launch, extra
 
     g = report.general if report is not None and report.improved else None
     if g is not None:
-        text, launch = kernel_text(g.round, g.config, f"kerntune: general configuration {g.key} from round {g.round}, "
-                                                      f"{g.geomean_speedup:.3f}x geomean over the original")
+        text, launch, extra = kernel_text(g.round, g.config, f"kerntune: general configuration {g.key} from round "
+                                                             f"{g.round}, {g.geomean_speedup:.3f}x geomean over the "
+                                                             "original")
     else:
-        text, launch = kernel_text(None, {}, "kerntune: no candidate beat the original; this is the original kernel")
+        text, launch, extra = kernel_text(None, {}, "kerntune: no candidate beat the original; this is the original "
+                                                    "kernel")
     run.write("best" + ext, text)
-    launches["best"] = _launch_dict(launch)
+    launches["best"] = _launch_dict(launch, extra)
     files["best"] = "best" + ext
     dispatch = []
     for w in (report.per_shape if report is not None else []):
         stem = _stem(w.label)
         if w.winner == "original":
-            text, launch = kernel_text(None, {}, f"kerntune: shape {w.label}: the original kernel is the fastest")
+            text, launch, extra = kernel_text(None, {}, f"kerntune: shape {w.label}: the original kernel is the "
+                                                        "fastest")
         else:
             cand = next(c for c in report.candidates if c.key == w.winner and c.round == w.round)
-            text, launch = kernel_text(cand.round, cand.config, f"kerntune: shape {w.label}: {cand.key} from round "
-                                                                f"{cand.round}, {w.speedup:.3f}x")
+            text, launch, extra = kernel_text(cand.round, cand.config, f"kerntune: shape {w.label}: {cand.key} from "
+                                                                       f"round {cand.round}, {w.speedup:.3f}x")
         run.write(f"per_shape/{stem}{ext}", text)
-        launches[stem] = _launch_dict(launch)
+        launches[stem] = _launch_dict(launch, extra)
         dispatch.append({"label": w.label, "shape": w.shape, "kernel": f"per_shape/{stem}{ext}",
                          "launch": launches[stem], "speedup": w.speedup, "winner": w.winner})
     run.write_json("per_shape/dispatch.json", dispatch)
@@ -85,7 +99,7 @@ def write_outputs(opt: "Optimizer", report: "TestReport | None") -> dict[str, st
             if src.exists():
                 shutil.copy(src, run.path / "original" / src.name)
                 data[key] = {"file": f"original/{src.name}", "function": ref.function}
-    data["launches"] = {**{k: _launch_dict(v) for k, v in spec.launches.items()}, **launches}
+    data["launches"] = {**{k: _launch_dict(v, tuple(v.compile_options)) for k, v in spec.launches.items()}, **launches}
     run.write("spec.yaml", "# the original spec, with the launch of every kernel this run wrote\n" +
               yaml.safe_dump(data, sort_keys=False))
     files["spec"] = "spec.yaml"

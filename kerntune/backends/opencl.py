@@ -219,7 +219,9 @@ class OpenCLBackend(Backend):
 
     def flush_l2(self) -> None:
         if self._flush_buf is None:
-            size = 2 * (self._info.l2_bytes or 32 * 2**20)
+            # twice the reported cache, and at least 64 MiB: CPU devices report one core's cache,
+            # while the last-level cache they share is tens of MiB
+            size = max(2 * (self._info.l2_bytes or 0), 64 * 2**20)
             self._flush_buf = (self.alloc(size), size)
         buf, size = self._flush_buf
         self.cl.enqueue_fill_buffer(self.queue, buf, np.uint32(0), 0, size)

@@ -45,6 +45,14 @@ def _register() -> None:
 
     for module in (cmd_optimize, cmd_devices, cmd_init, cmd_check, cmd_bench, cmd_tune, cmd_ktcache):
         module.register(app)
+    from kerntune.cli import cmd_export, cmd_regress, cmd_score   # the CI gate, training data, scores
+
+    for module in (cmd_regress, cmd_export, cmd_score):
+        module.register(app)
+
+    from kerntune.cli import cmd_report   # run directory -> report.md / report.html
+
+    cmd_report.register(app)
 
 
 _register()

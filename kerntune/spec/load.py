@@ -26,7 +26,8 @@ from pydantic import ValidationError
 
 from kerntune.errors import ErrorCode, KerntuneError
 from kerntune.spec.model import (
-    ArgSpec, CompileOptions, FunctionRef, KernelSpec, LaunchSpec, Problem, SizeSpec, ToleranceSpec,
+    ArgSpec, CompileOptions, FunctionRef, ImplementationLaunch, KernelSpec, LaunchSpec, Problem, SizeSpec,
+    ToleranceSpec,
     format_path, semantic_problems,
 )
 
@@ -184,7 +185,7 @@ def _line_for(path: tuple, lines: dict[tuple, int]) -> int | None:
 
 
 _MODEL_AT = {
-    (): KernelSpec, ("args", int): ArgSpec, ("launch",): LaunchSpec, ("launches", str): LaunchSpec,
+    (): KernelSpec, ("args", int): ArgSpec, ("launch",): LaunchSpec, ("launches", str): ImplementationLaunch,
     ("sizes", str): SizeSpec,
     ("tolerance",): ToleranceSpec, ("args", int, "tolerance"): ToleranceSpec,
     ("reference",): FunctionRef, ("inputs",): FunctionRef, ("compile_options",): CompileOptions,

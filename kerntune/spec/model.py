@@ -100,6 +100,12 @@ class LaunchSpec(_Strict):
     shared_mem: Dim = 0
 
 
+class ImplementationLaunch(LaunchSpec):
+    """How one implementation of the spec is launched (and, optionally, built)."""
+
+    compile_options: list[str] = Field([], description="extra compiler options for this implementation")
+
+
 class FunctionRef(_Strict):
     """A Python function from the user's own file (trusted, like a test file)."""
 
@@ -136,8 +142,9 @@ class KernelSpec(_Strict):
     sizes: dict[str, SizeSpec] = {}
     args: list[ArgSpec] = Field(min_length=1)
     launch: LaunchSpec
-    launches: dict[str, LaunchSpec] = Field({}, description="launch of a particular implementation, by file stem "
-                                                             "(optimized.cu -> optimized); default: `launch`")
+    launches: dict[str, ImplementationLaunch] = Field({}, description="launch (and extra compile options) of a "
+                                                                      "particular implementation, by file stem "
+                                                                      "(optimized.cu -> optimized); default: `launch`")
     shapes: list[dict[str, Union[int, str]]] = Field(min_length=1)
     shape_sets: dict[str, list[dict[str, Union[int, str]]]] = {}   # extra named sets, chosen with --shape-set
     holdout_shapes: list[dict[str, Union[int, str]]] | None = None

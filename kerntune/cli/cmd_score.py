@@ -1,0 +1,125 @@
+"""`kerntune score fast-p|reward`: KernelBench's fast_p over many kernels, KernelCompare's reward of one."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+from rich.table import Table
+
+from kerntune.cli.output import err, fmt_x, out, print_json, set_json
+from kerntune.errors import ErrorCode, KerntuneError
+
+app = typer.Typer(help="Scores: KernelBench's fast_p over a set of kernels, and KernelCompare's reward "
+                       "(0.4 compiles + 0.4 correct + 0.2 faster) of a candidate kernel.", no_args_is_help=True)
+
+
+@app.command("fast-p")
+def fast_p_cmd(
+    sources: List[Path] = typer.Argument(..., help="Optimize run directories (or folders of them), and/or pair files "
+                                                   "(.jsonl) from `kerntune export pairs`."),
+    p: Optional[List[float]] = typer.Option(None, "--p", help="Speedup threshold; repeatable "
+                                                              "(default: 0, 1, 1.5 and 2)."),
+    json: bool = typer.Option(False, "--json", help="Print machine-readable JSON."),
+) -> None:
+    """KernelBench's fast_p: the fraction of kernels correct AND faster than their baseline by more than p.
+
+    From a run: the kernel it hands back (the tester-confirmed general
+    configuration and its geometric-mean speedup, or the original at 1.0x when
+    nothing beat it). From a pair file: every line is one kernel with its
+    speedup. Runs that did not finish are left out and listed."""
+    set_json(json)
+    from kerntune.scoring.fastp import DEFAULT_PS, collect, report
+
+    ps = list(p) if p else list(DEFAULT_PS)
+    bad = [x for x in ps if x < 0]
+    if bad:
+        raise KerntuneError(ErrorCode.USAGE, f"--p must be 0 or more, found {bad[0]:g}",
+                            hint="p is a speedup factor: 1.0 means faster at all, 1.5 means 1.5x faster")
+    kernels, skipped = collect(sources)
+    if not kernels:
+        raise KerntuneError(ErrorCode.RUN, "no finished run or pair to score",
+                            hint="; ".join(f"{s.run_dir}: {s.reason}" for s in skipped[:3]) or None)
+    rep = report(kernels, skipped, ps)
+    if json:
+        print_json(rep)
+        return
+    t = Table(title_justify="left")
+    for col, just in (("kernel", "left"), ("from", "left"), ("correct", "left"), ("speedup", "right"),
+                      ("note", "left")):
+        t.add_column(col, justify=just)
+    for k in rep.kernels:
+        t.add_row(k.name, Path(k.source).name, "[green]yes[/]" if k.correct else "[red]no[/]", fmt_x(k.speedup), k.note)
+    out.print(t)
+    for row in rep.fast_p:
+        out.print(f"fast_{row.p:g} = {row.fraction:.3f}  ({row.count} of {rep.total} kernels correct and faster "
+                  f"than {row.p:g}x)")
+    for s in rep.excluded:
+        err.print(f"left out {s.run_dir}: {s.reason}", style="dim")
+
+
+@app.command("reward")
+def reward_cmd(
+    candidate: Path = typer.Argument(..., help="The candidate kernel (.cu or .cl)."),
+    baseline: Path = typer.Option(..., "--baseline", "-b", help="The original kernel the candidate must match and beat."),
+    spec: Optional[Path] = typer.Option(None, "--spec", "-s", help="The spec (default: the baseline's inline block or "
+                                                                   "sidecar)."),
+    device: Optional[str] = typer.Option(None, "--device", "-d",
+                                         help="CUDA ordinal, 'cpu', or opencl:P:D (default: GPU 0, else the CPU)."),
+    shape_set: Optional[str] = typer.Option(None, "--shape-set", help="A named shape set of the spec."),
+    seed: Optional[int] = typer.Option(None, "--seed", help="Seed for inputs and fresh shapes (default: fresh)."),
+    warmup: int = typer.Option(10, "--warmup", min=0, help="Untimed runs per shape."),
+    repeats: int = typer.Option(50, "--repeats", "-r", min=1, help="Timed runs per shape and kernel."),
+    min_speedup: float = typer.Option(1.02, "--min-speedup", min=1.0,
+                                      help="Geomean speedup needed for the 0.2 'faster' points."),
+    timeout: float = typer.Option(60, "--timeout", help="Seconds per stage before a hung candidate is killed."),
+    json: bool = typer.Option(False, "--json", help="Print machine-readable JSON."),
+) -> None:
+    """KernelCompare's reward of CANDIDATE: 0.4 compiles + 0.4 correct + 0.2 faster.
+
+    Correct: verified against the baseline kernel on every shape, the held-out
+    shapes and two fresh shapes, with fresh inputs. Faster: geomean speedup over
+    the shapes, timed interleaved with the baseline, of at least --min-speedup.
+    The candidate runs in the isolated worker: a crash or hang scores 0 for the
+    stages it did not pass. The exit status is 0 whenever a score was computed."""
+    set_json(json)
+    from kerntune.engine.devices import resolve
+    from kerntune.engine.supervisor import DeviceWorker
+    from kerntune.kernelfile import load_kernel
+    from kerntune.scoring.reward import RewardSettings, score_instances
+    from kerntune.spec.shapes import spec_shapes
+
+    base = load_kernel(baseline, spec)
+    cand = load_kernel(candidate, spec or base.loaded.origin)
+    if cand.lang != base.lang:
+        raise KerntuneError(ErrorCode.USAGE, f"{candidate} is {cand.lang} and {baseline} is {base.lang}",
+                            hint="the candidate must be in the baseline's language")
+    spec_shapes(base.spec, shape_set)
+    settings = RewardSettings(shape_set=shape_set, seed=seed, warmup=warmup, repeats=repeats,
+                              min_speedup=min_speedup, timeout_s=timeout)
+    ref, _ = resolve(device, base.lang)
+    with DeviceWorker(ref) as worker:
+        if json:
+            r = score_instances(worker, base.loaded, cand.instance(label=candidate.name),
+                                base.instance(label=baseline.name), settings)
+        else:
+            with err.status("scoring"):
+                r = score_instances(worker, base.loaded, cand.instance(label=candidate.name),
+                                    base.instance(label=baseline.name), settings)
+    if json:
+        print_json(r)
+        return
+    yes = {True: "[green]yes[/]", False: "[red]no[/]"}
+    out.print(f"reward {r.score:.1f}   compiles {yes[r.compiles]} (0.4)   correct {yes[r.correct]} (0.4)   "
+              f"faster {yes[r.faster]} (0.2)")
+    if r.speedup is not None:
+        shapes = ", ".join(f"{k} {v:.2f}x" for k, v in r.speedups.items())
+        out.print(f"speedup {r.speedup:.3f}x geomean (need {min_speedup:g}x): {shapes}")
+    if r.message:
+        out.print(f"{r.stage}: {r.status.replace('_', ' ')}: {r.message}")
+    out.print(f"inputs seed {r.seed} (--seed {r.seed} reproduces them)", style="dim")
+
+
+def register(root: typer.Typer) -> None:
+    root.add_typer(app, name="score")

@@ -1,0 +1,166 @@
+"""`kerntune export pairs`: verified slow -> fast kernel pairs, one JSON object
+per line (format: README, section "Training data"). Only kernels the tester
+confirmed (verified again on every shape, held-out and fresh shapes, and
+re-timed beside the original) and that beat the original by at least the
+tester's own threshold are exported; pairs are deduplicated by the
+normalized sources (comments and whitespace removed) of both kernels, the
+optimized one with its launch and compile options."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any, Optional
+
+from kerntune import __version__
+from kerntune.agents.tester import IMPROVED, CandidateResult
+from kerntune.export.runs import Run, Skip, source_hash, strip_header
+from kerntune.results import Record, ShapeTiming, geomean
+
+SCHEMA = "kerntune.pair/1"
+
+
+class PairShape(Record):
+    label: str
+    shape: dict[str, int]
+    original_ms: float
+    optimized_ms: float
+    original_iqr_ms: float
+    optimized_iqr_ms: float
+    runs: int                                  # timed runs behind each median
+    speedup: float                             # original_ms / optimized_ms
+
+
+class Pair(Record):
+    format: str = SCHEMA
+    id: str                                    # hash of original_hash and optimized_hash
+    kind: str                                  # general, round, per_shape
+    specialized_for: Optional[str] = None      # per_shape: the shape label it won
+    kernel: str                                # entry point
+    language: str                              # cuda, opencl
+    source_file: str                           # the original kernel as the run was given it
+    description: str
+    original_source: str
+    optimized_source: str
+    original_launch: dict[str, Any]
+    optimized_launch: dict[str, Any]
+    original_compile_options: list[str]
+    optimized_compile_options: list[str]
+    spec: str                                  # the spec's YAML text
+    device: dict[str, Any]
+    shapes: list[PairShape]
+    speedup: float                             # geomean over shapes (per_shape: on its shape)
+    geomean_speedup: float
+    round: int
+    config: dict[str, Any]
+    transformations: list[dict[str, Any]]      # every rewrite the optimized kernel carries, oldest first
+    verification: dict[str, Any]
+    original_hash: str                         # normalized source + launch + compile options
+    optimized_hash: str                        # likewise
+    kerntune_version: str = __version__
+    run_id: str
+    run_dir: str
+
+    def line(self) -> str:
+        return self.model_dump_json()
+
+
+def _shapes(base: list[ShapeTiming], cand: CandidateResult) -> list[PairShape]:
+    mine = {t.label: t for t in cand.timings}
+    out = []
+    for b in base:
+        c = mine.get(b.label)
+        if c is None:
+            continue
+        out.append(PairShape(label=b.label, shape=b.shape, original_ms=b.stats.median_ms,
+                             optimized_ms=c.stats.median_ms, original_iqr_ms=b.stats.iqr_ms,
+                             optimized_iqr_ms=c.stats.iqr_ms, runs=min(b.stats.n, c.stats.n),
+                             speedup=b.stats.median_ms / c.stats.median_ms))
+    return out
+
+
+def _identity(source: str, launch: dict[str, Any], options: list[str]) -> str:
+    return source_hash(source + "\n" + json.dumps([launch, options], sort_keys=True))
+
+
+def _describe(run: Run, r: int, key: str, transformations: list[dict[str, Any]], speed: float, what: str) -> str:
+    steps = "; ".join(f"{t.get('rule')}: {t.get('summary')}" for t in transformations) or "no rewrite"
+    return (f"{run.manifest.kernel_name} ({run.manifest.lang}) on {run.device.get('name')}: {steps}; "
+            f"parameters {key} (round {r}); {speed:.3f}x {what}")
+
+
+def run_pairs(run: Run, min_speedup: float = IMPROVED) -> tuple[list[Pair], Optional[str]]:
+    """The pairs of one run, or why it has none."""
+    if not run.finished:
+        return [], f"not finished (status {run.manifest.status}); finish it with kerntune optimize --resume"
+    test = run.test
+    if test is None:
+        return [], "the tester confirmed no candidate (no test.json)"
+    original = run.original_source
+    wanted: list[tuple[str, Optional[str], int, str, str]] = []     # kind, shape label, round, key, file
+    if test.general is not None and test.improved:
+        wanted.append(("general", None, test.general.round, test.general.key, f"best{run.ext}"))
+    for rec in run.manifest.rounds:
+        if rec.status == "done" and rec.best_key:
+            wanted.append(("round", None, rec.round, rec.best_key, f"rounds/{rec.round:02d}/best{run.ext}"))
+    dispatch = run.rd.read_json("per_shape/dispatch.json") or []
+    for d in dispatch:
+        w = next((x for x in test.per_shape if x.label == d.get("label")), None)
+        if w is not None and w.winner != "original" and w.round is not None:
+            wanted.append(("per_shape", w.label, w.round, w.winner, d["kernel"]))
+    pairs: list[Pair] = []
+    for kind, label, r, key, rel in wanted:
+        cand = run.candidate(r, key)
+        if cand is None or not cand.verified or not cand.timings or not run.has(rel):
+            continue
+        shapes = _shapes(test.baseline, cand)
+        if not shapes:
+            continue
+        gm = geomean([s.speedup for s in shapes])
+        speed = next(s.speedup for s in shapes if s.label == label) if label else gm
+        if speed < min_speedup:
+            continue
+        optimized = strip_header(run.text(rel))
+        launch, options = run.launch_and_options(r, cand.config)
+        # a kernel is its source with its launch and compile options: the same source launched with
+        # other block sizes is another kernel
+        oh = _identity(original, run.original_launch(), run.original_options())
+        ph = _identity(optimized, launch, options)
+        if oh == ph:
+            continue
+        trans = run.transformations(r)
+        what = f"on {label}" if label else f"geomean over {len(shapes)} shapes"
+        pairs.append(Pair(
+            id=hashlib.sha256(f"{oh}:{ph}".encode()).hexdigest()[:16], kind=kind, specialized_for=label,
+            kernel=run.manifest.kernel_name, language=run.manifest.lang, source_file=run.manifest.kernel_path,
+            description=_describe(run, r, key, trans, speed, what), original_source=original,
+            optimized_source=optimized, original_launch=run.original_launch(), optimized_launch=launch,
+            original_compile_options=run.original_options(), optimized_compile_options=options, spec=run.spec_text, device=run.device, shapes=shapes, speedup=speed,
+            geomean_speedup=gm, round=r, config=cand.config, transformations=trans,
+            verification={"verified": True, "reference": "the original kernel, run on the same device",
+                          "seed": test.seed, "shapes": [s.label for s in shapes],
+                          "fresh_shapes": test.fresh_shapes, "flags": cand.flags},
+            original_hash=oh, optimized_hash=ph, run_id=run.run_id, run_dir=str(run.path)))
+    if not pairs:
+        return [], f"no verified kernel beat the original by {min_speedup:g}x or more"
+    return pairs, None
+
+
+def export_pairs(runs: list[Run], min_speedup: float = IMPROVED) -> tuple[list[Pair], list[Skip], int]:
+    """Every run's pairs, deduplicated (the first occurrence kept); also the runs without pairs and
+    how many duplicates were dropped."""
+    seen: set[str] = set()
+    out: list[Pair] = []
+    skipped: list[Skip] = []
+    dropped = 0
+    for run in runs:
+        pairs, why = run_pairs(run, min_speedup)
+        if why is not None:
+            skipped.append(Skip(run_dir=str(run.path), reason=why))
+        for p in pairs:
+            if p.id in seen:
+                dropped += 1
+                continue
+            seen.add(p.id)
+            out.append(p)
+    return out, skipped, dropped

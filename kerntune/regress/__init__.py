@@ -1,0 +1,1 @@
+"""The CI regression gate: ``kerntune regress`` (see docs/ci.md)."""

@@ -1,0 +1,308 @@
+"""The regression gate: verify every kernel, time it in independent batches,
+compare with the stored baseline (see :mod:`kerntune.regress.stats` for the
+rule), and optionally record a new baseline."""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Optional
+
+from kerntune import __version__
+from kerntune.engine.evaluate import EvalRequest, KernelInstance, TimingOptions
+from kerntune.engine.supervisor import DeviceWorker
+from kerntune.errors import ErrorCode, KerntuneError
+from kerntune.kernelfile import KernelFile
+from kerntune.regress import baseline as bl
+from kerntune.regress.stats import MIN_BATCHES, Verdict, center, decide
+from kerntune.results import EvalResult, Record, ShapeTiming, Status, Verification, geomean
+from kerntune.spec.model import LaunchSpec, Shape
+from kerntune.spec.shapes import holdout_shapes, spec_shapes
+
+DEFAULT_TIMING = bl.TimingSettings(warmup=20, repeats=100, batches=5)
+
+
+@dataclass(frozen=True)
+class GateOptions:
+    tolerance: float = 0.05
+    alpha: float = 0.05
+    warmup: Optional[int] = None      # None: the baseline record's setting, else DEFAULT_TIMING's
+    repeats: Optional[int] = None
+    batches: Optional[int] = None
+    flush_l2: bool = True
+    seed: Optional[int] = None        # None: fresh, and reported
+    timeout_s: float = 300.0
+    shape_set: Optional[str] = None
+    update: bool = False
+    allow_device_change: bool = False
+
+
+class ShapeResult(Record):
+    label: str
+    shape: dict[str, int]
+    baseline: Optional[bl.ShapeRecord] = None
+    current: Optional[bl.ShapeRecord] = None
+    ratio: Optional[float] = None            # current median / baseline median
+    p_value: Optional[float] = None
+    verdict: str = "new"                     # same, slower, faster, unsure, new
+
+
+class KernelResult(Record):
+    key: str                                 # the baseline record key
+    path: str
+    kernel: str
+    lang: str
+    device: str
+    status: str                              # pass, slower, wrong, failed, new, updated, skipped
+    message: str = ""
+    reference: str = ""                      # what it was verified against: numpy, kernel (the baseline's source), self
+    verification: Optional[Verification] = None
+    seed: Optional[int] = None
+    source_changed: Optional[bool] = None    # against the baseline record
+    settings: Optional[bl.TimingSettings] = None
+    shapes: list[ShapeResult] = []
+    geomean_ratio: Optional[float] = None
+    notes: list[str] = []
+
+    @property
+    def failed(self) -> bool:
+        return self.status in ("slower", "wrong", "failed")
+
+
+class RegressReport(Record):
+    baseline: str
+    tolerance: float
+    alpha: float
+    kerntune_version: str = __version__
+    kernels: list[KernelResult] = []
+    passed: bool = True
+    updated: bool = False
+    error: Optional[dict[str, Optional[str]]] = None
+
+
+@dataclass
+class _Job:
+    kf: KernelFile
+    key: str
+    worker: DeviceWorker
+    record: Optional[bl.KernelRecord]
+    settings: bl.TimingSettings
+    shapes: list[Shape]
+    result: Optional[EvalResult] = None            # verification
+    batches: Optional[dict[str, list[ShapeTiming]]] = None
+    failure: Optional[EvalResult] = None
+
+
+def _settings(opts: GateOptions, record: Optional[bl.KernelRecord]) -> bl.TimingSettings:
+    base = record.settings if record is not None else DEFAULT_TIMING
+    s = bl.TimingSettings(warmup=opts.warmup if opts.warmup is not None else base.warmup,
+                          repeats=opts.repeats if opts.repeats is not None else base.repeats,
+                          batches=opts.batches if opts.batches is not None else base.batches,
+                          flush_l2=opts.flush_l2)
+    if s.batches < MIN_BATCHES:
+        raise KerntuneError(ErrorCode.USAGE, f"{s.batches} timing batches cannot tell a slowdown from noise",
+                            hint=f"use --batches {MIN_BATCHES} or more (default {DEFAULT_TIMING.batches})")
+    return s
+
+
+def device_mismatches(jobs: list[_Job]) -> list[str]:
+    out = []
+    for j in jobs:
+        r, info = j.record, j.worker.info
+        if r is not None and (r.device != info.name or r.backend != info.backend):
+            out.append(f"{j.key}: recorded on {r.device} ({r.backend}), this is {info.name} ({info.backend})")
+    return out
+
+
+def _reference(job: _Job) -> Optional[KernelInstance]:
+    """The baseline's own source as the reference, when the spec has no NumPy function to check against."""
+    r, kf = job.record, job.kf
+    if kf.spec.reference is not None or r is None or r.spec_digest != kf.loaded.digest:
+        return None
+    if r.source_sha256 == _sha(kf.source):
+        return None                                  # unchanged: a self-check is the same thing
+    launch = LaunchSpec.model_validate(r.launch) if r.launch else None
+    return KernelInstance(source=r.source, name=r.kernel, lang=r.lang, options=tuple(r.options), launch=launch,
+                          label=f"baseline of {job.key}")
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _shape_record(shape: Shape, timings: list[ShapeTiming]) -> bl.ShapeRecord:
+    meds = [t.stats.median_ms for t in timings]
+    return bl.ShapeRecord(label=shape.label, shape=shape.as_dict(), median_ms=center(meds),
+                          iqr_ms=center([t.stats.iqr_ms for t in timings]),
+                          min_ms=min(t.stats.min_ms for t in timings), n=sum(t.stats.n for t in timings),
+                          batch_medians=meds)
+
+
+def change(ratio: float) -> str:
+    """A slowdown as a person reads it: +12.3% for small ones, 4.2x for large ones."""
+    return f"{ratio:.1f}x" if ratio >= 3 else f"{(ratio - 1) * 100:+.1f}%"
+
+
+def describe(r: EvalResult) -> str:
+    """One line on why an evaluation failed, with the first bad element when verification failed."""
+    msg = f"{r.status.value.replace('_', ' ')}: {r.message}"
+    v = r.verification
+    if r.status is Status.WRONG_RESULT and v is not None:
+        for s in v.shapes:
+            bad = next((a for a in s.args if not a.ok), None)
+            if bad is not None:
+                where = f"; first at {bad.first_bad_index}" if bad.first_bad_index is not None else ""
+                got = f": got {bad.got:.6g}, expected {bad.expected:.6g}" if bad.got is not None and \
+                    bad.expected is not None else ""
+                msg += (f" ({bad.bad_elements} bad elements, max abs error {bad.max_abs_err:.3g}, relative L2 error "
+                        f"{bad.rel_l2_err:.3g}{where}{got})")
+                break
+    return msg
+
+
+def _failure_status(r: EvalResult) -> str:
+    return "wrong" if r.status is Status.WRONG_RESULT else "failed"
+
+
+def run_gate(kernels: list[tuple[KernelFile, DeviceWorker]], baseline_path: Path, stored: bl.BaselineFile,
+             opts: GateOptions, step: Callable[[str], None] = lambda s: None) -> tuple[RegressReport, bl.BaselineFile]:
+    """Check every kernel; returns the report and the baseline to write (unchanged unless ``opts.update``)."""
+    seed = opts.seed if opts.seed is not None else random.SystemRandom().randrange(2**31)
+    jobs = []
+    for kf, worker in kernels:
+        key = bl.key_for(kf.path, baseline_path)
+        record = stored.kernels.get(key)
+        jobs.append(_Job(kf=kf, key=key, worker=worker, record=record, settings=_settings(opts, record),
+                         shapes=spec_shapes(kf.spec, opts.shape_set)))
+    mismatches = device_mismatches(jobs)
+    if mismatches and not opts.allow_device_change:
+        raise KerntuneError(ErrorCode.DEVICE, "the baseline was recorded on another device:\n  " + "\n  ".join(mismatches),
+                            hint="timings from different devices cannot be compared: keep one baseline file per "
+                                 "device (--baseline bench/baseline-DEVICE.json), or pass --allow-device-change "
+                                 "(with --update: replace those records with this device's)")
+    # 1. verify every kernel on every shape plus the held-out ones, with fresh inputs
+    for i, j in enumerate(jobs):
+        step(f"verifying {j.key} ({i + 1}/{len(jobs)})")
+        verify = tuple(j.shapes + holdout_shapes(j.kf.spec, opts.shape_set))
+        req = EvalRequest(candidate=j.kf.instance(label=j.key), spec=j.kf.spec, base_dir=str(j.kf.loaded.base_dir),
+                          verify_shapes=verify, time_shapes=(), seed=seed, reference=_reference(j), timing=None)
+        j.result = j.worker.evaluate(req, opts.timeout_s)
+    # 2. time the verified ones: batch after batch, each batch over every kernel and shape in a shuffled order
+    live = [j for j in jobs if j.result is not None and j.result.status is Status.OK]
+    for j in live:
+        j.batches = {s.key: [] for s in j.shapes}
+    rounds = max((j.settings.batches for j in live), default=0)
+    rng = random.Random(seed)
+    for b in range(rounds):
+        order = [(j, s) for j in live for s in j.shapes if b < j.settings.batches]
+        rng.shuffle(order)
+        for n, (j, s) in enumerate(order):
+            if j.failure is not None:
+                continue
+            step(f"timing batch {b + 1}/{rounds}: {j.key} at {s.label} ({n + 1}/{len(order)})")
+            t = j.settings
+            req = EvalRequest(candidate=j.kf.instance(label=j.key), spec=j.kf.spec, base_dir=str(j.kf.loaded.base_dir),
+                              verify_shapes=(), time_shapes=(s,), seed=seed,
+                              timing=TimingOptions(warmup=t.warmup, repeats=t.repeats, flush_l2=t.flush_l2,
+                                                   measure_copy=False))
+            r = j.worker.evaluate(req, opts.timeout_s)
+            if r.status is not Status.OK or not r.timings:
+                j.failure = r
+                continue
+            j.batches[s.key].append(r.timings[0])
+    # 3. compare, and build the new records
+    results: list[KernelResult] = []
+    kept = dict(stored.kernels)
+    now = time.time()
+    for j in jobs:
+        res, record = _judge(j, opts, seed, now)
+        results.append(res)
+        if opts.update and record is not None:
+            kept[j.key] = record
+    failed = [r for r in results if r.failed]
+    updated = opts.update and any(r.status == "updated" for r in results)
+    report = RegressReport(baseline=str(baseline_path), tolerance=opts.tolerance, alpha=opts.alpha, kernels=results,
+                           passed=not failed, updated=updated)
+    new = bl.BaselineFile(updated=now if updated else stored.updated, kernels=dict(sorted(kept.items())))
+    return report, new
+
+
+def _judge(j: _Job, opts: GateOptions, seed: int, now: float) -> tuple[KernelResult, Optional[bl.KernelRecord]]:
+    info = j.worker.info
+    common = dict(key=j.key, path=str(j.kf.path), kernel=j.kf.spec.kernel, lang=j.kf.lang, device=info.name,
+                  seed=seed, settings=j.settings,
+                  source_changed=None if j.record is None else j.record.source_sha256 != _sha(j.kf.source))
+    notes = []
+    if j.record is not None:
+        if j.record.device != info.name or j.record.backend != info.backend:
+            notes.append(f"baseline recorded on {j.record.device} ({j.record.backend}): compared anyway "
+                         "(--allow-device-change)")
+        if j.record.kerntune_version != __version__:
+            notes.append(f"baseline recorded with kerntune {j.record.kerntune_version}, this is {__version__}")
+        if j.record.driver and j.record.driver != info.driver:
+            notes.append(f"driver changed: {j.record.driver} -> {info.driver}")
+        if j.record.spec_digest != j.kf.loaded.digest:
+            notes.append("the spec changed since the baseline was recorded")
+        if j.record.settings != j.settings:
+            notes.append("timing settings differ from the baseline's")
+        if j.record.shape_set != opts.shape_set:
+            notes.append(f"baseline recorded on shape set {j.record.shape_set or 'default'}, "
+                         f"this is {opts.shape_set or 'default'}")
+    r = j.result
+    assert r is not None
+    v = r.verification
+    ref = v.reference if v is not None else ""
+    if r.status is not Status.OK:
+        msg = describe(r)
+        return KernelResult(**common, status=_failure_status(r), message=msg, reference=ref, verification=v,
+                            notes=notes), None
+    if j.failure is not None:
+        f = j.failure
+        return KernelResult(**common, status=_failure_status(f), reference=ref, verification=v, notes=notes,
+                            message=f"while timing: {describe(f)}"), None
+    rows: list[ShapeResult] = []
+    current: list[bl.ShapeRecord] = []
+    for s in j.shapes:
+        cur = _shape_record(s, j.batches[s.key])
+        current.append(cur)
+        old = j.record.shape(s.as_dict()) if j.record is not None else None
+        if old is None:
+            rows.append(ShapeResult(label=s.label, shape=s.as_dict(), current=cur, verdict="new"))
+            continue
+        verdict, ratio, p = decide(cur.batch_medians, old.batch_medians, opts.tolerance, opts.alpha)
+        rows.append(ShapeResult(label=s.label, shape=s.as_dict(), baseline=old, current=cur, ratio=ratio,
+                                p_value=p, verdict=verdict.value))
+    ratios = [x.ratio for x in rows if x.ratio is not None]
+    slower = [x for x in rows if x.verdict == Verdict.SLOWER.value]
+    compared = any(x.baseline is not None for x in rows)
+    if opts.update:
+        status = "updated"
+    elif not compared:
+        status = "new"
+    else:
+        status = "slower" if slower else "pass"
+    msg = ""
+    if slower:
+        msg = "slower on " + ", ".join(f"{x.label} ({change(x.ratio)}, p={x.p_value:.3f})" for x in slower)
+    elif not compared:
+        what = "this kernel" if j.record is None else "any of these shapes"
+        msg = f"no baseline for {what}" + ("; recorded" if opts.update else "; record one with --update")
+    record = bl.KernelRecord(
+        path=j.key, kernel=j.kf.spec.kernel, lang=j.kf.lang, device=info.name, device_id=info.id,
+        backend=info.backend, driver=info.driver, kerntune_version=__version__, seed=seed, recorded=now,
+        shape_set=opts.shape_set, settings=j.settings, source_sha256=_sha(j.kf.source), spec_digest=j.kf.loaded.digest,
+        source=j.kf.source, options=list(getattr(j.kf.spec.compile_options, j.kf.lang)),
+        launch=(j.kf.spec.launches[j.kf.stem].model_dump(mode="json") if j.kf.stem in j.kf.spec.launches else None),
+        verified_against=ref, shapes=current)
+    return KernelResult(**common, status=status, message=msg, reference=ref, verification=v, shapes=rows,
+                        geomean_ratio=geomean(ratios) if ratios else None, notes=notes), record
+
+
+def skipped(kf_path: Path, key: str, lang: str, why: str) -> KernelResult:
+    return KernelResult(key=key, path=str(kf_path), kernel="", lang=lang, device="", status="skipped", message=why)
+
+
+__all__ = ["GateOptions", "KernelResult", "RegressReport", "ShapeResult", "run_gate", "skipped"]

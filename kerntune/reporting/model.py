@@ -1,0 +1,171 @@
+"""The records a report is drawn from: one :class:`RunReport` per run
+directory, filled by :mod:`kerntune.reporting.load` from what the run wrote,
+and read by the plot, Markdown and HTML renderers. Numbers are milliseconds,
+GB/s, and speedups as baseline time / candidate time."""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from kerntune.agents.rundir import RoundRecord
+from kerntune.agents.tester import TestReport
+from kerntune.results import Record
+
+
+class ShapeRow(Record):
+    """One shape: the baseline, the general configuration and the shape's own best."""
+
+    label: str
+    shape: dict[str, int]
+    bytes_moved: Optional[int] = None
+    floor_ms: Optional[float] = None          # bytes moved / measured copy bandwidth
+    baseline_ms: Optional[float] = None
+    general_ms: Optional[float] = None
+    best_ms: Optional[float] = None
+    best_winner: str = ""                     # configuration key, or "original"
+    best_round: Optional[int] = None
+    general_speedup: Optional[float] = None
+    best_speedup: Optional[float] = None
+    baseline_gbs: Optional[float] = None
+    general_gbs: Optional[float] = None
+    best_gbs: Optional[float] = None
+    baseline_pct: Optional[float] = None      # achieved bandwidth as % of the measured copy
+    general_pct: Optional[float] = None
+    best_pct: Optional[float] = None
+
+
+class Point(Record):
+    """One measured evaluation of the search, in the order the run made them."""
+
+    n: int                                    # evaluation number over the whole run (1-based)
+    key: str
+    status: str
+    value: Optional[float] = None             # its speedup (or geomean time), None when it failed
+    best: Optional[float] = None              # the best value of its series so far
+
+
+class Series(Record):
+    name: str                                 # "round 1", or the tuning run's strategy
+    round: Optional[int] = None
+    points: list[Point] = []
+
+
+class Failures(Record):
+    """How the evaluations of one scope (a round, the run, the final test) ended."""
+
+    scope: str
+    ok: int = 0
+    failed: dict[str, int] = {}               # status -> count
+    pruned: dict[str, int] = {}               # pruning reason -> count
+    duplicates: int = 0
+
+
+class Step(Record):
+    """One round in the winning kernel's lineage: the rewrites it applied and the values it chose."""
+
+    round: int
+    source: str = ""                          # "rules" or "llm"
+    transformations: list[dict[str, Any]] = []
+    chosen: dict[str, Any] = {}               # the winning configuration's values of this round's parameters
+    speedup: Optional[float] = None           # the round's best geomean speedup while tuning
+    rationale: str = ""
+    skipped: list[list[str]] = []             # rules that did not apply, with why
+
+
+class Param(Record):
+    name: str
+    values: list[Any]
+    baseline: Any = None
+    general: Any = None
+
+
+class Source(Record):
+    name: str                                 # what it is, for the diff's column header
+    path: str = ""                            # where it lives, relative to the run directory when inside it
+    text: str
+
+
+class RunReport(Record):
+    kind: str                                 # "optimize" or "tune"
+    run_dir: str
+    kernel: str                               # the kernel's name
+    kernel_path: str = ""
+    spec_path: str = ""
+    device: str = ""
+    method: str = ""                          # the generator (optimize) or search strategy (tune)
+    status: str = ""
+    stop_reason: str = ""
+    partial: bool = False
+    notes: list[str] = []                     # what is missing and why
+    confirmed: bool = False                   # numbers from the final test (not tuning estimates)
+    improved: Optional[bool] = None
+    baseline_label: str = "the original"
+    general_key: str = ""
+    general_round: Optional[int] = None
+    general_config: dict[str, Any] = {}
+    general_speedup: Optional[float] = None   # geomean over the shapes
+    per_shape_speedup: Optional[float] = None # geomean of every shape's own best
+    copy_gbs: Optional[float] = None
+    measured: int = 0
+    space_size: Optional[int] = None
+    elapsed_s: Optional[float] = None
+    metric: str = "speedup"                   # what the convergence values are: "speedup" or "time"
+    shapes: list[ShapeRow] = []
+    convergence: list[Series] = []
+    failures: list[Failures] = []
+    trace: list[Step] = []
+    params: list[Param] = []
+    original: Optional[Source] = None
+    winner: Optional[Source] = None
+    winner_note: str = ""
+    # optimize runs: the records behind the detail sections
+    rounds: list[RoundRecord] = []
+    test: Optional[TestReport] = None
+    llm: dict[str, Any] = {}
+    files: dict[str, str] = {}                # what the run handed back (best kernel, dispatch, spec)
+
+
+def _x(v: float) -> str:
+    return f"{v:.2f}x"
+
+
+def headline(r: RunReport) -> str:
+    """The result in one sentence."""
+    n = len(r.shapes)
+    device = r.device.split(" (")[0]
+    on = f" on {device}" if device else ""
+    shapes = f"{n} shape{'s' if n != 1 else ''}"
+    if not r.shapes or all(s.baseline_ms is None and s.best_ms is None for s in r.shapes):
+        return f"Partial run: nothing has been measured for {r.kernel} yet."
+    if r.kind == "optimize":
+        if r.confirmed:
+            if r.improved and r.general_speedup:
+                best = f"; {_x(r.per_shape_speedup)} with the best kernel per shape" \
+                    if r.per_shape_speedup and r.per_shape_speedup > r.general_speedup * 1.005 else ""
+                return (f"kerntune made {r.kernel} {_x(r.general_speedup)} faster{on} (geometric mean over {shapes}, "
+                        f"one general configuration{best}), verified again on fresh inputs and unseen shapes.")
+            near = f" (the best candidate reached {_x(r.general_speedup)})" if r.general_speedup else ""
+            return f"No candidate made {r.kernel} faster{on} by the required margin{near}: the original kernel stays."
+        if r.general_speedup:
+            return (f"Partial run: tuning estimates so far put {r.kernel} at {_x(r.general_speedup)} faster{on} "
+                    f"(geometric mean over {shapes}), not yet confirmed by the final test.")
+        return f"Partial run: {r.kernel}'s original kernel has been measured{on}; no candidate has been timed yet."
+    # a tuning run
+    against = f"than {r.baseline_label}" if r.baseline_label else "than the baseline"
+    space = f" ({r.measured} of {r.space_size} configurations measured)" if r.space_size else ""
+    prefix = "Partial run: so far, " if r.partial else ""
+    if r.general_speedup:
+        best = f"; {_x(r.per_shape_speedup)} with the best configuration per shape" \
+            if r.per_shape_speedup and r.per_shape_speedup > r.general_speedup * 1.005 else ""
+        verb = "makes" if not prefix else "would make"
+        lead = f"{prefix}the general configuration" if prefix else "The general configuration"
+        return (f"{lead} {verb} {r.kernel} {_x(r.general_speedup)} faster {against}{on} "
+                f"(geometric mean over {shapes}{best}){space}.")
+    if r.general_key and r.metric == "time":
+        lead = f"{prefix}the" if prefix else "The"
+        return (f"{lead} fastest configuration of {r.kernel} over {shapes}{on} is {r.general_key} "
+                f"(no baseline was measured, so no speedup){space}.")
+    return f"{prefix}no configuration of {r.kernel} has been timed on every shape{on}{space}."
+
+
+__all__ = ["Failures", "Param", "Point", "RunReport", "Series", "ShapeRow", "Source", "Step", "headline"]

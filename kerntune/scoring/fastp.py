@@ -1,0 +1,115 @@
+"""KernelBench's fast_p: the fraction of kernels that are correct AND faster than
+their baseline by more than a factor p (speedup > p). fast_0 is the fraction
+correct. Kernels that failed count in the denominator.
+
+Sources: finished optimize runs (one kernel per run: what the run hands back,
+``best.<ext>``: the tester-confirmed general configuration with its
+geometric-mean speedup, or the original itself, correct with speedup 1.0,
+when nothing beat it), pair files from ``kerntune export pairs`` (one kernel
+per line, its ``speedup``), or any records with ``correct`` and ``speedup``
+(e.g. :class:`~kerntune.scoring.reward.Reward`).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Iterable, Optional, Protocol
+
+from kerntune.errors import ErrorCode, KerntuneError
+from kerntune.export.runs import Run, Skip, expand
+from kerntune.results import Record
+
+DEFAULT_PS = (0.0, 1.0, 1.5, 2.0)
+
+
+class Scored(Protocol):
+    correct: bool
+    speedup: Optional[float]
+
+
+class KernelOutcome(Record):
+    name: str
+    source: str                      # the run directory, or FILE:LINE of a pair
+    correct: bool
+    speedup: Optional[float] = None
+    note: str = ""
+
+
+class FastP(Record):
+    p: float
+    count: int                       # correct and speedup > p
+    fraction: float
+
+
+class FastPReport(Record):
+    total: int
+    correct: int
+    fast_p: list[FastP]
+    kernels: list[KernelOutcome] = []
+    excluded: list[Skip] = []
+
+
+def fast_p(outcomes: Iterable[Scored], p: float) -> float:
+    """The fraction of ``outcomes`` that are correct with a speedup above ``p`` (0.0 for none)."""
+    items = list(outcomes)
+    if not items:
+        return 0.0
+    return sum(1 for o in items if o.correct and o.speedup is not None and o.speedup > p) / len(items)
+
+
+def from_run(run: Run) -> KernelOutcome | Skip:
+    if not run.finished:
+        return Skip(run_dir=str(run.path), reason=f"not finished (status {run.manifest.status})")
+    name = f"{run.manifest.kernel_name} ({Path(run.manifest.kernel_path).name})"
+    test = run.test
+    if test is not None and test.improved and test.general is not None and test.general.verified:
+        return KernelOutcome(name=name, source=str(run.path), correct=True, speedup=test.general.geomean_speedup,
+                             note=f"round {test.general.round}: {test.general.key}")
+    return KernelOutcome(name=name, source=str(run.path), correct=True, speedup=1.0,
+                         note="no verified improvement: the original is handed back")
+
+
+def from_pairs(path: Path) -> list[KernelOutcome]:
+    out = []
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as e:
+        raise KerntuneError(ErrorCode.FILE, f"cannot read {path}: {e}") from None
+    for i, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            d: Any = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise KerntuneError(ErrorCode.FILE, f"{path}:{i}: not a JSON object: {e}",
+                                hint="pass pair files written by `kerntune export pairs`") from None
+        if not isinstance(d, dict) or "speedup" not in d or "verification" not in d:
+            raise KerntuneError(ErrorCode.FILE, f"{path}:{i}: not a kerntune pair (no speedup/verification)",
+                                hint="pass pair files written by `kerntune export pairs`")
+        label = f" for {d['specialized_for']}" if d.get("specialized_for") else ""
+        out.append(KernelOutcome(name=f"{d.get('kernel', '?')} {d.get('kind', '')}{label}".strip(),
+                                 source=f"{path}:{i}", correct=bool((d.get("verification") or {}).get("verified")),
+                                 speedup=d.get("speedup")))
+    return out
+
+
+def collect(paths: list[Path]) -> tuple[list[KernelOutcome], list[Skip]]:
+    """Kernels from run directories (or folders of them) and pair files (.jsonl)."""
+    kernels: list[KernelOutcome] = []
+    skipped: list[Skip] = []
+    for p in paths:
+        if p.is_file():
+            kernels += from_pairs(p)
+            continue
+        for rd in expand([p]):
+            got = from_run(Run(rd))
+            (skipped if isinstance(got, Skip) else kernels).append(got)
+    return kernels, skipped
+
+
+def report(kernels: list[KernelOutcome], skipped: list[Skip], ps: Iterable[float] = DEFAULT_PS) -> FastPReport:
+    rows = [FastP(p=p, count=sum(1 for k in kernels if k.correct and k.speedup is not None and k.speedup > p),
+                  fraction=fast_p(kernels, p)) for p in ps]
+    return FastPReport(total=len(kernels), correct=sum(1 for k in kernels if k.correct), fast_p=rows,
+                       kernels=kernels, excluded=skipped)

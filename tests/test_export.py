@@ -1,0 +1,197 @@
+"""`kerntune export pairs|traces` on a real optimize run made on the CPU."""
+
+import json
+import shutil
+
+import pytest
+
+from kerntune.export.runs import normalize, strip_header
+from tests.conftest import REPO, run_cli, write
+
+SMALL = (REPO / "kernels/examples/vector_add.yaml").read_text().split("shapes:")[0] + """shapes:
+  - {label: 4K, n: 4096}
+  - {label: 256K, n: 262144}
+reference: reference.py:vector_add
+"""
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    d = tmp_path_factory.mktemp("opt")
+    shutil.copy(REPO / "kernels/examples/vector_add.cl", d / "vector_add.cl")
+    shutil.copy(REPO / "kernels/examples/reference.py", d / "reference.py")
+    write(d, "vector_add.yaml", SMALL)
+    r = run_cli("optimize", str(d / "vector_add.cl"), "--device", "cpu", "--rounds", "2", "--evaluations", "10",
+                "--repeats", "5", "--warmup", "1", "--final-repeats", "10", "--run-dir", str(d / "run"), "--json")
+    assert r.returncode == 0, r.stderr
+    return d / "run"
+
+
+def _lines(path):
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def _pairs(tmp_path, *runs, extra=()):
+    out = tmp_path / "pairs.jsonl"
+    r = run_cli("export", "pairs", *map(str, runs), "-o", str(out), "--json", *extra)
+    assert r.returncode == 0, r.stderr
+    return _lines(out), json.loads(r.stdout)
+
+
+def test_pairs_are_the_testers_verified_improvements(run, tmp_path):
+    pairs, summary = _pairs(tmp_path, run)
+    test = json.loads((run / "test.json").read_text())
+    results = json.loads((run / "results.json").read_text())
+    manifest = json.loads((run / "run.json").read_text())
+    assert pairs, "the optimize run of vector_add found no verified improvement"
+    assert summary["pairs"] == len(pairs) and summary["written"].endswith("pairs.jsonl")
+    base = {t["label"]: t["stats"]["median_ms"] for t in test["baseline"]}
+    for p in pairs:
+        assert p["format"] == "kerntune.pair/1" and p["language"] == "opencl" and p["kernel"] == "vector_add"
+        assert p["original_source"] == (run / "original/vector_add.cl").read_text()
+        assert p["spec"] == (run / "original/spec.yaml").read_text()
+        assert p["device"]["name"] == manifest["device"]["name"] and p["kerntune_version"]
+        assert p["run_id"] and p["verification"]["verified"] is True and p["speedup"] >= 1.02
+        cand = next(c for c in test["candidates"] if c["round"] == p["round"] and c["config"] == p["config"])
+        assert cand["verified"]
+        mine = {t["label"]: t["stats"]["median_ms"] for t in cand["timings"]}
+        for s in p["shapes"]:
+            assert s["original_ms"] == base[s["label"]] and s["optimized_ms"] == mine[s["label"]]
+            assert s["speedup"] == pytest.approx(s["original_ms"] / s["optimized_ms"])
+        rules = [t["rule"] for t in p["transformations"]]
+        assert rules and {r["rule"] for r in manifest["rounds"][p["round"] - 1]["transformations"]} <= set(rules)
+        assert p["description"].startswith("vector_add (opencl)")
+        assert p["original_hash"] != p["optimized_hash"]
+    kinds = [p["kind"] for p in pairs]
+    assert kinds.count("general") == (1 if results["improved"] else 0)
+    if results["improved"]:
+        g = next(p for p in pairs if p["kind"] == "general")
+        assert g["optimized_source"] == strip_header((run / "best.cl").read_text())
+        assert g["speedup"] == pytest.approx(results["general_speedup"])
+        assert g["optimized_launch"] == manifest_launch(run, "best")
+    assert len({p["id"] for p in pairs}) == len(pairs)
+
+
+def manifest_launch(run, stem):
+    import yaml
+
+    spec = yaml.safe_load((run / "spec.yaml").read_text())
+    launch = spec["launches"][stem]
+    return {"grid": launch["grid"], "block": launch["block"], "shared_mem": launch["shared_mem"]}
+
+
+def test_pairs_are_drop_in(run, tmp_path):
+    """Every exported optimized kernel, with its launch and options, verifies against its original."""
+    import yaml
+
+    pairs, _ = _pairs(tmp_path, run)
+    assert pairs
+    for i, p in enumerate(pairs):
+        d = tmp_path / f"pair{i}"
+        d.mkdir()
+        (d / "original.cl").write_text(p["original_source"])
+        (d / "optimized.cl").write_text(p["optimized_source"])
+        shutil.copy(run / "original/reference.py", d / "reference.py")
+        spec = yaml.safe_load(p["spec"])
+        spec["launches"] = {"optimized": p["optimized_launch"], "original": p["original_launch"]}
+        spec["compile_options"] = {"opencl": p["optimized_compile_options"]}
+        (d / "spec.yaml").write_text(yaml.safe_dump(spec))
+        r = run_cli("bench", str(d / "original.cl"), "--against", str(d / "optimized.cl"), "--device", "cpu",
+                    "--repeats", "3", "--warmup", "1", "--json")
+        assert r.returncode == 0, r.stderr
+        assert json.loads(r.stdout)["against"]["verification"]["ok"]
+
+
+def test_pairs_are_deduplicated(run, tmp_path):
+    alone, _ = _pairs(tmp_path, run)
+    copy = tmp_path / "copy"
+    shutil.copytree(run, copy)
+    pairs, summary = _pairs(tmp_path, run, copy, run)
+    assert len(pairs) == len(alone) and summary["duplicates_dropped"] >= 2 * len(alone)
+    # the same kernels with comments and blank lines changed are still duplicates
+    assert normalize("// x\nint  a;\n\n/* y */ int b;") == normalize("int a; int b; // z")
+
+
+def test_runs_without_pairs_are_listed(run, tmp_path):
+    pairs, summary = _pairs(tmp_path, run, extra=("--min-speedup", "1000"))
+    assert pairs == [] and "1000x" in summary["skipped"][0]["reason"]
+    unfinished = tmp_path / "unfinished"
+    shutil.copytree(run, unfinished)
+    m = json.loads((unfinished / "run.json").read_text())
+    m["status"] = "running"
+    (unfinished / "run.json").write_text(json.dumps(m))
+    pairs, summary = _pairs(tmp_path, unfinished)
+    assert pairs == [] and "not finished" in summary["skipped"][0]["reason"]
+    r = run_cli("export", "traces", str(unfinished), "-o", str(tmp_path / "t.jsonl"), "--json")
+    assert r.returncode == 0 and "not finished" in json.loads(r.stdout)["skipped"][0]["reason"]
+
+
+def test_traces(run, tmp_path):
+    out = tmp_path / "traces.jsonl"
+    r = run_cli("export", "traces", str(run), str(run), "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    assert "wrote 1 traces" in r.stderr
+    (trace,) = _lines(out)
+    manifest = json.loads((run / "run.json").read_text())
+    test = json.loads((run / "test.json").read_text())
+    assert trace["format"] == "kerntune.trace/1" and trace["kernel"] == "vector_add"
+    assert trace["original_source"] == (run / "original/vector_add.cl").read_text()
+    assert [s["round"] for s in trace["steps"]] == [x["round"] for x in manifest["rounds"]]
+    for step, rec in zip(trace["steps"], manifest["rounds"]):
+        d = run / "rounds" / f"{step['round']:02d}"
+        assert step["template"] == (d / "template.cl.j2").read_text()
+        assert step["input_source"] == (d / "input.cl").read_text()
+        assert step["best_source"] == (d / "best.cl").read_text()
+        assert step["transformations"] == rec["transformations"] and step["best_key"] == rec["best_key"]
+        parent = step["parent_round"]
+        if parent is None:
+            assert normalize(step["input_source"]) == normalize(trace["original_source"])
+        else:
+            assert step["input_source"] == (run / "rounds" / f"{parent:02d}/best.cl").read_text()
+            assert next(s for s in trace["steps"] if s["round"] == parent)["adopted"]
+        assert [s["label"] for s in step["shapes"]] == ["4K", "256K"]
+        cand = next((c for c in test["candidates"] if c["round"] == step["round"] and c["key"] == step["best_key"]),
+                    None)
+        assert (step["confirmed"] is None) == (cand is None)
+        if cand is not None:
+            assert step["confirmed"]["verified"] == cand["verified"]
+    assert trace["final_source"] == strip_header((run / "best.cl").read_text())
+    assert [b["label"] for b in trace["baseline"]] == ["4K", "256K"]
+    # stdout when there is no -o
+    r = run_cli("export", "traces", str(run))
+    assert r.returncode == 0 and json.loads(r.stdout.splitlines()[0])["run_id"] == trace["run_id"]
+
+
+def test_folders_of_runs(run, tmp_path):
+    many = tmp_path / "many"
+    many.mkdir()
+    shutil.copytree(run, many / "a")
+    r = run_cli("export", "traces", str(many), "-o", str(tmp_path / "t.jsonl"), "--json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["traces"] == 1
+
+
+def test_bad_inputs(run, tmp_path):
+    r = run_cli("export", "pairs", str(tmp_path / "missing"))
+    assert r.returncode == 2 and "no such run directory" in r.stderr and "hint:" in r.stderr
+    (tmp_path / "empty").mkdir()
+    r = run_cli("export", "pairs", str(tmp_path / "empty"))
+    assert r.returncode == 2 and "no optimize run" in r.stderr
+    tune = tmp_path / "tune"
+    tune.mkdir()
+    (tune / "tuning.db").write_bytes(b"")
+    r = run_cli("export", "traces", str(tune))
+    assert r.returncode == 2 and "`kerntune tune` run" in r.stderr
+    r = run_cli("export", "pairs", str(run), "--json")
+    assert r.returncode == 2 and json.loads(r.stdout)["error"]["hint"] == "add -o FILE.jsonl"
+    r = run_cli("export", "pairs", str(run), "-o", str(tmp_path))
+    assert r.returncode == 2 and "is a folder" in r.stderr
+    corrupt = tmp_path / "corrupt"
+    shutil.copytree(run, corrupt)
+    (corrupt / "test.json").write_text("{ nope")
+    r = run_cli("export", "pairs", str(corrupt), "-o", str(tmp_path / "p.jsonl"))
+    assert r.returncode == 2 and "test.json is corrupt" in r.stderr and "Traceback" not in r.stderr
+    assert not (tmp_path / "p.jsonl").exists()
+    (corrupt / "test.json").write_text('{"seed": "x"}')
+    r = run_cli("export", "pairs", str(corrupt), "-o", str(tmp_path / "p.jsonl"))
+    assert r.returncode == 2 and "not a valid kerntune record" in r.stderr

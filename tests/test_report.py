@@ -1,0 +1,413 @@
+"""`kerntune report`: report.md and a self-contained report.html from real
+optimize and tuning runs on the CPU OpenCL device, the HTML checked in a real
+headless Chromium (installed by `.ci/run`), partial runs, and bad input."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import sqlite3
+import stat
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from kerntune.results import EvalResult
+from tests.conftest import REPO, run_cli, write
+
+SMALL = (REPO / "kernels/examples/vector_add.yaml").read_text().split("shapes:")[0] + """shapes:
+  - {label: 4K, n: 4096}
+  - {label: 256K, n: 262144}
+reference: reference.py:vector_add
+"""
+FAST = ["--repeats", "5", "--warmup", "1"]
+PLOTS = ["speedup", "times", "convergence", "bandwidth", "failures", "trace"]
+
+# a template with a wrong variant (WRONG=1 subtracts) and a restriction that prunes, so the run has failures
+TEMPLATE = """\
+{# kerntune-template
+description: vector_add test space with a wrong variant
+params:
+  BLOCK: [256, 64, 128]
+  WRONG: [0, 1]
+  EPT: [1, 2, 16]
+restrictions:
+  - "BLOCK * EPT <= 1024"
+launch:
+  grid: ["ceil_div(n, BLOCK * EPT)"]
+  block: [BLOCK]
+#}
+__kernel void vector_add(__global float* c, __global const float* a, __global const float* b, const int n)
+{
+    const int base = get_global_id(0) * {{ EPT }};
+{% for k in range(EPT) %}
+    if (base + {{ k }} < n) c[base + {{ k }}] = a[base + {{ k }}] {{ '-' if WRONG else '+' }} b[base + {{ k }}];
+{% endfor %}
+}
+"""
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+# --- runs, made once per module ------------------------------------------------------------
+@pytest.fixture(scope="module")
+def kernel_dir(tmp_path_factory):
+    d = tmp_path_factory.mktemp("kernel")
+    shutil.copy(REPO / "kernels/examples/vector_add.cl", d / "vector_add.cl")
+    shutil.copy(REPO / "kernels/examples/reference.py", d / "reference.py")
+    write(d, "vector_add.yaml", SMALL)
+    write(d, "space.cl.j2", TEMPLATE)
+    return d
+
+
+@pytest.fixture(scope="module")
+def opt_run(kernel_dir, tmp_path_factory):
+    run = tmp_path_factory.mktemp("opt") / "run"
+    r = run_cli("optimize", str(kernel_dir / "vector_add.cl"), "--device", "cpu", "--rounds", "2", "--evaluations", "8",
+                *FAST, "--final-repeats", "10", "--run-dir", str(run), "--json")
+    assert r.returncode == 0, r.stderr
+    return run
+
+
+@pytest.fixture(scope="module")
+def tune_run(kernel_dir, tmp_path_factory):
+    run = tmp_path_factory.mktemp("tune") / "run"
+    r = run_cli("tune", str(kernel_dir / "space.cl.j2"), "--spec", str(kernel_dir / "vector_add.yaml"),
+                "--baseline", str(kernel_dir / "vector_add.cl"), "--device", "cpu", "--strategy", "exhaustive",
+                "--budget", "14", *FAST, "--run-dir", str(run), "--json")
+    assert r.returncode == 0, r.stderr
+    return run
+
+
+def report(run: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "kerntune", "report", str(run), *args], capture_output=True,
+                          text=True, cwd=REPO, timeout=300, env=env)
+
+
+def report_json(run: Path, *args: str) -> dict:
+    r = report(run, "--json", *args)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return json.loads(r.stdout)
+
+
+def is_png(path: str | Path) -> bool:
+    data = Path(path).read_bytes()
+    return data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 5000
+
+
+def interrupted_copy(run: Path, dest: Path) -> Path:
+    """The state a run killed during the final test leaves behind: rounds tuned, the manifest still
+    'running', no test.json and none of the outputs written after it."""
+    shutil.copytree(run, dest)
+    for f in ("test.json", "results.json", "best.cl", "report.md", "spec.yaml"):
+        (dest / f).unlink(missing_ok=True)
+    shutil.rmtree(dest / "per_shape")
+    m = json.loads((dest / "run.json").read_text())
+    m.update(status="running", stop_reason="")
+    m["rounds"][-1]["status"] = "running"
+    (dest / "run.json").write_text(json.dumps(m))
+    return dest
+
+
+# --- a real headless browser -------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def browser():
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"Chromium is not installed ({CHROMIUM} is missing). The HTML report is checked in a real headless "
+                    "browser: `.ci/run` installs it (apt-get install -y chromium); run the same here.")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        pytest.fail("playwright is not installed: it is in the `test` extra (pip install -e '.[test]'), which "
+                    "`.ci/run` installs")
+    with sync_playwright() as p, tempfile.TemporaryDirectory(prefix="kerntune-chromium-") as profile:
+        ctx = p.chromium.launch_persistent_context(profile, executable_path=CHROMIUM, args=CHROMIUM_ARGS,
+                                                   headless=True, viewport={"width": 1280, "height": 900})
+        ctx.set_default_timeout(30_000)
+        yield ctx
+        ctx.close()
+
+
+def open_page(ctx, page_path: Path, width: int = 1280):
+    """Load the report from its file:// URL; returns the page, console errors and every URL it requested."""
+    page = ctx.new_page()
+    page.set_viewport_size({"width": width, "height": 900})
+    errors: list[str] = []
+    requests: list[str] = []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.on("requestfailed", lambda r: errors.append(f"request failed: {r.url}"))
+    page.on("request", lambda r: requests.append(r.url))
+    page.goto(page_path.resolve().as_uri(), wait_until="load")
+    return page, errors, requests
+
+
+def check_page(ctx, page_path: Path, plots: list[str]) -> dict:
+    page, errors, requests = open_page(ctx, page_path)
+    images = page.evaluate("""() => Array.from(document.querySelectorAll('img.plot')).map(i => ({
+        id: i.id, complete: i.complete, w: i.naturalWidth, h: i.naturalHeight,
+        shown: i.getBoundingClientRect().width, inline: i.src.startsWith('data:image/png;base64,')}))""")
+    assert [i["id"] for i in images] == [f"plot-{p}" for p in plots]
+    for i in images:   # decoded by the browser, and laid out at a readable size
+        assert i["complete"] and i["w"] > 300 and i["h"] > 150 and i["shown"] > 300 and i["inline"], i
+    facts = page.evaluate("""() => ({
+        sections: Array.from(document.querySelectorAll('section')).map(s => s.id),
+        h1: document.querySelector('h1').textContent,
+        headline: document.querySelector('.headline').textContent,
+        diffRows: document.querySelectorAll('#diff table.diff tbody tr').length,
+        added: document.querySelectorAll('#diff td.add').length,
+        traceRows: document.querySelectorAll('#trace table tbody tr').length,
+        external: document.querySelectorAll('link, script, iframe, object, [src^="http"], [href^="http"]').length})""")
+    assert facts["external"] == 0
+    assert not errors, errors
+    page_url = page_path.resolve().as_uri()
+    assert all(u == page_url or u.startswith("data:") for u in requests), requests   # nothing fetched
+    page.close()
+    # responsive: on a phone-sized window the page itself never scrolls sideways
+    page, errors, _ = open_page(ctx, page_path, width=390)
+    assert page.evaluate("document.scrollingElement.scrollWidth") <= 390
+    assert page.evaluate("document.querySelector('img.plot') ? "
+                         "document.querySelector('img.plot').getBoundingClientRect().width : 390") <= 390
+    assert not errors, errors
+    page.close()
+    return facts
+
+
+# --- optimize runs ---------------------------------------------------------------------------
+def test_optimize_report_markdown_and_numbers(opt_run):
+    old = (opt_run / "report.md").read_text()            # the loop's own report
+    out = report_json(opt_run)
+    results = json.loads((opt_run / "results.json").read_text())
+    baseline = EvalResult.model_validate_json((opt_run / "baseline.json").read_text())
+    assert out["kind"] == "optimize" and not out["partial"] and out["confirmed"]
+    assert out["files"]["html"] is None and sorted(out["files"]["plots"]) == sorted(PLOTS)
+    assert all(is_png(p) for p in out["files"]["plots"].values())
+    # the numbers are the tester's, and the floor is bytes moved / the copy measured with the baseline
+    assert out["general_speedup"] == pytest.approx(results["general_speedup"])
+    assert out["general_key"] == results["general_key"]
+    copy = 2 * baseline.copy_bandwidth.bytes_per_copy / (baseline.copy_bandwidth.stats.median_ms * 1e-3) / 1e9
+    assert out["copy_gbs"] == pytest.approx(copy)
+    winners = {w["label"]: w for w in results["per_shape"]}
+    for s in out["shapes"]:
+        w = winners[s["label"]]
+        assert s["best_speedup"] == pytest.approx(w["speedup"]) and s["baseline_ms"] == pytest.approx(w["baseline_ms"])
+        assert s["general_speedup"] == pytest.approx(results["test"]["general"]["speedups"][s["label"]])
+        assert s["floor_ms"] == pytest.approx(s["bytes_moved"] / (copy * 1e9) * 1e3)
+    md = (opt_run / "report.md").read_text()
+    for pid in PLOTS:
+        assert f"(report_plots/{pid}.png)" in md
+    assert out["headline"] in md
+    # everything the loop's report said is still there
+    for heading in ("## Per shape", "## Rounds", "## Final test", "## Files"):
+        assert heading in old and heading in md
+    kept = [line for line in old.splitlines()
+            if line.startswith(("**Result:", "Round ", "Every candidate was verified", "- best:"))]
+    assert len(kept) >= 4
+    for line in kept:
+        assert line in md, line
+    # the command that reproduces the comparison, naming the real kernel file
+    assert "<kernel>" in old and (f"kerntune bench {opt_run}/original/vector_add.cl --against {opt_run}/best.cl "
+                                  f"--spec {opt_run}/spec.yaml") in md
+    for w in results["per_shape"]:
+        assert f"| {w['label']} |" in md and f"{w['speedup']:.3f}x" in md
+    for c in results["test"]["candidates"]:
+        assert f"`{c['key']}`" in md
+    # the trace names the rules of the winning round's proposal, and the diff is of the kernel handed back
+    proposal = json.loads((opt_run / f"rounds/{results['general_round']:02d}/proposal.json").read_text())
+    trace = md.split("## Transformation trace")[1].split("## ")[0]
+    assert all(f"`{t['rule']}`" in trace for t in proposal["transformations"])
+    assert "```diff" in md and "+++ best.cl" in md and "--- original/vector_add.cl" in md
+
+
+def test_optimize_report_html_in_a_real_browser(opt_run, browser):
+    r = report(opt_run, "--html")
+    assert r.returncode == 0, r.stderr
+    assert "report.html (self-contained" in r.stdout and "report.md" in r.stdout
+    page = opt_run / "report.html"
+    text = page.read_text()
+    assert "<script" not in text and "<link" not in text and "http://" not in text and "https://" not in text
+    facts = check_page(browser, page, PLOTS)
+    assert {"speedup", "times", "convergence", "bandwidth", "failures", "trace", "diff", "details"} <= \
+        set(facts["sections"])
+    assert "vector_add" in facts["h1"] and "faster" in facts["headline"]
+    assert facts["diffRows"] > 5 and facts["added"] > 0 and facts["traceRows"] >= 2
+
+
+def test_an_interrupted_optimize_run_is_reported_as_partial(opt_run, tmp_path, browser):
+    run = interrupted_copy(opt_run, tmp_path / "run")
+    out = report_json(run, "--html")
+    assert out["partial"] and not out["confirmed"] and out["improved"] is None
+    assert out["headline"].startswith("Partial run") and "not yet confirmed" in out["headline"]
+    assert any("has not finished" in n and "--resume" in n for n in out["notes"])
+    assert any("tuning estimates" in n for n in out["notes"])
+    # the estimate is the best general configuration any round found while tuning
+    rounds = [json.loads(p.read_text()) for p in sorted(run.glob("rounds/*/summary.json"))]
+    assert out["general_speedup"] == pytest.approx(max(s["general"]["geomean_speedup"] for s in rounds))
+    assert sorted(out["files"]["plots"]) == sorted(PLOTS)
+    md = (run / "report.md").read_text()
+    assert "**Partial run.**" in md and "tuning measurements, not yet re-timed" in md
+    assert "## Final test" not in md and "A tuning estimate" in md
+    facts = check_page(browser, run / "report.html", PLOTS)
+    assert facts["diffRows"] > 0
+
+
+def test_a_run_killed_before_any_measurement(opt_run, tmp_path, browser):
+    run = tmp_path / "run"
+    run.mkdir()
+    shutil.copytree(opt_run / "original", run / "original")
+    m = json.loads((opt_run / "run.json").read_text())
+    m.update(status="running", stop_reason="", rounds=[])
+    (run / "run.json").write_text(json.dumps(m))
+    out = report_json(run, "--html")
+    assert out["partial"] and out["files"]["plots"] == {} and out["general_speedup"] is None
+    assert "nothing has been measured" in out["headline"]
+    assert any("has not been measured" in n for n in out["notes"])
+    md = (run / "report.md").read_text()
+    assert "Nothing measured for this yet" in md and "No round has started yet" in md
+    page, errors, _ = open_page(browser, run / "report.html")
+    assert not errors and page.evaluate("document.querySelectorAll('img.plot').length") == 0
+    assert page.evaluate("document.querySelector('.banner').textContent").count("--resume") == 1
+    page.close()
+
+
+# --- tuning runs -------------------------------------------------------------------------------
+def test_tune_report(tune_run, browser):
+    out = report_json(tune_run, "--html")
+    assert out["kind"] == "tune" and not out["partial"]
+    assert sorted(out["files"]["plots"]) == sorted(p for p in PLOTS if p != "trace")
+    # failures and prunings as the database recorded them
+    db = sqlite3.connect(str(tune_run / "tuning.db"))
+    wrong = db.execute("SELECT COUNT(*) FROM evaluations WHERE status = 'wrong_result'").fetchone()[0]
+    pruned = db.execute("SELECT COUNT(*) FROM evaluations WHERE status = 'pruned'").fetchone()[0]
+    best = db.execute("SELECT MIN(score) FROM evaluations WHERE status = 'ok'").fetchone()[0]
+    db.close()
+    assert wrong == 7 and pruned >= 1
+    md = (tune_run / "report.md").read_text()
+    failures = md.split("## Failures by reason")[1].split("## ")[0]
+    assert f"wrong_result {wrong}" in failures and f"restriction {pruned}" in failures
+    convergence = md.split("## Search convergence")[1].split("## ")[0]
+    assert f"{1 / best:.3f}x" in convergence                # the best geomean speedup the search reached
+    assert out["general_speedup"] == pytest.approx(1 / best)
+    assert "## The winning configuration" in md and "`WRONG`" in md
+    assert "## Transformation trace" not in md and "## Rounds" not in md
+    assert "```diff" in md and "+ " in md
+    facts = check_page(browser, tune_run / "report.html", [p for p in PLOTS if p != "trace"])
+    assert "trace" not in facts["sections"] and {"params", "diff"} <= set(facts["sections"])
+    assert facts["diffRows"] > 0
+
+
+def test_a_tuning_run_with_no_evaluations(tune_run, tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    shutil.copy(tune_run / "tuning.db", run / "tuning.db")
+    db = sqlite3.connect(str(run / "tuning.db"))
+    db.execute("DELETE FROM evaluations")
+    db.execute("DELETE FROM meta WHERE key = 'stop_reason'")
+    db.commit()
+    db.close()
+    out = report_json(run)
+    assert out["partial"] and out["general_speedup"] is None and out["headline"].startswith("Partial run")
+    assert sorted(out["files"]["plots"]) == ["bandwidth", "times"]      # the baseline was measured: only it
+    assert any("No configuration has been evaluated" in n for n in out["notes"])
+    assert any(f"kerntune tune --resume {run}" in n for n in out["notes"])
+
+
+def test_a_run_imported_from_a_kernel_tuner_cache(tune_run, tmp_path):
+    cache, run = tmp_path / "cache.json", tmp_path / "run"
+    assert run_cli("kt-cache", "export", str(tune_run), "-o", str(cache), "--shape", "256K").returncode == 0
+    assert run_cli("kt-cache", "import", str(cache), "--run-dir", str(run)).returncode == 0
+    out = report_json(run)
+    assert not out["partial"] and out["general_speedup"] is None       # no baseline: times, not speedups
+    assert out["headline"].startswith("The fastest configuration") and out["general_key"] in out["headline"]
+    assert sorted(out["files"]["plots"]) == ["convergence", "failures", "times"]
+    assert any("Kernel Tuner cache" in n for n in out["notes"])
+    assert "```diff" not in (run / "report.md").read_text()             # the cache holds no kernel source
+
+
+# --- opening and bad input ---------------------------------------------------------------------------
+def test_open_without_a_display_says_so(opt_run, tmp_path):
+    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY", "BROWSER")}
+    r = report(opt_run, "--open", "--out-dir", str(tmp_path / "out"), env=env)
+    assert r.returncode == 0, r.stderr
+    assert "no display" in r.stderr and (tmp_path / "out/report.html").exists()
+
+
+def test_open_uses_the_system_browser(opt_run, tmp_path):
+    seen = tmp_path / "seen.txt"
+    browser = write(tmp_path, "browser.sh", f'#!/bin/sh\necho "$1" > {seen}\n')
+    browser.chmod(browser.stat().st_mode | stat.S_IEXEC)
+    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
+    env["BROWSER"] = str(browser)
+    r = report(opt_run, "--open", "--json", "--out-dir", str(tmp_path / "out"), env=env)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["opened"] is True
+    assert seen.read_text().strip() == (tmp_path / "out/report.html").resolve().as_uri()
+
+
+def _corrupt_test_json(run: Path) -> None:
+    (run / "test.json").write_text('{"seed": 1, "candidates": [')
+
+
+def _corrupt_manifest(run: Path) -> None:
+    (run / "run.json").write_text("not json")
+
+
+def _corrupt_round_db(run: Path) -> None:
+    db = run / "rounds/01/tuning.db"
+    for extra in ("-wal", "-shm"):
+        Path(str(db) + extra).unlink(missing_ok=True)
+    db.write_bytes(b"this is not a database" * 100)
+
+
+@pytest.mark.parametrize("damage,needle", [
+    (_corrupt_test_json, "test.json is corrupt"),
+    (_corrupt_manifest, "run.json is corrupt"),
+    (_corrupt_round_db, "is not a readable kerntune database"),
+])
+def test_a_damaged_run_is_a_clear_error(opt_run, tmp_path, damage, needle):
+    run = tmp_path / "run"
+    shutil.copytree(opt_run, run)
+    damage(run)
+    r = report(run)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert needle in r.stderr and "hint:" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_bad_run_directories(tmp_path):
+    cases = [(tmp_path / "nope", "run directory not found"), (write(tmp_path, "file.txt", "x"), "is a file"),
+             (tmp_path, "holds no kerntune run")]
+    for path, needle in cases:
+        r = report(path)
+        assert r.returncode == 2 and needle in r.stderr and "hint:" in r.stderr and "Traceback" not in r.stderr, \
+            (path, r.stderr)
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad/tuning.db").write_bytes(b"garbage" * 200)
+    r = report(tmp_path / "bad", "--json")
+    error = json.loads(r.stdout)["error"]
+    assert r.returncode == 2 and error["code"] == "run" and "not a readable kerntune database" in error["message"]
+    assert error["hint"]
+
+
+def test_an_unwritable_destination(opt_run, tmp_path):
+    blocker = write(tmp_path, "blocker", "a file where a folder should be")
+    r = report(opt_run, "--out-dir", str(blocker / "sub"))
+    assert r.returncode == 2 and "cannot write the report" in r.stderr and "--out-dir" in r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_plot_values_are_finite(opt_run):
+    from kerntune.reporting.load import load_run
+
+    r = load_run(opt_run)
+    for s in r.shapes:
+        for v in (s.baseline_ms, s.general_ms, s.best_ms, s.floor_ms, s.best_pct):
+            assert v is not None and math.isfinite(v) and v > 0
+    assert [p.n for series in r.convergence for p in series.points] == list(range(1, r.measured + 1))

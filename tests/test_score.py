@@ -1,0 +1,226 @@
+"""`kerntune score fast-p|reward` and the library reward, on the real CPU OpenCL device."""
+
+import json
+import shutil
+
+import pytest
+
+from kerntune.scoring import Reward, RewardSettings, fast_p, reward
+from kerntune.scoring.fastp import KernelOutcome
+from tests.conftest import REPO, run_cli, write
+
+SPEC = """\
+kernel: vector_add
+args:
+  - {name: c, dtype: fp32, shape: [n], intent: out}
+  - {name: a, dtype: fp32, shape: [n], intent: in}
+  - {name: b, dtype: fp32, shape: [n], intent: in}
+  - {name: n, dtype: int32, value: n}
+launch:
+  grid: ["ceil_div(n, 256)"]
+  block: [256]
+shapes:
+  - {label: 4K, n: 4096}
+  - {label: 64K, n: 65536}
+reference: reference.py:vector_add
+"""
+FAST = (REPO / "kernels/examples/vector_add.cl").read_text()
+SLOW = """\
+__kernel void vector_add(__global float* c, __global const float* a, __global const float* b, const int n)
+{
+    int i = get_global_id(0);
+    if (i < n) {
+        float extra = 0.0f;
+        for (int k = 0; k < 256; ++k)
+            extra += a[(i + k) % n] * 0.0f;
+        c[i] = a[i] + b[i] + extra;
+    }
+}
+"""
+WRONG = FAST.replace("a[i] + b[i]", "a[i] - b[i]")
+BROKEN = "__kernel void vector_add(__global float* c) { c[0] = ; }\n"
+# reads far outside any buffer: the worker process dies (SIGSEGV)
+CRASH = """\
+__kernel void vector_add(__global float* c, __global const float* a, __global const float* b, const int n)
+{
+    int i = get_global_id(0);
+    __global const float* p = (__global const float*)0;
+    if (i < n)
+        c[i] = a[i] + b[i] + p[(long)i * 1000003];
+}
+"""
+HANG = """\
+__kernel void vector_add(__global float* c, __global const float* a, __global const float* b, const int n)
+{
+    int i = get_global_id(0);
+    volatile int spin = 1;
+    while (spin) { }
+    if (i < n)
+        c[i] = a[i] + b[i];
+}
+"""
+QUICK = ["--repeats", "10", "--warmup", "2", "--device", "cpu"]
+
+
+@pytest.fixture(scope="module")
+def kernels(tmp_path_factory):
+    d = tmp_path_factory.mktemp("k")
+    for name, text in (("fast", FAST), ("slow", SLOW), ("wrong", WRONG), ("broken", BROKEN), ("crash", CRASH)):
+        (d / f"{name}.cl").write_text(text)
+    write(d, "spec.yaml", SPEC)
+    shutil.copy(REPO / "kernels/examples/reference.py", d / "reference.py")
+    return d
+
+
+def _reward(kernels, candidate, baseline, *extra):
+    r = run_cli("score", "reward", str(kernels / f"{candidate}.cl"), "--baseline", str(kernels / f"{baseline}.cl"),
+                *QUICK, *extra, "--json")
+    assert r.returncode == 0, r.stderr
+    return Reward.model_validate(json.loads(r.stdout))
+
+
+def test_reward_faster_kernel_scores_one(kernels):
+    r = _reward(kernels, "fast", "slow")
+    assert (r.compiles, r.correct, r.faster, r.score) == (True, True, True, 1.0)
+    assert r.speedup > 2 and set(r.speedups) == {"4K", "64K"} and r.stage == "done"
+
+
+def test_reward_slower_kernel_scores_point_eight(kernels):
+    r = _reward(kernels, "slow", "fast")
+    assert (r.compiles, r.correct, r.faster, r.score) == (True, True, False, 0.8)
+    assert r.speedup < 0.5
+
+
+def test_reward_wrong_broken_and_crashing_kernels(kernels):
+    r = _reward(kernels, "wrong", "fast")
+    assert (r.compiles, r.correct, r.score, r.status, r.stage) == (True, False, 0.4, "wrong_result", "verify")
+    r = _reward(kernels, "broken", "fast")
+    assert (r.compiles, r.score, r.status, r.stage) == (False, 0.0, "compile_error", "compile")
+    r = _reward(kernels, "crash", "fast")
+    assert (r.compiles, r.correct, r.score, r.status) == (True, False, 0.4, "crash")
+    assert "SIGSEGV" in r.message or "killed" in r.message
+
+
+def test_reward_human_output(kernels):
+    r = run_cli("score", "reward", str(kernels / "wrong.cl"), "--baseline", str(kernels / "fast.cl"), *QUICK)
+    assert r.returncode == 0, r.stderr
+    assert "reward 0.4" in r.stdout and "wrong result" in r.stdout and "--seed" in r.stdout
+
+
+def test_library_reward_survives_crashes_and_reuses_its_worker(kernels, worker):
+    spec = kernels / "spec.yaml"
+    settings = RewardSettings(repeats=5, warmup=1, seed=3)
+    crashed = reward(CRASH, FAST, spec, lang="opencl", worker=worker, settings=settings)
+    assert crashed.score == 0.4 and crashed.status == "crash"
+    assert worker.restarts >= 1
+    ok = reward(FAST, SLOW, str(spec), lang="opencl", worker=worker, settings=settings)   # the next call just works
+    assert ok.score == 1.0 and ok.seed == 3
+    # a launch of its own: the candidate with 64-thread groups
+    launched = reward(FAST, FAST, spec, lang="opencl", worker=worker, settings=settings,
+                      candidate_launch={"grid": ["ceil_div(n, 64)"], "block": [64]})
+    assert launched.correct
+    bad_launch = reward(FAST, FAST, spec, lang="opencl", worker=worker, settings=settings,
+                        candidate_launch={"grid": ["ceil_div(n, 64)"], "block": [99999999]})
+    assert bad_launch.compiles and not bad_launch.correct and bad_launch.status == "resource_limit"
+    hung = reward(HANG, FAST, spec, lang="opencl", worker=worker,
+                  settings=RewardSettings(repeats=5, warmup=1, timeout_s=4))
+    assert (hung.compiles, hung.correct, hung.score, hung.status) == (True, False, 0.4, "timeout")
+    assert reward(FAST, FAST, spec, lang="opencl", worker=worker, settings=settings).correct
+        # without a worker, one is started for the call
+    own = reward(WRONG, FAST, spec, lang="opencl", device="cpu", settings=settings)
+    assert own.score == 0.4
+
+
+def test_library_reward_setup_errors(kernels, worker):
+    from kerntune.errors import ErrorCode, KerntuneError
+
+    with pytest.raises(KerntuneError) as e:
+        reward(FAST, FAST, kernels / "spec.yaml", lang="fortran", worker=worker)
+    assert e.value.code is ErrorCode.USAGE
+    with pytest.raises(KerntuneError) as e:
+        reward(FAST, BROKEN, kernels / "spec.yaml", lang="opencl", worker=worker,
+               settings=RewardSettings(repeats=2, warmup=0))
+    assert e.value.code is ErrorCode.COMPILE and "reference kernel" in e.value.message
+    with pytest.raises(KerntuneError) as e:
+        reward(FAST, FAST, kernels / "nope.yaml", lang="opencl", worker=worker)
+    assert e.value.code is ErrorCode.FILE
+
+
+def test_fast_p_function():
+    ks = [KernelOutcome(name="a", source="x", correct=True, speedup=2.0),
+          KernelOutcome(name="b", source="x", correct=True, speedup=1.2),
+          KernelOutcome(name="c", source="x", correct=False, speedup=5.0),
+          KernelOutcome(name="d", source="x", correct=True, speedup=None)]
+    assert fast_p(ks, 0.0) == 0.5 and fast_p(ks, 1.0) == 0.5 and fast_p(ks, 1.5) == 0.25 and fast_p(ks, 2.0) == 0.0
+    assert fast_p([], 1.0) == 0.0
+    rewards = [Reward(score=1.0, compiles=True, correct=True, faster=True, speedup=1.3),
+               Reward(score=0.4, compiles=True, correct=False, faster=False)]
+    assert fast_p(rewards, 1.0) == 0.5
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    d = tmp_path_factory.mktemp("opt")
+    shutil.copy(REPO / "kernels/examples/vector_add.cl", d / "vector_add.cl")
+    shutil.copy(REPO / "kernels/examples/reference.py", d / "reference.py")
+    write(d, "vector_add.yaml", SPEC)
+    r = run_cli("optimize", str(d / "vector_add.cl"), "--device", "cpu", "--rounds", "1", "--evaluations", "8",
+                "--repeats", "5", "--warmup", "1", "--final-repeats", "10", "--run-dir", str(d / "run"), "--json")
+    assert r.returncode == 0, r.stderr
+    return d / "run"
+
+
+def test_fast_p_from_runs_and_pairs(run, tmp_path):
+    results = json.loads((run / "results.json").read_text())
+    r = run_cli("score", "fast-p", str(run), "--p", "1.0", "--p", "1.5", "--json")
+    assert r.returncode == 0, r.stderr
+    rep = json.loads(r.stdout)
+    speed = results["general_speedup"] if results["improved"] else 1.0
+    assert rep["total"] == 1 and rep["correct"] == 1 and rep["kernels"][0]["speedup"] == pytest.approx(speed)
+    assert [x["fraction"] for x in rep["fast_p"]] == [float(speed > 1.0), float(speed > 1.5)]
+    # from pairs: one kernel per line
+    pairs = tmp_path / "pairs.jsonl"
+    assert run_cli("export", "pairs", str(run), "-o", str(pairs)).returncode == 0
+    lines = [json.loads(x) for x in pairs.read_text().splitlines()]
+    r = run_cli("score", "fast-p", str(pairs), "--json")
+    assert r.returncode == 0, r.stderr
+    rep = json.loads(r.stdout)
+    assert rep["total"] == len(lines)
+    assert rep["fast_p"][0] == {"p": 0.0, "count": len(lines), "fraction": 1.0 if lines else 0.0}
+    r = run_cli("score", "fast-p", str(run))
+    assert r.returncode == 0 and "fast_1 = " in r.stdout and "fast_1.5 = " in r.stdout
+
+
+def test_reward_of_an_optimize_runs_best_kernel(run):
+    r = run_cli("score", "reward", str(run / "best.cl"), "--baseline", str(run / "original/vector_add.cl"),
+                "--spec", str(run / "spec.yaml"), *QUICK, "--json")
+    assert r.returncode == 0, r.stderr
+    got = json.loads(r.stdout)
+    assert got["compiles"] and got["correct"] and got["score"] >= 0.8
+
+
+def test_bad_inputs(kernels, run, tmp_path):
+    r = run_cli("score", "reward", str(kernels / "missing.cl"), "--baseline", str(kernels / "fast.cl"), *QUICK)
+    assert r.returncode == 2 and "not found" in r.stderr and "Traceback" not in r.stderr
+    shutil.copy(REPO / "kernels/examples/vector_add.cu", kernels / "fast_cuda.cu")
+    r = run_cli("score", "reward", str(kernels / "fast_cuda.cu"), "--baseline", str(kernels / "fast.cl"), *QUICK)
+    assert r.returncode == 2 and "language" in r.stderr and "hint:" in r.stderr
+    r = run_cli("score", "reward", str(kernels / "fast.cl"), "--baseline", str(kernels / "broken.cl"), *QUICK)
+    assert r.returncode == 4 and "does not compile" in r.stderr
+    r = run_cli("score", "reward", str(kernels / "fast.cl"), "--baseline", str(kernels / "fast.cl"), *QUICK,
+                "--shape-set", "nope")
+    assert r.returncode == 2 and "no shape set" in r.stderr
+    r = run_cli("score", "fast-p", str(run), "--p", "-1")
+    assert r.returncode == 2 and "--p must be 0 or more" in r.stderr
+    r = run_cli("score", "fast-p", str(tmp_path / "nothing"))
+    assert r.returncode == 2 and "no such run directory" in r.stderr
+    bad = write(tmp_path, "bad.jsonl", '{"kernel": "x"}\n')
+    r = run_cli("score", "fast-p", str(bad))
+    assert r.returncode == 2 and "bad.jsonl:1: not a kerntune pair" in r.stderr
+    unfinished = tmp_path / "unfinished"
+    shutil.copytree(run, unfinished)
+    m = json.loads((unfinished / "run.json").read_text())
+    m["status"] = "interrupted"
+    (unfinished / "run.json").write_text(json.dumps(m))
+    r = run_cli("score", "fast-p", str(unfinished))
+    assert r.returncode == 2 and "no finished run" in r.stderr and "not finished" in r.stderr
