@@ -27,6 +27,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from kerntune.engine.devices import all_devices, resolve  # noqa: E402
+from kerntune.fmt import ms as fmt_ms  # noqa: E402
 from kerntune.engine.supervisor import DeviceWorker  # noqa: E402
 from kerntune.kernelfile import load_kernel  # noqa: E402
 from kerntune.results import geomean  # noqa: E402
@@ -128,9 +129,7 @@ def _production(name, kf, shape_set, args, rows):
 
 
 def _ms(v):
-    if v is None or (isinstance(v, float) and math.isnan(v)):
-        return "-"
-    return f"{v * 1e3:.1f} us" if v < 1 else f"{v:.3f} ms"
+    return "-" if v is not None and math.isnan(v) else fmt_ms(v)
 
 
 def render(record, info) -> str:
@@ -141,7 +140,8 @@ def render(record, info) -> str:
              f"Strategy: {record['strategy']}, budget {record['budget'] or 'whole space'} per kernel. "
              "Times are medians of timed runs with the L2 flushed before each; % of copy is the general "
              "configuration's achieved bandwidth over a device-to-device copy measured in the same run "
-             f"({', '.join(f'{k}: {v['copy_gbs']:.1f} GB/s' for k, v in record['kernels'].items() if v['copy_gbs'])}).",
+             "(" + ", ".join(f"{k}: {v['copy_gbs']:.1f} GB/s" for k, v in record["kernels"].items()
+                             if v["copy_gbs"]) + ").",
              "", "| kernel | shape | baseline | best (per shape) | speedup | general | speedup | GB/s | % copy |"
              + "".join(f" {i} |" for i in impls),
              "| --- | --- | --- | --- | --- | --- | --- | --- | --- |" + " --- |" * len(impls)]

@@ -4,15 +4,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from kerntune.fmt import ms as _ms
+
 if TYPE_CHECKING:
     from kerntune.agents.loop import OptimizeResult
     from kerntune.agents.rundir import RunDir
-
-
-def _ms(v: float | None) -> str:
-    if v is None:
-        return "-"
-    return f"{v * 1e3:.2f} us" if v < 1 else f"{v:.3f} ms"
 
 
 def write_report(run: "RunDir", r: "OptimizeResult") -> None:

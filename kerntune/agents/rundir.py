@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from kerntune.errors import ErrorCode, KerntuneError
+from kerntune.fsutil import write_atomic
 from kerntune.results import Record
 
 MANIFEST = "run.json"
@@ -85,10 +86,7 @@ class RunDir:
 
     def write(self, rel: str, text: str) -> Path:
         p = self.path / rel
-        p.parent.mkdir(parents=True, exist_ok=True)
-        tmp = p.with_name(p.name + ".tmp")
-        tmp.write_text(text)
-        tmp.replace(p)            # never leave a half-written file behind
+        write_atomic(p, text)     # never leave a half-written file behind
         return p
 
     def write_json(self, rel: str, value: Any) -> Path:

@@ -13,6 +13,7 @@ from pydantic import BaseModel
 from rich.console import Console
 from rich.markup import escape
 
+from kerntune import fmt
 from kerntune.errors import ErrorCode, KerntuneError
 
 def _width(stream) -> int | None:
@@ -63,29 +64,10 @@ def internal(e: BaseException) -> NoReturn:
                        hint="this is a bug in kerntune; rerun with --debug for the traceback and report it"))
 
 
-def fmt_ms(ms: float | None) -> str:
-    if ms is None:
-        return "-"
-    if ms < 1:
-        return f"{ms * 1e3:.2f} µs" if ms < 0.1 else f"{ms * 1e3:.1f} µs"
-    if ms < 1000:
-        return f"{ms:.3g} ms" if ms < 100 else f"{ms:.0f} ms"
-    return f"{ms / 1e3:.3g} s"
-
-
-def fmt_bytes(n: int | float | None) -> str:
-    if n is None:
-        return "-"
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(n) < 1024 or unit == "TiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return str(n)
-
-
-def fmt_pct(p: float | None) -> str:
-    return "-" if p is None else f"{p:.0f}%"
+fmt_ms = fmt.ms
+fmt_bytes = fmt.nbytes
+fmt_pct = fmt.pct
 
 
 def fmt_x(x: float | None) -> str:
-    return "-" if x is None else f"{x:.2f}x"
+    return fmt.times(x, 2)

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 from typing import Iterable
 
 from kerntune.errors import ErrorCode, KerntuneError
+from kerntune.fsutil import write_atomic
 
 
 def write_jsonl(lines: Iterable[str], path: Path | None) -> int:
@@ -21,19 +21,4 @@ def write_jsonl(lines: Iterable[str], path: Path | None) -> int:
         return n
     if path.is_dir():
         raise KerntuneError(ErrorCode.USAGE, f"the output {path} is a folder", hint="pass a file name, e.g. -o pairs.jsonl")
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    n = 0
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with open(tmp, "w", encoding="utf-8") as f:
-            for line in lines:
-                f.write(line + "\n")
-                n += 1
-        os.replace(tmp, path)
-    except OSError as e:
-        try:
-            tmp.unlink()
-        except OSError:
-            pass
-        raise KerntuneError(ErrorCode.FILE, f"cannot write {path}: {e}") from None
-    return n
+    return write_atomic(path, (line + "\n" for line in lines))

@@ -18,6 +18,7 @@ from typing import Any, Literal, Optional
 
 from pydantic import ValidationError
 
+from kerntune.fsutil import write_atomic
 from kerntune.errors import ErrorCode, KerntuneError
 from kerntune.results import Record
 
@@ -114,20 +115,4 @@ def load(path: Path, missing_ok: bool) -> BaselineFile:
 
 def save(path: Path, baseline: BaselineFile) -> None:
     """Write atomically: a temporary file in the same folder, flushed to disk, renamed over the old one."""
-    text = baseline.model_dump_json(indent=2) + "\n"
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException as e:
-        try:
-            tmp.unlink()
-        except OSError:
-            pass
-        if isinstance(e, OSError):
-            raise KerntuneError(ErrorCode.FILE, f"cannot write the baseline {path}: {e}") from None
-        raise
+    write_atomic(path, baseline.model_dump_json(indent=2) + "\n", what=f"the baseline {path}")

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from kerntune import fmt
 from kerntune.reporting.model import RunReport, ShapeRow
 
 
@@ -20,36 +21,17 @@ class Table:
     numeric: frozenset[int] = frozenset()       # right-aligned columns
 
 
-def ms(v: Optional[float]) -> str:
-    if v is None:
-        return "-"
-    if v < 1e-3:
-        return f"{v * 1e6:.0f} ns"
-    if v < 1:
-        return f"{v * 1e3:.2f} µs" if v < 0.1 else f"{v * 1e3:.1f} µs"
-    return f"{v:.3g} ms" if v < 1000 else f"{v / 1e3:.3g} s"
+ms = fmt.ms
+nbytes = fmt.nbytes
+pct = fmt.pct
 
 
 def x(v: Optional[float]) -> str:
-    return "-" if v is None else f"{v:.3f}x"
-
-
-def pct(v: Optional[float]) -> str:
-    return "-" if v is None else f"{v:.0f}%"
+    return fmt.times(v, 3)
 
 
 def gbs(v: Optional[float]) -> str:
     return "-" if v is None else f"{v:.1f} GB/s"
-
-
-def nbytes(n: Optional[float]) -> str:
-    if n is None:
-        return "-"
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(n) < 1024 or unit == "TiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return str(n)
 
 
 def value(v: Any) -> str:

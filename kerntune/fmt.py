@@ -1,0 +1,36 @@
+"""Numbers for people: times, sizes, percentages and speedups, one way everywhere
+(terminal tables and reports alike)."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+
+def ms(v: Optional[float]) -> str:
+    """A time given in milliseconds."""
+    if v is None:
+        return "-"
+    if v < 1e-3:
+        return f"{v * 1e6:.0f} ns"
+    if v < 1:
+        return f"{v * 1e3:.2f} µs" if v < 0.1 else f"{v * 1e3:.1f} µs"
+    return f"{v:.3g} ms" if v < 1000 else f"{v / 1e3:.3g} s"
+
+
+def nbytes(n: Optional[float]) -> str:
+    if n is None:
+        return "-"
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return str(n)
+
+
+def pct(v: Optional[float]) -> str:
+    return "-" if v is None else f"{v:.0f}%"
+
+
+def times(v: Optional[float], digits: int = 2) -> str:
+    """A speedup: 1.23x."""
+    return "-" if v is None else f"{v:.{digits}f}x"
