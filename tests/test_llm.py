@@ -345,6 +345,20 @@ def test_resume_of_a_finished_llm_run_asks_nothing(recorded, tmp_path):
     assert res["llm"] == recorded["result"]["llm"] and [x["status"] for x in res["rounds"]] == ["no-proposal", "done"]
 
 
+def test_the_llm_call_budget_holds_inside_a_round(spec, tmp_path):
+    """--llm-calls 2 with three correction turns a round: the third request is never sent."""
+    with FakeLLM() as fake:
+        fake.push(*[("reply", MALFORMED)] * 6)
+        r = kerntune("optimize", str(KERNEL), "--spec", str(spec), *FAST, "--llm", "openai", "--llm-base-url",
+                     fake.url, "--model", "test", "--rounds", "3", "--llm-calls", "2", "--run-dir",
+                     str(tmp_path / "r"), "--json")
+        asked = len(fake.received)
+    assert r.returncode == 0, r.stdout + r.stderr
+    res = json.loads(r.stdout)
+    assert asked == 2 and res["llm"]["calls"] == 2
+    assert res["stop_reason"] == "LLM call budget spent" and res["rounds"][0]["status"] == "no-proposal"
+
+
 # --- user errors through the real CLI: one message and a hint, no traceback --------------------------
 def test_unknown_provider_lists_the_choices(spec, tmp_path):
     r = kerntune("optimize", str(KERNEL), "--spec", str(spec), "--llm", "anthropic", "--run-dir", str(tmp_path / "r"))

@@ -40,6 +40,7 @@ class GenerationRequest:
     directions: tuple[str, ...]         # the planner's choice for this round, most important first
     measurements: str                   # a short text of the last measurements (times, % of copy, resources)
     history: tuple[RoundNote, ...] = ()
+    llm_calls_left: Optional[int] = None  # the planner's LLM call budget left for the run (None: no limit)
 
 
 @dataclass(frozen=True)

@@ -259,6 +259,10 @@ class Optimizer:
         self.manifest = self.manifest.model_copy(update={"rounds": list(rounds), "llm": self._llm_usage()})
         self._save()
 
+    def _llm_calls_left(self) -> Optional[int]:
+        limit = self.settings.budget.llm_calls
+        return None if limit is None else max(0, limit - self._llm_calls())
+
     def _llm_calls(self) -> int:
         return int(self._llm_usage().get("calls", 0))
 
@@ -291,7 +295,7 @@ class Optimizer:
         req = GenerationRequest(round=r, lang=self.kf.lang, kernel_source=src, original_source=self.kf.source,
                                 launch=launch, spec=self.spec, spec_text=self.kf.loaded.text, device=self.worker.info,
                                 directions=tuple(plan.directions), measurements=self._measurements(last),
-                                history=history)
+                                history=history, llm_calls_left=self._llm_calls_left())
         self.event("step", text=f"round {r}: the {self.generator.name} generator is writing a template")
         proposal = self.generator.propose(req, self._validate)
         if proposal is None:

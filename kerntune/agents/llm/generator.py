@@ -105,7 +105,10 @@ class LLMGenerator:
 
     def propose(self, req: GenerationRequest, validate: Validate) -> Proposal | None:
         messages = build_messages(req)
+        calls_at_start = self.usage().get("calls", 0)
         for turn in range(1, self.max_attempts + 1):
+            if req.llm_calls_left is not None and self.usage().get("calls", 0) - calls_at_start >= req.llm_calls_left:
+                return None                  # the run's LLM call budget is spent: no correction turn
             key = RequestKey.of(req.round, turn, req.original_source)
             reply: ChatReply = self.client.complete(messages, key=key, schema=answer_schema())
             why, answer = None, None
