@@ -30,7 +30,6 @@ from kerntune.engine.devices import all_devices, resolve  # noqa: E402
 from kerntune.fmt import ms as fmt_ms  # noqa: E402
 from kerntune.engine.supervisor import DeviceWorker  # noqa: E402
 from kerntune.kernelfile import load_kernel  # noqa: E402
-from kerntune.results import geomean  # noqa: E402
 from kerntune.spec.model import Shape  # noqa: E402
 from kerntune.tuner.evaluators import LiveEvaluator  # noqa: E402
 from kerntune.tuner.run import TuneSettings, Tuner  # noqa: E402

@@ -1,7 +1,5 @@
 """Every pruning reason, before and after compiling, against stored device profiles."""
 
-import pytest
-
 from kerntune.hardware import load_profile, occupancy
 from kerntune.results import ResourceUsage
 from kerntune.spec.model import KernelSpec, Shape

@@ -313,3 +313,36 @@ def test_compile_pool_builds_ahead(worker, spec_dir, tmp_path):
         assert all(e.status == "ok" for e in store.evaluations() if e.counted)
     finally:
         evaluator.close()
+
+
+def test_tune_writes_drop_in_kernels(spec_dir, tmp_path):
+    """best.cl (the general configuration) and one kernel per shape, each of which verifies against
+    the original when launched as kernels.json says."""
+    import yaml
+
+    run = tmp_path / "run"
+    r = run_cli("tune", str(TEMPLATE), "--spec", str(spec_dir / "vector_add.yaml"), "--device", "cpu",
+                "--strategy", "random", "--budget", "4", "--seed", "2", "--repeats", "5", "--warmup", "1",
+                "--run-dir", str(run), "--json")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["kernels"][0] == "best.cl" and sorted(out["kernels"][1:]) == ["per_shape/4K.cl", "per_shape/64K.cl"]
+    launches = json.loads((run / "kernels.json").read_text())
+    assert launches["best.cl"]["config"] == out["general"]["config"]
+    best = (run / "best.cl").read_text()
+    assert best.startswith("// kerntune tune: general configuration " + out["general"]["key"])
+    assert "{{" not in best and "kerntune-template" not in best            # rendered, not a template
+    spec = yaml.safe_load(SMALL_SPEC)
+    d = tmp_path / "bench"
+    d.mkdir()
+    shutil.copy(REPO / "kernels/examples/reference.py", d / "reference.py")
+    shutil.copy(REPO / "kernels/examples/vector_add.cl", d / "vector_add.cl")
+    for rel, launch in launches.items():
+        stem = Path(rel).stem.replace("-", "_") + "_tuned"
+        shutil.copy(run / rel, d / f"{stem}.cl")
+        spec.setdefault("launches", {})[stem] = {k: launch[k] for k in ("grid", "block", "shared_mem")}
+        (d / "spec.yaml").write_text(yaml.safe_dump(spec))
+        r = run_cli("bench", str(d / "vector_add.cl"), "--against", str(d / f"{stem}.cl"), "--spec",
+                    str(d / "spec.yaml"), "--device", "cpu", "--repeats", "3", "--warmup", "1", "--json")
+        assert r.returncode == 0, r.stderr
+        assert json.loads(r.stdout)["against"]["verification"]["ok"], rel

@@ -7,13 +7,9 @@ the original, and decides."""
 
 from __future__ import annotations
 
-import ast
 import shutil
 import time
-from pathlib import Path
 from typing import Any, Callable, Optional
-
-import yaml
 
 from kerntune.agents.bake import bake
 from kerntune.agents.generator import Generator, GenerationRequest, Proposal, RoundNote
@@ -28,12 +24,12 @@ from kerntune.results import EvalResult, Record, ShapeTiming, Status
 from kerntune.spec.model import LaunchSpec
 from kerntune.spec.shapes import holdout_shapes, spec_shapes
 from kerntune.tuner.evaluators import LiveEvaluator
+from kerntune.tuner.kernel_files import EXT, resolve_launch_params
 from kerntune.tuner.run import TuneSettings, Tuner
 from kerntune.tuner.store import RunStore
 from kerntune.tuner.summary import TuneSummary, summarize
 from kerntune.tuner.template import Template, TemplateRenderError, check_against_spec, parse_template
 
-EXT = {"cuda": ".cu", "opencl": ".cl"}
 
 
 class OptimizeSettings(Record):
@@ -70,27 +66,6 @@ class OptimizeResult(Record):
     per_shape: list[ShapeWinner] = []
     llm: dict[str, Any] = {}
     files: dict[str, str] = {}
-
-
-def resolve_launch_params(launch: LaunchSpec, config: dict[str, Any]) -> LaunchSpec:
-    """The template's launch with parameter values written in (sizes stay symbolic)."""
-
-    def sub(e):
-        if isinstance(e, (int, float)):
-            return e
-        tree = ast.parse(str(e), mode="eval")
-
-        class S(ast.NodeTransformer):
-            def visit_Name(self, node):
-                if node.id in config:
-                    return ast.copy_location(ast.Constant(config[node.id]), node)
-                return node
-
-        out = ast.unparse(S().visit(tree))
-        return int(out) if out.lstrip("-").isdigit() else out
-
-    return LaunchSpec(grid=[sub(g) for g in launch.grid], block=[sub(b) for b in launch.block],
-                      shared_mem=sub(launch.shared_mem))
 
 
 class Optimizer:

@@ -8,42 +8,25 @@ written kernel, so each can be benched beside the original at once:
 
 from __future__ import annotations
 
-import re
 import shutil
 from typing import TYPE_CHECKING, Any
 
 import yaml
 
 from kerntune.agents.bake import bake
+from kerntune.tuner.kernel_files import EXT, file_stem, instance_file, launch_dict, with_header
 
 if TYPE_CHECKING:
     from kerntune.agents.loop import Optimizer
     from kerntune.agents.tester import TestReport
 
-EXT = {"cuda": ".cu", "opencl": ".cl"}
-
-
-def _stem(label: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_-]+", "_", label).strip("_") or "shape"
-
-
-def _launch_dict(launch, options: tuple[str, ...] = ()) -> dict[str, Any]:
-    out = {"grid": list(launch.grid), "block": list(launch.block), "shared_mem": launch.shared_mem}
-    if options:
-        out["compile_options"] = list(options)
-    return out
-
 
 def write_outputs(opt: "Optimizer", report: "TestReport | None") -> dict[str, str]:
-    from kerntune.agents.loop import resolve_launch_params
-
     run, lang, spec = opt.run_dir, opt.kf.lang, opt.spec
     ext = EXT[lang]
     files: dict[str, str] = {}
     launches: dict[str, dict[str, Any]] = {}
     original_launch = spec.launches.get(opt.kf.stem) or spec.launch
-    header = ("// {what}\n// launch: grid {grid}, block {block}, dynamic shared memory {shared} B (expressions of the "
-              "sizes)\n// compile options: {options}\n")
     base_options = tuple(getattr(spec.compile_options, lang))
 
     def kernel_text(r: int | None, config: dict[str, Any], what: str) -> tuple[str, Any, tuple[str, ...]]:
@@ -54,14 +37,11 @@ def write_outputs(opt: "Optimizer", report: "TestReport | None") -> dict[str, st
             extra: tuple[str, ...] = tuple(spec.launches[opt.kf.stem].compile_options) \
                 if opt.kf.stem in spec.launches else ()
         else:
-            t = opt.templates[r]
-            launch = resolve_launch_params(t.decl.launch, config)
-            src = bake(t.render(config, spec), lang)
-            options = t.options(config, spec)
+            text, launch, options = instance_file(opt.templates[r], config, spec, what,
+                                                  finish=lambda s: bake(s, lang))
             extra = options[len(base_options):] if options[:len(base_options)] == base_options else options
-        text = header.format(what=what, grid=list(launch.grid), block=list(launch.block), shared=launch.shared_mem,
-                             options=" ".join(base_options + extra) or "none") + src
-        return text, launch, extra
+            return text, launch, extra
+        return with_header(src, what, launch, base_options + extra), launch, extra
 
     g = report.general if report is not None and report.improved else None
     if g is not None:
@@ -72,11 +52,11 @@ def write_outputs(opt: "Optimizer", report: "TestReport | None") -> dict[str, st
         text, launch, extra = kernel_text(None, {}, "kerntune: no candidate beat the original; this is the original "
                                                     "kernel")
     run.write("best" + ext, text)
-    launches["best"] = _launch_dict(launch, extra)
+    launches["best"] = launch_dict(launch, extra)
     files["best"] = "best" + ext
     dispatch = []
     for w in (report.per_shape if report is not None else []):
-        stem = _stem(w.label)
+        stem = file_stem(w.label)
         if w.winner == "original":
             text, launch, extra = kernel_text(None, {}, f"kerntune: shape {w.label}: the original kernel is the "
                                                         "fastest")
@@ -85,7 +65,7 @@ def write_outputs(opt: "Optimizer", report: "TestReport | None") -> dict[str, st
             text, launch, extra = kernel_text(cand.round, cand.config, f"kerntune: shape {w.label}: {cand.key} from "
                                                                        f"round {cand.round}, {w.speedup:.3f}x")
         run.write(f"per_shape/{stem}{ext}", text)
-        launches[stem] = _launch_dict(launch, extra)
+        launches[stem] = launch_dict(launch, extra)
         dispatch.append({"label": w.label, "shape": w.shape, "kernel": f"per_shape/{stem}{ext}",
                          "launch": launches[stem], "speedup": w.speedup, "winner": w.winner})
     run.write_json("per_shape/dispatch.json", dispatch)
@@ -99,7 +79,7 @@ def write_outputs(opt: "Optimizer", report: "TestReport | None") -> dict[str, st
             if src.exists():
                 shutil.copy(src, run.path / "original" / src.name)
                 data[key] = {"file": f"original/{src.name}", "function": ref.function}
-    data["launches"] = {**{k: _launch_dict(v, tuple(v.compile_options)) for k, v in spec.launches.items()}, **launches}
+    data["launches"] = {**{k: launch_dict(v, tuple(v.compile_options)) for k, v in spec.launches.items()}, **launches}
     run.write("spec.yaml", "# the original spec, with the launch of every kernel this run wrote\n" +
               yaml.safe_dump(data, sort_keys=False))
     files["spec"] = "spec.yaml"

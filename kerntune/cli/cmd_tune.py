@@ -142,6 +142,7 @@ def _run(template, loaded, store, settings, original, device, compile_workers, r
     from kerntune.tuner.evaluators import LiveEvaluator, ReplayEvaluator
     from kerntune.tuner.run import Tuner
     from kerntune.tuner.store import RunStore
+    from kerntune.tuner.kernel_files import write_tuned_kernels
     from kerntune.tuner.summary import summarize
 
     from kerntune.cli.render_tune import LiveProgress, render_summary
@@ -182,8 +183,14 @@ def _run(template, loaded, store, settings, original, device, compile_workers, r
             worker.close()
     store.set("stop_reason", reason)
     summary = summarize(store, str(run_path), reason)
+    written = write_tuned_kernels(Path(run_path), template, loaded.spec, summary)
+    summary = summary.model_copy(update={"kernels": written})
     if not json:
         render_summary(summary)
+        if written:
+            out.print(f"kernels (launch and compile options in each file's header): "
+                      f"{', '.join(str(Path(run_path) / w) for w in written[:3])}"
+                      f"{f' and {len(written) - 3} more (kernels.json lists them)' if len(written) > 3 else ''}")
         out.print(f"details: kerntune show {run_path}")
     return summary
 

@@ -16,9 +16,8 @@ from kerntune.agents.tester import CandidateResult, TestReport
 from kerntune.errors import ErrorCode, KerntuneError
 from kerntune.results import EvalResult, Record
 from kerntune.spec.load import LoadedSpec, parse
-from kerntune.spec.model import LaunchSpec
+from kerntune.tuner.kernel_files import EXT, launch_dict, resolve_launch_params
 
-EXT = {"cuda": ".cu", "opencl": ".cl"}
 # the two comment lines outputs.py puts at the top of best.* and per_shape/*
 _HEADER = re.compile(r"\A// kerntune: [^\n]*\n// launch: [^\n]*\n")
 _COMMENTS = re.compile(r"//[^\n]*|/\*.*?\*/", re.DOTALL)
@@ -36,10 +35,6 @@ def normalize(source: str) -> str:
 
 def source_hash(source: str) -> str:
     return hashlib.sha256(normalize(source).encode()).hexdigest()[:16]
-
-
-def launch_dict(launch: LaunchSpec) -> dict[str, Any]:
-    return {"grid": list(launch.grid), "block": list(launch.block), "shared_mem": launch.shared_mem}
 
 
 def expand(paths: list[Path]) -> list[Path]:
@@ -172,8 +167,6 @@ class Run:
 
     def launch_and_options(self, r: int, config: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         """The launch (sizes still symbolic) and compile options of a round's template at ``config``."""
-        from kerntune.agents.loop import resolve_launch_params
-
         t = self.template(r)
         return launch_dict(resolve_launch_params(t.decl.launch, config)), list(t.options(config, self.loaded_spec.spec))
 

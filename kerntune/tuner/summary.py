@@ -5,7 +5,6 @@ failures and prunings by reason."""
 
 from __future__ import annotations
 
-import math
 from typing import Any, Optional
 
 from kerntune.results import EvalResult, Record, Status, geomean
@@ -55,6 +54,7 @@ class TuneSummary(Record):
     general: Optional[Ranked] = None
     per_shape_geomean_speedup: Optional[float] = None
     top: list[Ranked] = []
+    kernels: list[str] = []                    # files `kerntune tune` wrote: best.<ext>, per_shape/*
 
 
 def _timings(e: Evaluation) -> dict[str, float]:

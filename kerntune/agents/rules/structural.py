@@ -13,7 +13,7 @@ from __future__ import annotations
 import ast
 
 from kerntune.agents.rules.base import (
-    Applied, Edit, Param, Rule, RuleDeclined, RewriteState, apply_edits, builtin_dim, int_literal, opencl_space,
+    Applied, Edit, Param, Rule, RuleDeclined, RewriteState, apply_edits, builtin_dim, opencl_space,
     unwrap,
 )
 from kerntune.agents.rules.generic import GENERATED, is_generated

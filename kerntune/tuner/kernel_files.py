@@ -1,0 +1,98 @@
+"""Drop-in kernel files from template instances: the rendered source under a
+comment header that says how to launch it (grid, block and dynamic shared
+memory as expressions of the sizes, the parameter values written in) and
+which compile options it needs. `kerntune tune` writes the general
+configuration and each shape's best this way; `kerntune optimize` too."""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+from kerntune.fsutil import write_atomic
+from kerntune.spec.model import KernelSpec, LaunchSpec
+
+EXT = {"cuda": ".cu", "opencl": ".cl"}
+
+_HEADER = ("// {what}\n// launch: grid {grid}, block {block}, dynamic shared memory {shared} B (expressions of the "
+           "sizes)\n// compile options: {options}\n")
+
+
+def resolve_launch_params(launch: LaunchSpec, config: dict[str, Any]) -> LaunchSpec:
+    """The template's launch with parameter values written in (sizes stay symbolic)."""
+
+    def sub(e):
+        if isinstance(e, (int, float)):
+            return e
+        tree = ast.parse(str(e), mode="eval")
+
+        class S(ast.NodeTransformer):
+            def visit_Name(self, node):
+                if node.id in config:
+                    return ast.copy_location(ast.Constant(config[node.id]), node)
+                return node
+
+        out = ast.unparse(S().visit(tree))
+        return int(out) if out.lstrip("-").isdigit() else out
+
+    return LaunchSpec(grid=[sub(g) for g in launch.grid], block=[sub(b) for b in launch.block],
+                      shared_mem=sub(launch.shared_mem))
+
+
+def with_header(source: str, what: str, launch: LaunchSpec, options: tuple[str, ...]) -> str:
+    return _HEADER.format(what=what, grid=list(launch.grid), block=list(launch.block), shared=launch.shared_mem,
+                          options=" ".join(options) or "none") + source
+
+
+def launch_dict(launch: LaunchSpec, options: tuple[str, ...] = ()) -> dict[str, Any]:
+    out: dict[str, Any] = {"grid": list(launch.grid), "block": list(launch.block), "shared_mem": launch.shared_mem}
+    if options:
+        out["compile_options"] = list(options)
+    return out
+
+
+def file_stem(label: str) -> str:
+    """A shape label as a file name."""
+    return re.sub(r"[^A-Za-z0-9_-]+", "_", label).strip("_") or "shape"
+
+
+def instance_file(template, config: dict[str, Any], spec: KernelSpec, what: str,
+                  finish: Optional[Callable[[str], str]] = None) -> tuple[str, LaunchSpec, tuple[str, ...]]:
+    """(file text, launch, compile options) of one template instance; `finish` post-processes the
+    rendered source (the optimizer bakes its macros in)."""
+    launch = resolve_launch_params(template.decl.launch, config)
+    src = template.render(config, spec)
+    options = template.options(config, spec)
+    return with_header(finish(src) if finish else src, what, launch, options), launch, options
+
+
+def write_tuned_kernels(run_path: Path, template, spec: KernelSpec, summary) -> list[str]:
+    """best<ext> (the general configuration) and per_shape/<label><ext> (each shape's best) for a
+    finished `kerntune tune` run, with kernels.json giving every file's launch; the files written."""
+    ext = EXT[template.lang]
+    written: list[str] = []
+    launches: dict[str, Any] = {}
+
+    def put(rel: str, config: dict[str, Any], what: str) -> None:
+        text, launch, options = instance_file(template, config, spec, what)
+        dest = run_path / rel
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(dest, text)
+        launches[rel] = launch_dict(launch, options) | {"config": config}
+        written.append(rel)
+
+    g = summary.general
+    if g is not None:
+        how = f", {g.geomean_speedup:.3f}x geomean over the baseline" if g.geomean_speedup else ""
+        put("best" + ext, g.config, f"kerntune tune: general configuration {g.key}{how}")
+    for s in summary.shapes:
+        if s.best_key:
+            how = f", {s.speedup:.3f}x over the baseline" if s.speedup else ""
+            put(f"per_shape/{file_stem(s.label)}{ext}", s.best_config,
+                f"kerntune tune: shape {s.label} {s.shape}: best configuration {s.best_key}{how}")
+    if written:
+        write_atomic(run_path / "kernels.json", json.dumps(launches, indent=1) + "\n")
+    return written
