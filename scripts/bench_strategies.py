@@ -4,7 +4,8 @@
 For every recorded space (a kerntune run directory, or a Kernel Tuner cache
 file, .json or .json.gz) and every strategy, the strategy is replayed with
 many seeds through kerntune's own tuner and replay device; we record the best
-configuration found after 10%, 25% and 50% of the space has been measured and
+configuration found after 10%, 25% and 50% of the space's measurable
+configurations (pruned ones never count against a budget) have been measured and
 report it as a fraction of the exhaustive optimum (optimum time / best time
 found, so 1.0 means the optimum was found), median over the seeds.
 
@@ -42,14 +43,16 @@ def load_space(path: Path, tmp: Path) -> Path:
     return run
 
 
-def optimum(run: Path) -> tuple[float, int, int]:
-    """(best score, recorded configurations, space size) of an exhaustive record."""
+def optimum(run: Path) -> tuple[float, int, int, int]:
+    """(best score, recorded configurations, measurable ones, space size) of an exhaustive record.
+    Measurable: not pruned (pruned configurations never count against a budget)."""
     store = RunStore.in_dir(run)
     rows = list(store.evaluations())
     scores = [r.score for r in rows if r.score is not None]
     if not scores:
         raise SystemExit(f"{run}: no successful configuration recorded")
-    return min(scores), len(rows), int(store.get("space_size") or len(rows))
+    measurable = sum(1 for r in rows if r.counted)
+    return min(scores), len(rows), measurable, int(store.get("space_size") or len(rows))
 
 
 def replay(run: Path, strategy: str, seed: int, budget: int) -> list[float]:
@@ -85,11 +88,12 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         for path in args.spaces:
             run = load_space(path, Path(tmp))
-            opt, recorded, size = optimum(run)
-            budgets = [max(1, math.ceil(f * size)) for f in FRACTIONS]
-            space = {"source": str(path), "space_size": size, "recorded": recorded, "optimum_score": opt,
-                     "budgets": budgets, "strategies": {}}
-            print(f"{path.name}: {size} configurations ({recorded} recorded), budgets {budgets}", file=sys.stderr)
+            opt, recorded, measurable, size = optimum(run)
+            budgets = [max(1, math.ceil(f * measurable)) for f in FRACTIONS]
+            space = {"source": str(path), "space_size": size, "recorded": recorded, "measurable": measurable,
+                     "optimum_score": opt, "budgets": budgets, "strategies": {}}
+            print(f"{path.name}: {size} configurations ({measurable} measurable), budgets {budgets}",
+                  file=sys.stderr)
             for strategy in strategies:
                 seeds = [0] if strategy == "exhaustive" else range(args.seeds)
                 fractions: dict[str, list[float]] = {str(f): [] for f in FRACTIONS}
@@ -127,8 +131,9 @@ def render(results: dict) -> str:
              "after 10%, 25% and 50% of the space was measured. In brackets: the share of seeds that found the "
              "optimum.", ""]
     for name, space in results["spaces"].items():
-        lines += [f"## {name}", "", f"{space['space_size']} configurations, {space['recorded']} recorded; budgets "
-                  f"{', '.join(map(str, space['budgets']))} evaluations.", "",
+        lines += [f"## {name}", "", f"{space['space_size']} configurations, {space.get('measurable', '?')} "
+                  f"measurable (the rest pruned before any launch); budgets "
+                  f"{', '.join(map(str, space['budgets']))} measured evaluations.", "",
                   "| strategy | 10% | 25% | 50% |", "| --- | --- | --- | --- |"]
         for strategy, r in space["strategies"].items():
             cells = [f"{r['median'][str(f)]:.3f} ({r['found_optimum'][str(f)]:.0%})" for f in results["fractions"]]

@@ -100,6 +100,22 @@ def test_budget_is_honoured_on_replay(recorded, spec_dir, tmp_path, strategy):
 
 
 @pytest.mark.parametrize("strategy", sorted(REGISTRY))
+def test_every_strategy_can_spend_the_whole_space(recorded, tmp_path, strategy):
+    """A budget as large as the space: a strategy that converges and keeps proposing what it has
+    seen (NSGA-II, TPE, local search) is handed unproposed configurations, so it ends with the
+    space exhausted, each configuration measured once, instead of spinning on repeats."""
+    template, loaded = template_from_store(RunStore.in_dir(recorded))
+    replay = ReplayEvaluator(RunStore.in_dir(recorded))
+    store = RunStore.in_dir(tmp_path / "r", create=True)
+    store.set("baseline", replay.baseline.model_dump(mode="json"))
+    measurable = RunStore.in_dir(recorded).counted()
+    reason = Tuner(template, loaded, replay, store, TuneSettings(strategy=strategy, budget=32, seed=3)).run()
+    rows = list(store.evaluations())
+    assert reason == "space exhausted" and len(rows) == 32 and len({e.key for e in rows}) == 32
+    assert store.counted() == measurable
+
+
+@pytest.mark.parametrize("strategy", sorted(REGISTRY))
 def test_time_limit_is_honoured_live(worker, spec_dir, tmp_path, strategy, recorded):
     # the baseline is already known, so the limit applies to the search alone; each evaluation
     # (verification on 3 shapes, then 300 timed runs on each of 2 shapes) takes far longer than 0.3 s

@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import random
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +26,10 @@ from kerntune.tuner.space import Config, Space
 from kerntune.tuner.store import Evaluation, RunStore
 from kerntune.tuner.strategies import make_strategy
 from kerntune.tuner.template import Template, TemplateRenderError, config_key
+
+
+# repeated proposals in a row after which the tuner hands the strategy an unproposed configuration
+REPEATS_BEFORE_FALLBACK = 20
 
 
 @dataclass(frozen=True)
@@ -237,6 +242,14 @@ class Tuner:
             return "duplicate", (ih, self.by_instance[ih])
         return "ready", (inst, ih)
 
+    def _unproposed(self, proposed: set[str], rng: random.Random) -> Optional[Config]:
+        """A configuration not in ``proposed``: random draws first, then the first in space order."""
+        for _ in range(200):
+            config = self.space.random_config(rng)
+            if config_key(config) not in proposed:
+                return config
+        return next((c for c in self.space.configs() if config_key(c) not in proposed), None)
+
     def run(self) -> str:
         """Tune until the budget, the time limit or the strategy ends; returns why it stopped."""
         self._record_meta()
@@ -250,7 +263,9 @@ class Tuner:
         self.progress.phase = "searching"
         queue: list[tuple[Config, str, Any]] = []
         exhausted = False
-        known_streak = 0
+        proposed: set[str] = set()         # configurations this strategy has proposed (or been given) so far
+        repeats = 0                        # its proposals in a row that it had already made
+        fallback = random.Random(f"{self.settings.seed}:fallback")
         while True:
             why = self._done()
             if why:
@@ -261,16 +276,27 @@ class Tuner:
                     exhausted = True
                     break
                 key = config_key(config)
-                if key in self.known:         # resumed run or repeated proposal: answer from the record
+                if key in proposed:            # a repeated proposal (a converged model, a revisited neighbour)
+                    if key in self.known:
+                        e = self.known[key]
+                        strategy.tell(config, e.score if e.score is not None else math.inf)
+                    repeats += 1
+                    if repeats < REPEATS_BEFORE_FALLBACK:
+                        continue
+                    # the strategy keeps proposing what it has seen: spend the next evaluation on a
+                    # configuration it has not proposed (told to it like any other), so every
+                    # strategy reaches its budget
+                    config = self._unproposed(proposed, fallback)
+                    if config is None:
+                        exhausted = True
+                        break
+                    key = config_key(config)
+                repeats = 0
+                proposed.add(key)
+                if key in self.known:          # a resumed run: answer from the record
                     e = self.known[key]
                     strategy.tell(config, e.score if e.score is not None else math.inf)
-                    known_streak += 1
-                    if known_streak > self.space.size + 100:
-                        return "strategy stopped proposing new configurations"
                     continue
-                if any(q[1] == key for q in queue):
-                    continue
-                known_streak = 0
                 kind, payload = self._prepare(config)
                 if kind == "ready":
                     self.evaluator.prefetch(payload[0])
