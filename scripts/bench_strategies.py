@@ -128,11 +128,11 @@ def render(results: dict) -> str:
     lines = ["# Search strategies on recorded spaces (replay)", "",
              f"Fraction of the exhaustive optimum reached (optimum time / best time found; 1.000 = found it), "
              f"median over {results['seeds']} seeds (exhaustive: its one deterministic order, the baseline first), "
-             "after 10%, 25% and 50% of the space was measured. In brackets: the share of seeds that found the "
-             "optimum.", ""]
+             "after 10%, 25% and 50% of the space's measurable configurations (pruned ones never count against a "
+             "budget) were measured. In brackets: the share of seeds that found the optimum.", ""]
     for name, space in results["spaces"].items():
         lines += [f"## {name}", "", f"{space['space_size']} configurations, {space.get('measurable', '?')} "
-                  f"measurable (the rest pruned before any launch); budgets "
+                  f"measurable (not pruned before a launch); budgets "
                   f"{', '.join(map(str, space['budgets']))} measured evaluations.", "",
                   "| strategy | 10% | 25% | 50% |", "| --- | --- | --- | --- |"]
         for strategy, r in space["strategies"].items():
