@@ -134,6 +134,12 @@ def test_resource_limit_before_launch(worker, tmp_path):
     assert r.status is Status.RESOURCE_LIMIT and "65536 threads per block" in r.message
 
 
+def test_dynamic_shared_memory_is_refused_with_a_reason(worker, tmp_path):
+    spec = SPEC.replace("block: [64]", "block: [64]\n  shared_mem: 256")
+    r = worker.evaluate(request(tmp_path, GOOD, spec), 120)
+    assert r.status is Status.LAUNCH_FAILURE and "256 B of dynamic shared memory" in r.message
+
+
 def test_hung_kernel_times_out_and_the_next_evaluation_works(worker, tmp_path):
     hang = GOOD.replace("if (i < n) c[i] = a[i] + b[i];", "while (1) { c[i] = c[i] + 1.0f; }")
     restarts = worker.restarts

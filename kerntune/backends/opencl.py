@@ -202,6 +202,10 @@ class OpenCLBackend(Backend):
     def launch(self, kernel: Any, grid: tuple[int, ...], block: tuple[int, ...], args: Sequence[Any],
                shared_mem: int = 0) -> Any:
         cl = self.cl
+        if shared_mem:
+            raise LaunchFailed(f"the launch asks for {int(shared_mem)} B of dynamic shared memory (shared_mem), a CUDA "
+                               "launch parameter: an OpenCL kernel declares its local memory as fixed-size __local "
+                               "arrays; give this implementation its own launch (spec `launches`) with shared_mem 0")
         ndim = max(len(grid), len(block))
         grid = tuple(int(g) for g in grid) + (1,) * (ndim - len(grid))     # a 3-D grid with a 2-D block is 3-D
         block = tuple(int(b) for b in block) + (1,) * (ndim - len(block))
