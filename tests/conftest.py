@@ -54,3 +54,47 @@ def run_cli(*args: str, cwd: Path | None = None, timeout: float = 600) -> subpro
     """Run the real `kerntune` entry point in a subprocess (true exit codes)."""
     return subprocess.run([sys.executable, "-m", "kerntune", *args], capture_output=True, text=True,
                           cwd=cwd or REPO, timeout=timeout)
+
+
+# --- the example vector_add, the small kernel most end-to-end tests run --------------------------
+VECTOR_ADD = REPO / "kernels/examples/vector_add.cl"
+
+
+def vector_add_spec(shapes: dict[str, int], reference: bool = True) -> str:
+    """The example's spec (kernels/examples/vector_add.yaml) with these shapes, with or without
+    its NumPy reference."""
+    head = (REPO / "kernels/examples/vector_add.yaml").read_text().split("shapes:")[0]
+    text = head + "shapes:\n" + "".join(f"  - {{label: {label}, n: {n}}}\n" for label, n in shapes.items())
+    return text + ("reference: reference.py:vector_add\n" if reference else "")
+
+
+def vector_add_folder(d: Path, spec: str) -> Path:
+    """vector_add.cl, its reference.py and ``spec`` as vector_add.yaml in ``d``; returns the kernel."""
+    (d / "vector_add.cl").write_text(VECTOR_ADD.read_text())
+    (d / "reference.py").write_text((REPO / "kernels/examples/reference.py").read_text())
+    write(d, "vector_add.yaml", spec)
+    return d / "vector_add.cl"
+
+
+def slowed_vector_add(extra_reads: int) -> str:
+    """vector_add with redundant work: every work-item also reads ``extra_reads`` neighbours and adds
+    0 times each (the same function, much slower)."""
+    return f"""\
+__kernel void vector_add(__global float* c, __global const float* a, __global const float* b, const int n)
+{{
+    int i = get_global_id(0);
+    if (i < n) {{
+        float extra = 0.0f;
+        for (int k = 0; k < {extra_reads}; ++k)
+            extra += a[(i + k) % n] * 0.0f;
+        c[i] = a[i] + b[i] + extra;
+    }}
+}}
+"""
+
+
+def optimize_run(kernel: Path, run: Path, *options: str) -> Path:
+    """A finished `kerntune optimize` run of ``kernel`` on the CPU, in ``run``."""
+    r = run_cli("optimize", str(kernel), "--device", "cpu", *options, "--run-dir", str(run), "--json")
+    assert r.returncode == 0, r.stderr
+    return run

@@ -6,25 +6,16 @@ import shutil
 import pytest
 
 from kerntune.export.runs import normalize, strip_header
-from tests.conftest import REPO, run_cli, write
+from tests.conftest import optimize_run, run_cli, vector_add_folder, vector_add_spec
 
-SMALL = (REPO / "kernels/examples/vector_add.yaml").read_text().split("shapes:")[0] + """shapes:
-  - {label: 4K, n: 4096}
-  - {label: 256K, n: 262144}
-reference: reference.py:vector_add
-"""
+SMALL = vector_add_spec({"4K": 4096, "256K": 262144})
 
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
     d = tmp_path_factory.mktemp("opt")
-    shutil.copy(REPO / "kernels/examples/vector_add.cl", d / "vector_add.cl")
-    shutil.copy(REPO / "kernels/examples/reference.py", d / "reference.py")
-    write(d, "vector_add.yaml", SMALL)
-    r = run_cli("optimize", str(d / "vector_add.cl"), "--device", "cpu", "--rounds", "2", "--evaluations", "10",
-                "--repeats", "5", "--warmup", "1", "--final-repeats", "10", "--run-dir", str(d / "run"), "--json")
-    assert r.returncode == 0, r.stderr
-    return d / "run"
+    return optimize_run(vector_add_folder(d, SMALL), d / "run", "--rounds", "2", "--evaluations", "10",
+                        "--repeats", "5", "--warmup", "1", "--final-repeats", "10")
 
 
 def _lines(path):

@@ -30,15 +30,11 @@ from kerntune.agents.rundir import RunDir
 from kerntune.errors import ErrorCode, KerntuneError
 from kerntune.results import DeviceInfo
 from kerntune.spec.load import load_file
-from tests.conftest import REPO, write
+from tests.conftest import REPO, VECTOR_ADD, vector_add_spec, write
 
 SECRET = "sk-kerntune-test-SENTINEL-7f3a9c1e5b"
-KERNEL = REPO / "kernels/examples/vector_add.cl"
-SMALL_SPEC = (REPO / "kernels/examples/vector_add.yaml").read_text().split("shapes:")[0] + """shapes:
-  - {label: 4K, n: 4096}
-  - {label: 64K, n: 65536}
-reference: reference.py:vector_add
-"""
+KERNEL = VECTOR_ADD
+SMALL_SPEC = vector_add_spec({"4K": 4096, "64K": 65536})
 FAST = ["--device", "cpu", "--evaluations", "6", "--repeats", "5", "--warmup", "1", "--final-repeats", "10"]
 
 

@@ -10,37 +10,11 @@ import pytest
 
 from kerntune.regress.discover import find_kernels
 from kerntune.regress.stats import Verdict, decide, min_p, p_greater
-from tests.conftest import REPO, run_cli, write
+from tests.conftest import REPO, VECTOR_ADD, run_cli, slowed_vector_add, vector_add_spec, write
 
-SPEC = """\
-kernel: vector_add
-args:
-  - {name: c, dtype: fp32, shape: [n], intent: out}
-  - {name: a, dtype: fp32, shape: [n], intent: in}
-  - {name: b, dtype: fp32, shape: [n], intent: in}
-  - {name: n, dtype: int32, value: n}
-launch:
-  grid: ["ceil_div(n, 256)"]
-  block: [256]
-shapes:
-  - {label: 4K, n: 4096}
-  - {label: 16K, n: 16384}
-"""
-ORIGINAL = (REPO / "kernels/examples/vector_add.cl").read_text()
-# the same function, with redundant work: every work-item also reads 1024 neighbours and adds 0 times each
-# (several hundred times slower on the CPU)
-SLOWED = """\
-__kernel void vector_add(__global float* c, __global const float* a, __global const float* b, const int n)
-{
-    int i = get_global_id(0);
-    if (i < n) {
-        float extra = 0.0f;
-        for (int k = 0; k < 1024; ++k)
-            extra += a[(i + k) % n] * 0.0f;
-        c[i] = a[i] + b[i] + extra;
-    }
-}
-"""
+SPEC = vector_add_spec({"4K": 4096, "16K": 16384}, reference=False)
+ORIGINAL = VECTOR_ADD.read_text()
+SLOWED = slowed_vector_add(1024)        # the same function, several hundred times slower on the CPU
 WRONG = ORIGINAL.replace("a[i] + b[i]", "a[i] - b[i]")
 # On a small shared CPU machine a whole session can run several times slower than another (other processes
 # on the same 2 cores; a 15-minute load average of 17 was seen while these tests were written), and the rank
@@ -55,7 +29,7 @@ def _project(root, numpy_reference=True):
     k = root / "kernels"
     k.mkdir(parents=True)
     (k / "vector_add.cl").write_text(ORIGINAL)
-    spec = SPEC + ("reference: reference.py:vector_add\n" if numpy_reference else "")
+    spec = vector_add_spec({"4K": 4096, "16K": 16384}, reference=numpy_reference)
     (k / "vector_add.yaml").write_text(spec)
     shutil.copy(REPO / "kernels/examples/reference.py", k / "reference.py")
     return root

@@ -18,13 +18,9 @@ from pathlib import Path
 import pytest
 
 from kerntune.results import EvalResult
-from tests.conftest import REPO, run_cli, write
+from tests.conftest import REPO, optimize_run, run_cli, vector_add_folder, vector_add_spec, write
 
-SMALL = (REPO / "kernels/examples/vector_add.yaml").read_text().split("shapes:")[0] + """shapes:
-  - {label: 4K, n: 4096}
-  - {label: 256K, n: 262144}
-reference: reference.py:vector_add
-"""
+SMALL = vector_add_spec({"4K": 4096, "256K": 262144})
 FAST = ["--repeats", "5", "--warmup", "1"]
 PLOTS = ["speedup", "times", "convergence", "bandwidth", "failures", "trace"]
 
@@ -60,20 +56,15 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic"
 @pytest.fixture(scope="module")
 def kernel_dir(tmp_path_factory):
     d = tmp_path_factory.mktemp("kernel")
-    shutil.copy(REPO / "kernels/examples/vector_add.cl", d / "vector_add.cl")
-    shutil.copy(REPO / "kernels/examples/reference.py", d / "reference.py")
-    write(d, "vector_add.yaml", SMALL)
+    vector_add_folder(d, SMALL)
     write(d, "space.cl.j2", TEMPLATE)
     return d
 
 
 @pytest.fixture(scope="module")
 def opt_run(kernel_dir, tmp_path_factory):
-    run = tmp_path_factory.mktemp("opt") / "run"
-    r = run_cli("optimize", str(kernel_dir / "vector_add.cl"), "--device", "cpu", "--rounds", "2", "--evaluations", "8",
-                *FAST, "--final-repeats", "10", "--run-dir", str(run), "--json")
-    assert r.returncode == 0, r.stderr
-    return run
+    return optimize_run(kernel_dir / "vector_add.cl", tmp_path_factory.mktemp("opt") / "run", "--rounds", "2",
+                        "--evaluations", "8", *FAST, "--final-repeats", "10")
 
 
 @pytest.fixture(scope="module")

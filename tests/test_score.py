@@ -7,36 +7,12 @@ import pytest
 
 from kerntune.scoring import Reward, RewardSettings, fast_p, reward
 from kerntune.scoring.fastp import KernelOutcome
-from tests.conftest import REPO, run_cli, write
+from tests.conftest import (REPO, VECTOR_ADD, optimize_run, run_cli, slowed_vector_add, vector_add_folder,
+                            vector_add_spec, write)
 
-SPEC = """\
-kernel: vector_add
-args:
-  - {name: c, dtype: fp32, shape: [n], intent: out}
-  - {name: a, dtype: fp32, shape: [n], intent: in}
-  - {name: b, dtype: fp32, shape: [n], intent: in}
-  - {name: n, dtype: int32, value: n}
-launch:
-  grid: ["ceil_div(n, 256)"]
-  block: [256]
-shapes:
-  - {label: 4K, n: 4096}
-  - {label: 64K, n: 65536}
-reference: reference.py:vector_add
-"""
-FAST = (REPO / "kernels/examples/vector_add.cl").read_text()
-SLOW = """\
-__kernel void vector_add(__global float* c, __global const float* a, __global const float* b, const int n)
-{
-    int i = get_global_id(0);
-    if (i < n) {
-        float extra = 0.0f;
-        for (int k = 0; k < 256; ++k)
-            extra += a[(i + k) % n] * 0.0f;
-        c[i] = a[i] + b[i] + extra;
-    }
-}
-"""
+SPEC = vector_add_spec({"4K": 4096, "64K": 65536})
+FAST = VECTOR_ADD.read_text()
+SLOW = slowed_vector_add(256)
 WRONG = FAST.replace("a[i] + b[i]", "a[i] - b[i]")
 BROKEN = "__kernel void vector_add(__global float* c) { c[0] = ; }\n"
 # reads far outside any buffer: the worker process dies (SIGSEGV)
@@ -161,13 +137,8 @@ def test_fast_p_function():
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
     d = tmp_path_factory.mktemp("opt")
-    shutil.copy(REPO / "kernels/examples/vector_add.cl", d / "vector_add.cl")
-    shutil.copy(REPO / "kernels/examples/reference.py", d / "reference.py")
-    write(d, "vector_add.yaml", SPEC)
-    r = run_cli("optimize", str(d / "vector_add.cl"), "--device", "cpu", "--rounds", "1", "--evaluations", "8",
-                "--repeats", "5", "--warmup", "1", "--final-repeats", "10", "--run-dir", str(d / "run"), "--json")
-    assert r.returncode == 0, r.stderr
-    return d / "run"
+    return optimize_run(vector_add_folder(d, SPEC), d / "run", "--rounds", "1", "--evaluations", "8",
+                        "--repeats", "5", "--warmup", "1", "--final-repeats", "10")
 
 
 def test_fast_p_from_runs_and_pairs(run, tmp_path):

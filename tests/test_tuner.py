@@ -22,14 +22,10 @@ from kerntune.tuner.store import RunStore
 from kerntune.tuner.strategies import REGISTRY
 from kerntune.tuner.summary import summarize
 from kerntune.tuner.template import load_template, parse_template
-from tests.conftest import REPO, run_cli, write
+from tests.conftest import REPO, run_cli, vector_add_spec, write
 
 TEMPLATE = REPO / "templates/examples/vector_add.cl.j2"
-SMALL_SPEC = (REPO / "kernels/examples/vector_add.yaml").read_text().split("shapes:")[0] + """shapes:
-  - {label: 4K, n: 4096}
-  - {label: 64K, n: 65536}
-reference: reference.py:vector_add
-"""
+SMALL_SPEC = vector_add_spec({"4K": 4096, "64K": 65536})
 FAST = dict(warmup=1, repeats=5)
 
 
