@@ -26,6 +26,7 @@ from kerntune.spec.shapes import holdout_shapes, spec_shapes
 from kerntune.tuner.evaluators import LiveEvaluator
 from kerntune.tuner.kernel_files import EXT, resolve_launch_params
 from kerntune.tuner.run import TuneSettings, Tuner
+from kerntune.tuner.space import Space
 from kerntune.tuner.store import RunStore
 from kerntune.tuner.summary import TuneSummary, summarize
 from kerntune.tuner.template import Template, TemplateRenderError, check_against_spec, parse_template
@@ -193,12 +194,13 @@ class Optimizer:
                 continue
             template = parse_template(proposal.template, self.kf.lang, str(self.run_dir.round_dir(r) / "template"))
             self.templates[r] = template
-            strategy = self.planner.strategy_for(self._space_size(template), plan.evaluations)
+            space_size = Space.of(template).size
+            strategy = self.planner.strategy_for(space_size, plan.evaluations)
             plan = plan.model_copy(update={"strategy": strategy})
             rec = rec.model_copy(update={
                 "source": proposal.source, "plan": plan.model_dump(),
                 "template": f"rounds/{r:02d}/template{EXT[self.kf.lang]}.j2",
-                "space_size": self._space_size(template), "transformations": list(proposal.transformations),
+                "space_size": space_size, "transformations": list(proposal.transformations),
                 "rationale": proposal.rationale})
             self._put(rounds, rec)
             summary = self._tune(r, template, plan, base)
@@ -244,13 +246,6 @@ class Optimizer:
     def _llm_usage(self) -> dict[str, Any]:
         usage = getattr(self.generator, "usage", None)
         return usage() if callable(usage) else {}
-
-    @staticmethod
-    def _space_size(t: Template) -> int:
-        n = 1
-        for v in t.decl.params.values():
-            n *= len(v)
-        return n
 
     def _proposal(self, r: int, plan, src: str, launch: LaunchSpec, base: EvalResult, last: EvalResult,
                   rounds: list[RoundRecord]) -> Proposal | None:

@@ -26,6 +26,7 @@ from kerntune.results import (
     DeviceInfo, EvalResult, ShapeTiming, Status, TimingStats,
 )
 from kerntune.spec.model import Shape
+from kerntune.tuner.space import Space
 from kerntune.tuner.store import RunStore
 from kerntune.tuner.template import config_key
 
@@ -159,10 +160,7 @@ def import_cache(src: Path, run_dir: Path) -> int:
     store.set("shapes", [shape.as_dict() | {"label": shape.label}])
     store.set("device", device.model_dump(mode="json"))
     store.set("settings", {"strategy": "imported"})
-    n = 1
-    for values in params.values():
-        n *= len(values)
-    store.set("space_size", n)
+    store.set("space_size", Space({k: tuple(v) for k, v in params.items()}).size)
     count = 0
     for raw_key, entry in doc["cache"].items():
         config = {k: entry.get(k) for k in keys}

@@ -12,6 +12,7 @@ from kerntune.agents.rules.base import Applied, Rule, RewriteState
 from kerntune.agents.rules.generic import CompilerFlags, FastMath, Restrict, Unroll
 from kerntune.agents.rules.launch import LaunchBounds, LaunchConfig
 from kerntune.spec.model import KernelSpec, LaunchSpec
+from kerntune.tuner.kernel_files import launch_dict
 
 _MARKER = re.compile(r"/\*@KT:([A-Za-z0-9_]+)\*/")
 _JINJA = ("{{", "{%", "{#", "}}", "%}", "#}")
@@ -49,8 +50,7 @@ def assemble(st: RewriteState, note: str = "") -> str:
         "kernel": st.kernel,
         "params": {name: list(p.values) for name, p in st.params.items()} or {"ORIGINAL": [True]},
         "restrictions": list(st.restrictions),
-        "launch": {"grid": list(st.launch.grid), "block": list(st.launch.block),
-                   "shared_mem": st.launch.shared_mem},
+        "launch": launch_dict(st.launch),
     }
     if st.flags:
         decl["flags"] = st.flags
