@@ -230,6 +230,19 @@ def test_kernel_tuner_cache_round_trip(recorded, tmp_path):
             assert back[key].status == e.status
 
 
+def test_replay_of_an_imported_cache_writes_no_kernels(recorded, tmp_path):
+    """An imported Kernel Tuner cache holds parameters and times, no kernel source: replaying it
+    finds a best configuration but writes no (placeholder) kernel files."""
+    export_cache(RunStore.in_dir(recorded), "64K", tmp_path / "kt.json")
+    import_cache(tmp_path / "kt.json", tmp_path / "imported")
+    r = run_cli("tune", "--device", f"replay:{tmp_path / 'imported'}", "--strategy", "random", "--budget", "4",
+                "--run-dir", str(tmp_path / "r"), "--json")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["general"] is not None and out["kernels"] == []
+    assert not (tmp_path / "r/best.cl").exists() and not (tmp_path / "r/kernels.json").exists()
+
+
 def test_kernel_tuner_cache_written_by_kernel_tuner(tmp_path):
     # the shape of a cache Kernel Tuner leaves behind when interrupted: no closing braces, a trailing comma
     text = ('{\n"device_name": "NVIDIA A100",\n"kernel_name": "vector_add",\n"problem_size": [1000000],\n'

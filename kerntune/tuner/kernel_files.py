@@ -71,7 +71,12 @@ def instance_file(template, config: dict[str, Any], spec: KernelSpec, what: str,
 
 def write_tuned_kernels(run_path: Path, template, spec: KernelSpec, summary) -> list[str]:
     """best<ext> (the general configuration) and per_shape/<label><ext> (each shape's best) for a
-    finished `kerntune tune` run, with kernels.json giving every file's launch; the files written."""
+    finished `kerntune tune` run, with kernels.json giving every file's launch; the files written
+    (none for a run over an imported Kernel Tuner cache: its template holds no kernel)."""
+    from kerntune.tuner.kerneltuner import REPLAY_ONLY
+
+    if template.decl.description == REPLAY_ONLY:
+        return []
     ext = EXT[template.lang]
     written: list[str] = []
     launches: dict[str, Any] = {}

@@ -119,10 +119,14 @@ def read_cache(path: Path) -> dict[str, Any]:
     return doc
 
 
+# the description of the template an imported run records: it holds the parameters, no kernel
+REPLAY_ONLY = "imported from a Kernel Tuner cache: replay only"
+
+
 def _placeholder_template(params: dict[str, list[Any]], kernel: str) -> str:
     import yaml
 
-    decl = yaml.safe_dump({"description": "imported from a Kernel Tuner cache: replay only",
+    decl = yaml.safe_dump({"description": REPLAY_ONLY,
                            "kernel": kernel, "params": params, "launch": {"grid": [1], "block": [1]}},
                           sort_keys=False)
     body = "// imported configuration: " + " ".join("{{ %s }}" % k for k in params) + "\n"
