@@ -31,7 +31,7 @@ class DType:
     cuda_type: str
     opencl_type: str
     tolerance: Tolerance
-    poison: tuple[int, int]    # two distinct bit patterns, written before each run
+    poison: tuple[int, int]    # two fixed bit patterns (NaN for floats); see also finite_poison
 
     @property
     def itemsize(self) -> int:
@@ -123,5 +123,27 @@ def decode(dt: DType, stored: np.ndarray) -> np.ndarray:
 
 def poisoned(dt: DType, shape: tuple[int, ...], which: int = 0) -> np.ndarray:
     """An array of the given shape filled with poison pattern ``which`` (0 or 1)."""
-    bits = np.full(shape, dt.poison[which], dtype=bits_dtype(dt))
-    return bits.view(dt.storage)
+    return filled(dt, shape, dt.poison[which])
+
+
+def finite_poison(dt: DType, rng: np.random.Generator) -> int:
+    """A finite value chosen at random, as a bit pattern: written into outputs so that a
+    kernel which writes only where the output looks unwritten (NaN, say) leaves it
+    there and fails, and no fixed value can be recognized and skipped."""
+    bits = bits_dtype(dt)
+    while True:
+        if dt.is_float:
+            value = float(rng.choice([-1.0, 1.0]) * 10.0 ** rng.uniform(-2.0, 3.0))
+            pattern = int(encode(dt, np.array([value], dtype=np.float64 if dt.itemsize == 8 else np.float32))
+                          .view(bits)[0])
+        else:
+            info = np.iinfo(dt.storage)
+            pattern = int(np.array([rng.integers(info.min, info.max, endpoint=True, dtype=dt.storage)],
+                                   dtype=dt.storage).view(bits)[0])
+        if pattern not in dt.poison and pattern != 0:
+            return pattern
+
+
+def filled(dt: DType, shape: tuple[int, ...], pattern: int) -> np.ndarray:
+    """An array of the given shape holding one bit pattern."""
+    return np.full(shape, pattern, dtype=bits_dtype(dt)).view(dt.storage)

@@ -34,3 +34,13 @@ def pct(v: Optional[float]) -> str:
 def times(v: Optional[float], digits: int = 2) -> str:
     """A speedup: 1.23x."""
     return "-" if v is None else f"{v:.{digits}f}x"
+
+
+def interval(iv, digits: int = 2) -> str:
+    """A speedup with its confidence interval: 1.23x [1.19, 1.27]; the original itself: 1.00x (=)."""
+    if iv is None:
+        return "-"
+    if iv.method == "identical":
+        return f"{1:.{digits}f}x (=)"
+    hi = "inf" if iv.hi == float("inf") else f"{iv.hi:.{digits}f}"
+    return f"{iv.ratio:.{digits}f}x [{iv.lo:.{digits}f}, {hi}]"

@@ -23,7 +23,8 @@ class Status(str, Enum):
     LAUNCH_FAILURE = "launch_failure"     # the runtime refused the launch
     CRASH = "crash"                       # illegal access, abort: the worker died or its context is poisoned
     TIMEOUT = "timeout"                   # exceeded the time limit (hung kernel); the worker was killed
-    WRONG_RESULT = "wrong_result"         # verification failed
+    WRONG_RESULT = "wrong_result"         # verification failed (also: on a timed run, or on fresh inputs after timing)
+    MEMORY_ERROR = "memory_error"         # the memory and race checker (Oclgrind, compute-sanitizer) reported an error
     PRUNED = "pruned"                     # rejected before compiling or launching (tuner)
     ERROR = "error"                       # anything else, with its message
 
@@ -104,13 +105,17 @@ class ShapeCheck(Record):
     ok: bool
     args: list[ArgCheck] = []
     message: str = ""
+    distribution: str = "spec"             # the input distribution (kerntune.engine.distributions)
+    stage: str = "verify"                  # verify; timed (a timed run's outputs); fresh inputs (after timing)
 
 
 class Verification(Record):
     ok: bool
-    reference: str                         # "kernel", "numpy", "kernel+numpy", "none"
+    reference: str                         # "kernel", "numpy", "self"
     seed: int
     shapes: list[ShapeCheck] = []
+    distributions: list[str] = []          # the input distributions checked
+    left_out: dict[str, str] = {}          # distributions left out of a run, and why (the original fails there)
 
     def first_failure(self) -> str:
         for s in self.shapes:
@@ -172,6 +177,28 @@ class ShapeTiming(Record):
     pct_of_copy: Optional[float] = None
 
 
+class CheckStatus(str, Enum):
+    CLEAN = "clean"
+    MEMORY_ERROR = "memory_error"     # the tool reported an error
+    WRONG_RESULT = "wrong_result"     # wrong results under the tool (a race that the device hid, say)
+    UNCHECKED = "unchecked"           # could not be checked; ``message`` says why
+
+
+class CheckReport(Record):
+    """What the memory and race checker (kerntune.engine.checker) found."""
+
+    tool: str = ""                    # "oclgrind", "compute-sanitizer"
+    status: CheckStatus
+    message: str = ""                 # the first finding in one line, or why there was no check
+    report: str = ""                  # the tool's first report, as it wrote it
+    shapes: list[str] = []
+    seconds: float = 0.0
+
+    @property
+    def failed(self) -> bool:
+        return self.status in (CheckStatus.MEMORY_ERROR, CheckStatus.WRONG_RESULT)
+
+
 class EvalResult(Record):
     """Everything one evaluation of one kernel produced."""
 
@@ -186,12 +213,34 @@ class EvalResult(Record):
     copy_bandwidth: Optional[CopyBandwidth] = None
     device: Optional[DeviceInfo] = None
     seconds: float = 0.0
+    check: Optional[CheckReport] = None        # the memory and race checker's report, when it ran
 
     def timing_for(self, key: dict[str, int]) -> Optional[ShapeTiming]:
         for t in self.timings:
             if t.shape == key:
                 return t
         return None
+
+
+class TimedKernel(Record):
+    """One kernel of a paired, interleaved timing session (see :class:`Comparison`)."""
+
+    label: str
+    status: Status
+    message: str = ""
+    samples_ms: list[float] = []             # run i of every kernel was timed in the same round i
+    timing: Optional[ShapeTiming] = None
+    check: Optional[ShapeCheck] = None       # the failed check, when a timed run's outputs were wrong
+
+
+class Comparison(Record):
+    """Several kernels timed on one shape, interleaved run by run on the same buffers."""
+
+    shape: dict[str, int]
+    label: str
+    kernels: list[TimedKernel] = []
+    copy_bandwidth: Optional[CopyBandwidth] = None
+    seconds: float = 0.0
 
 
 def geomean(values: list[float]) -> float:

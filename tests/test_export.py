@@ -5,7 +5,7 @@ import shutil
 
 import pytest
 
-from kerntune.export.runs import normalize, strip_header
+from kerntune.source.normalize import normalize, strip_header
 from tests.conftest import optimize_run, run_cli, vector_add_folder, vector_add_spec
 
 SMALL = vector_add_spec({"4K": 4096, "256K": 262144})

@@ -206,8 +206,11 @@ def test_optimize_report_markdown_and_numbers(opt_run):
     # the command that reproduces the comparison, naming the real kernel file
     assert "<kernel>" in old and (f"kerntune bench {opt_run}/original/vector_add.cl --against {opt_run}/best.cl "
                                   f"--spec {opt_run}/spec.yaml") in md
+    from kerntune.fmt import interval
+    from kerntune.speedup import Interval
+
     for w in results["per_shape"]:
-        assert f"| {w['label']} |" in md and f"{w['speedup']:.3f}x" in md
+        assert f"| {w['label']} |" in md and interval(Interval.model_validate(w["interval"])) in md
     for c in results["test"]["candidates"]:
         assert f"`{c['key']}`" in md
     # the trace names the rules of the winning round's proposal, and the diff is of the kernel handed back
@@ -269,6 +272,14 @@ def test_a_run_killed_before_any_measurement(opt_run, tmp_path, browser):
 
 
 # --- tuning runs -------------------------------------------------------------------------------
+def db_meta(run: Path, *keys: str) -> list:
+    db = sqlite3.connect(str(run / "tuning.db"))
+    try:
+        return [json.loads(db.execute("SELECT value FROM meta WHERE key = ?", (k,)).fetchone()[0]) for k in keys]
+    finally:
+        db.close()
+
+
 def test_tune_report(tune_run, browser):
     out = report_json(tune_run, "--html")
     assert out["kind"] == "tune" and not out["partial"]
@@ -285,7 +296,10 @@ def test_tune_report(tune_run, browser):
     assert f"wrong_result {wrong}" in failures and f"restriction {pruned}" in failures
     convergence = md.split("## Search convergence")[1].split("## ")[0]
     assert f"{1 / best:.3f}x" in convergence                # the best geomean speedup the search reached
-    assert out["general_speedup"] == pytest.approx(1 / best)
+    # the speedup reported is the tester's confirmation, not the search's own estimate
+    (test,) = db_meta(tune_run, "test")
+    assert out["confirmed"] and out["general_speedup"] == pytest.approx(test["general"]["geomean"]["ratio"])
+    assert out["general_interval"] == test["general"]["geomean"]
     assert "## The winning configuration" in md and "`WRONG`" in md
     assert "## Transformation trace" not in md and "## Rounds" not in md
     assert "```diff" in md and "+ " in md

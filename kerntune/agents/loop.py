@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import shutil
 import time
+from dataclasses import replace
 from typing import Any, Callable, Optional
 
 from kerntune.agents.bake import bake
@@ -16,6 +17,8 @@ from kerntune.agents.generator import Generator, GenerationRequest, Proposal, Ro
 from kerntune.agents.planner import Budget, Planner
 from kerntune.agents.rundir import Manifest, RoundRecord, RunDir, now
 from kerntune.agents.tester import Candidate, TestReport, Tester, ShapeWinner
+from kerntune import speedup as sp
+from kerntune.engine.checker import MemoryChecker
 from kerntune.engine.evaluate import EvalRequest, KernelInstance
 from kerntune.engine.supervisor import DeviceWorker
 from kerntune.errors import ErrorCode, KerntuneError
@@ -42,8 +45,9 @@ class OptimizeSettings(Record):
     final_repeats: int = 200
     timeout_s: float = 300.0
     top_k: int = 3
-    min_gain: float = 0.02
+    min_gain: float = sp.THRESHOLD - 1       # a round must gain this much over the best so far to lead the next
     patience: int = 1
+    memcheck: str = "best"                   # the checker runs: best (would-be bests + final candidates), all, off
     generator: str = "rules"                 # "rules" or "llm"
     llm: dict[str, Any] = {}                 # provider settings (no secrets: the key is read from the environment)
 
@@ -64,7 +68,10 @@ class OptimizeResult(Record):
     general_key: str = ""
     general_config: dict[str, Any] = {}
     general_speedup: Optional[float] = None
+    general_interval: Optional[sp.Interval] = None
     per_shape: list[ShapeWinner] = []
+    checker: str = ""                        # the memory checker used, or why none was
+    notes: list[str] = []
     llm: dict[str, Any] = {}
     files: dict[str, str] = {}
 
@@ -82,6 +89,9 @@ class Optimizer:
         self.original = kernel.instance(label="original")
         self.planner = Planner(settings.budget, min_gain=settings.min_gain, patience=settings.patience)
         self.manifest: Manifest | None = None
+        self.checker = MemoryChecker(worker.info, enabled=settings.memcheck != "off", timeout_s=settings.timeout_s)
+        self.distributions: tuple[str, ...] | None = None     # the spec's, less those the original fails on
+        self.notes: list[str] = []
         self.templates: dict[int, Template] = {}
         self.summaries: dict[int, TuneSummary] = {}
 
@@ -107,7 +117,8 @@ class Optimizer:
         shapes = tuple(spec_shapes(self.spec, self.settings.shape_set))
         req = EvalRequest(candidate=inst, spec=self.spec, base_dir=str(self.kf.loaded.base_dir),
                           verify_shapes=shapes + tuple(holdout_shapes(self.spec, self.settings.shape_set)),
-                          time_shapes=(), seed=self.settings.seed + 17, reference=self.original, timing=None)
+                          time_shapes=(), seed=self.settings.seed + 17, reference=self.original, timing=None,
+                          distributions=self.distributions)
         r = self.worker.evaluate(req, self.settings.timeout_s)
         if r.status is not Status.OK:
             log = ("\n" + r.compile_log[-3000:]) if r.status is Status.COMPILE_ERROR and r.compile_log else ""
@@ -141,18 +152,39 @@ class Optimizer:
             self.manifest = self.manifest.model_copy(update={"status": "running"})
 
     def baseline(self) -> EvalResult:
+        """The original, measured (and checked) once per run: the input distributions it
+        passes are the run's, and a checker finding on the original turns the checker off
+        for the run (candidates would be compared with a kernel that is itself unsafe)."""
         stored = self.run_dir.read_json("baseline.json")
         if stored is not None:
-            return EvalResult.model_validate(stored)
-        tester = Tester(self.worker, self.kf.loaded, self.original, self.settings.shape_set, self.settings.warmup,
-                        self.settings.repeats, self.settings.timeout_s, on_step=lambda s: self.event("step", text=s))
-        result = tester.baseline(self.settings.seed)
-        if result.status is not Status.OK:
-            raise KerntuneError(ErrorCode.VERIFY, f"the original kernel fails: {result.status.value}: {result.message}",
-                                hint="fix it first: `kerntune bench` on it shows the details",
-                                detail=result.compile_log or None)
-        self.run_dir.write_json("baseline.json", result)
+            result = EvalResult.model_validate(stored)
+        else:
+            tester = self._tester()
+            result = tester.baseline(self.settings.seed)
+            if result.status is not Status.OK:
+                raise KerntuneError(ErrorCode.VERIFY, f"the original kernel fails: {result.status.value}: "
+                                                      f"{result.message}",
+                                    hint="fix it first: `kerntune bench` on it shows the details",
+                                    detail=result.compile_log or None)
+            result = result.model_copy(update={"check": tester.check(self.original, self.settings.seed)})
+            self.run_dir.write_json("baseline.json", result)
+        v = result.verification
+        if v is not None:
+            self.distributions = tuple(v.distributions) or None
+            for d, why in v.left_out.items():
+                self.notes.append(f"inputs '{d}' left out: the original itself disagrees with the reference there "
+                                  f"({why})")
+        if result.check is not None and result.check.failed:
+            why = f"the original kernel itself fails the memory check ({result.check.message})"
+            self.checker.disable(why + "; candidates are not checked")
+            self.notes.append(why)
         return result
+
+    def _tester(self) -> Tester:
+        s = self.settings
+        return Tester(self.worker, self.kf.loaded, self.original, s.shape_set, s.warmup, s.repeats, s.timeout_s,
+                      on_step=lambda text: self.event("step", text=text), checker=self.checker,
+                      distributions=self.distributions)
 
     def run(self) -> OptimizeResult:
         self.start()
@@ -290,12 +322,13 @@ class Optimizer:
         s = self.settings
         settings = TuneSettings(strategy=plan.strategy, budget=plan.evaluations, time_limit_s=plan.time_s,
                                 seed=s.seed + r, warmup=s.warmup, repeats=s.repeats, timeout_s=s.timeout_s,
-                                shape_set=s.shape_set)
+                                shape_set=s.shape_set, distributions=self.distributions,
+                                memcheck="all" if s.memcheck == "all" else "best")
         if not create:
             settings = TuneSettings.from_meta(store.get("settings", {}), budget=plan.evaluations)
         evaluator = LiveEvaluator(self.worker)
         tuner = Tuner(template, self.kf.loaded, evaluator, store, settings, self.original,
-                      on_progress=lambda p: self.event("tuning", round=r, progress=p))
+                      on_progress=lambda p: self.event("tuning", round=r, progress=p), checker=self.checker)
         reason = tuner.run()
         store.set("stop_reason", reason)
         summary = summarize(store, str(d), reason)
@@ -346,8 +379,9 @@ class Optimizer:
             if (r, key) in seen or r not in self.templates:
                 continue
             seen.add((r, key))
-            out.append(Candidate(round=r, key=key, config=config,
-                                 instance=self._instance(r, config, f"round {r}: {key}"), tuning_score=score))
+            inst = self._instance(r, config, f"round {r}: {key}")
+            baked = replace(inst, source=bake(self.templates[r].render(config, self.spec), self.kf.lang))
+            out.append(Candidate(round=r, key=key, config=config, instance=inst, tuning_score=score, baked=baked))
             if len(out) >= self.settings.top_k + len(spec_shapes(self.spec, self.settings.shape_set)):
                 break
         return out
@@ -357,9 +391,8 @@ class Optimizer:
         if not cands:
             return None
         self.event("testing", count=len(cands))
-        tester = Tester(self.worker, self.kf.loaded, self.original, self.settings.shape_set, self.settings.warmup,
-                        self.settings.repeats, self.settings.timeout_s, on_step=lambda s: self.event("step", text=s))
-        report = tester.confirm(cands, self.settings.seed + 1000, self.settings.final_repeats)
+        report = self._tester().confirm(cands, self.settings.seed + 1000, self.settings.final_repeats)
+        report = report.model_copy(update={"notes": list(self.notes)})
         self.run_dir.write_json("test.json", report)
         return report
 
@@ -375,7 +408,9 @@ class Optimizer:
             stop_reason=stop_reason, baseline=base.timings, rounds=rounds, test=report,
             improved=g is not None, general_round=g.round if g else None, general_key=g.key if g else "",
             general_config=g.config if g else {}, general_speedup=g.geomean_speedup if g else None,
-            per_shape=report.per_shape if report else [], llm=self._llm_usage(), files=files)
+            general_interval=g.geomean if g else None,
+            per_shape=report.per_shape if report else [], llm=self._llm_usage(), files=files,
+            checker=self.checker.tool if self.checker.available else self.checker.why_not, notes=list(self.notes))
         self.run_dir.write_json("results.json", result)
         from kerntune.agents.report import write_report
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from kerntune.fmt import interval
 from kerntune.fmt import ms as _ms
 
 if TYPE_CHECKING:
@@ -15,22 +16,21 @@ def write_report(run: "RunDir", r: "OptimizeResult") -> None:
     lines = [f"# kerntune optimize: {r.kernel}", "",
              f"- device: {r.device}", f"- spec: {r.spec}", f"- generator: {r.generator}",
              f"- stopped: {r.stop_reason}", ""]
-    if r.improved:
-        lines += [f"**Result: {r.general_speedup:.3f}x** geometric-mean speedup over the original with the general "
-                  f"configuration `{r.general_key}` (round {r.general_round}), written to `best` "
-                  f"({r.files.get('best')}).", ""]
-    else:
-        lines += ["**Result: no candidate beat the original** by the required margin; `best` is the original kernel.", ""]
+    from kerntune.reporting.markdown import result_line
+
+    lines += [result_line(r.improved, r.general_interval, r.general_speedup, r.general_key, r.general_round,
+                          r.files.get("best")), ""]
     lines += ["## Per shape (re-timed by the tester, interleaved with the original)", "",
-              "| shape | original | best | speedup | % of copy | winner |", "| --- | --- | --- | --- | --- | --- |"]
+              "| shape | original | best | speedup [95% CI] | % of copy | winner |",
+              "| --- | --- | --- | --- | --- | --- |"]
     for w in r.per_shape:
         pct = f"{w.pct_of_copy:.0f}%" if w.pct_of_copy is not None else "-"
-        lines.append(f"| {w.label} | {_ms(w.baseline_ms)} | {_ms(w.best_ms)} | {w.speedup:.3f}x | {pct} | "
+        lines.append(f"| {w.label} | {_ms(w.baseline_ms)} | {_ms(w.best_ms)} | {interval(w.interval)} | {pct} | "
                      f"{w.winner if w.winner == 'original' else f'round {w.round}: {w.winner}'} |")
     if r.test is not None and r.test.general is not None:
         g = r.test.general
-        lines += ["", "General configuration per shape:", "", "| shape | speedup |", "| --- | --- |"]
-        lines += [f"| {k} | {v:.3f}x |" for k, v in g.speedups.items()]
+        lines += ["", "General configuration per shape:", "", "| shape | speedup [95% CI] |", "| --- | --- |"]
+        lines += [f"| {k} | {interval(v)} |" for k, v in g.intervals.items()]
     lines += ["", "## Rounds", "",
               "| round | source | space | measured | best (tuning) | transformations |",
               "| --- | --- | --- | --- | --- | --- |"]

@@ -1,23 +1,36 @@
 """The tester role: the baseline measurement of the original kernel, and the
-final word on candidates: full verification on every shape, the spec's
-held-out shapes and fresh shapes no candidate saw, with fresh inputs; re-timing
-with more repeats, interleaved with the original in the same session;
-plausibility checks; the decision."""
+final word on candidates.
+
+1. Every candidate is verified again against the original with fresh inputs
+   from every input distribution, on every shape, the held-out shapes and
+   fresh shapes none of them saw; then run under the memory and race checker.
+   A candidate that is the original (same baked source, launch and options)
+   is the original: exactly 1.0x, never timed, never a winner.
+2. Screening: the original and the survivors are timed on each shape
+   interleaved run by run (paired samples); the general configuration (best
+   geometric mean) and each shape's best are picked from these numbers.
+3. Confirmation: the picked kernels are timed against the original once more,
+   in a new session, so the numbers reported are not the ones the pick was
+   made on (no winner's curse). A speedup is claimed only when its confidence
+   interval clears the threshold (:mod:`kerntune.speedup`).
+"""
 
 from __future__ import annotations
 
-import random
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Optional
 
+from kerntune import speedup as sp
+from kerntune.engine.checker import MemoryChecker, check_shapes
 from kerntune.engine.evaluate import EvalRequest, KernelInstance, TimingOptions
 from kerntune.engine.supervisor import DeviceWorker
-from kerntune.results import EvalResult, Record, ShapeTiming, Status, geomean
+from kerntune.engine.timed import CompareRequest
+from kerntune.results import CheckReport, EvalResult, Record, ShapeTiming, Status
+from kerntune.source.normalize import same_kernel
 from kerntune.spec.load import LoadedSpec
 from kerntune.spec.model import Shape
 from kerntune.spec.shapes import extra_holdouts, holdout_shapes, spec_shapes
 
-IMPROVED = 1.02                 # a geometric-mean speedup below this is noise, not an improvement
 TOO_GOOD_SPEEDUP = 10.0         # on a kernel already at a good fraction of the copy bandwidth
 TOO_GOOD_BASE_PCT = 30.0
 BEYOND_FLOOR_PCT = 110.0        # faster than a device-to-device copy of the same bytes allows
@@ -30,6 +43,7 @@ class Candidate:
     config: dict[str, Any]
     instance: KernelInstance
     tuning_score: float
+    baked: Optional[KernelInstance] = None     # the instance with its parameters baked in (for the identity check)
 
 
 class CandidateResult(Record):
@@ -38,9 +52,15 @@ class CandidateResult(Record):
     config: dict[str, Any]
     verified: bool
     message: str = ""
+    identical: bool = False                  # the original kernel itself (1.0x by definition)
+    check: Optional[CheckReport] = None
     timings: list[ShapeTiming] = []
-    speedups: dict[str, float] = {}          # shape label -> baseline / candidate
+    speedups: dict[str, float] = {}          # shape label -> baseline / candidate (the interval's estimate)
+    intervals: dict[str, sp.Interval] = {}   # shape label -> speedup with its confidence interval
+    geomean: Optional[sp.Interval] = None
     geomean_speedup: Optional[float] = None
+    confirmed: bool = False                  # timed again in the confirmation session (its numbers are those)
+    verdict: str = ""                        # faster, slower, same, unsure (kerntune.speedup.decide)
     flags: list[str] = []
 
 
@@ -52,6 +72,7 @@ class ShapeWinner(Record):
     round: Optional[int] = None
     best_ms: float
     speedup: float
+    interval: Optional[sp.Interval] = None
     pct_of_copy: Optional[float] = None
 
 
@@ -62,15 +83,29 @@ class TestReport(Record):
     candidates: list[CandidateResult] = []
     general: Optional[CandidateResult] = None
     improved: bool = False
+    threshold: float = sp.THRESHOLD
     per_shape: list[ShapeWinner] = []
     fresh_shapes: list[dict[str, int]] = []
+    checker: str = ""                        # the memory checker used, or why there was none
+    notes: list[str] = []
+
+
+def _timings_by_shape(sessions: dict[str, Any], j: int) -> Optional[dict[str, ShapeTiming]]:
+    out = {}
+    for key, cmp in sessions.items():
+        k = cmp.kernels[j]
+        if k.status is not Status.OK or k.timing is None:
+            return None
+        out[key] = k.timing
+    return out
 
 
 class Tester:
     __test__ = False   # not a pytest test class
 
     def __init__(self, worker: DeviceWorker, loaded: LoadedSpec, original: KernelInstance, shape_set: str | None,
-                 warmup: int, repeats: int, timeout_s: float, on_step: Callable[[str], None] = lambda s: None):
+                 warmup: int, repeats: int, timeout_s: float, on_step: Callable[[str], None] = lambda s: None,
+                 checker: MemoryChecker | None = None, distributions: tuple[str, ...] | None = None):
         self.worker = worker
         self.loaded = loaded
         self.original = original
@@ -79,6 +114,8 @@ class Tester:
         self.repeats = repeats
         self.timeout_s = timeout_s
         self.on_step = on_step
+        self.checker = checker
+        self.distributions = distributions
         self.shapes = tuple(spec_shapes(loaded.spec, shape_set))
         self.holdouts = tuple(holdout_shapes(loaded.spec, shape_set))
 
@@ -86,93 +123,176 @@ class Tester:
                  reference: KernelInstance | None, repeats: int | None = None) -> EvalRequest:
         timing = TimingOptions(warmup=self.warmup, repeats=repeats or self.repeats) if time else None
         return EvalRequest(candidate=inst, spec=self.loaded.spec, base_dir=str(self.loaded.base_dir),
-                           verify_shapes=verify, time_shapes=time, seed=seed, reference=reference, timing=timing)
+                           verify_shapes=verify, time_shapes=time, seed=seed, reference=reference, timing=timing,
+                           distributions=self.distributions)
 
     def baseline(self, seed: int) -> EvalResult:
-        """The original kernel: verified against the spec's NumPy reference (or itself), then timed."""
+        """The original kernel: verified against the spec's NumPy reference (or itself) on every
+        input distribution, then timed. A distribution on which the original itself disagrees
+        with the reference (an overflow the reference avoids, say) is left out of the whole
+        run, and the verification says so; disagreeing on the spec's own inputs is an error."""
         self.on_step("measuring the original kernel")
-        return self.worker.evaluate(self._request(self.original, seed, self.shapes + self.holdouts, self.shapes, None),
-                                    self.timeout_s)
+        req = self._request(self.original, seed, self.shapes + self.holdouts, self.shapes, None)
+        result = self.worker.evaluate(req, self.timeout_s)
+        v = result.verification
+        if result.status is Status.WRONG_RESULT and v is not None:
+            bad = {s.distribution: s for s in v.shapes if not s.ok}
+            if "spec" not in bad and len(bad) < len(v.distributions):
+                keep = tuple(d for d in v.distributions if d not in bad)
+                self.on_step(f"the original disagrees with the reference on {', '.join(bad)} inputs: "
+                             "measuring it again without them")
+                self.distributions = keep
+                result = self.worker.evaluate(replace(req, distributions=keep), self.timeout_s)
+                if result.verification is not None:
+                    left = {d: _failure_of(s) for d, s in bad.items()}
+                    result = result.model_copy(update={"verification": result.verification.model_copy(
+                        update={"left_out": left})})
+        return result
 
+    def check(self, inst: KernelInstance, seed: int) -> Optional[CheckReport]:
+        if self.checker is None:
+            return None
+        self.on_step(f"checking {inst.label} with {self.checker.tool or 'the memory checker'}")
+        return self.checker.check(inst, self.loaded.spec, str(self.loaded.base_dir),
+                                  check_shapes(self.loaded.spec, self.shape_set), seed)
+
+    # --- timing sessions ---------------------------------------------------------------
+    def _session(self, kernels: list[KernelInstance], seed: int, repeats: int, what: str) -> dict[str, Any]:
+        """shape key -> Comparison of ``kernels`` (the original first), interleaved run by run."""
+        out = {}
+        for i, sh in enumerate(self.shapes):
+            self.on_step(f"{what}: {len(kernels)} kernels at {sh.label}, interleaved ({repeats} runs each, "
+                         f"{i + 1}/{len(self.shapes)})")
+            req = CompareRequest(kernels=tuple(kernels), spec=self.loaded.spec, base_dir=str(self.loaded.base_dir),
+                                 shape=sh, seed=seed + i, timing=TimingOptions(warmup=self.warmup, repeats=repeats),
+                                 reference=self.original)
+            cmp = self.worker.compare(req, self.timeout_s * max(len(kernels), 1))
+            base = cmp.kernels[0]
+            if base.status is not Status.OK:
+                raise RuntimeError(f"the original kernel failed while being timed at {sh.label}: "
+                                   f"{base.status.value}: {base.message}")
+            out[sh.key] = cmp
+        return out
+
+    def _intervals(self, sessions: dict[str, Any], j: int) -> Optional[tuple[dict[str, sp.Interval], sp.Interval]]:
+        per: dict[str, sp.Interval] = {}
+        pairs = []
+        for sh in self.shapes:
+            cmp = sessions[sh.key]
+            k = cmp.kernels[j]
+            if k.status is not Status.OK:
+                return None
+            base = cmp.kernels[0].samples_ms
+            per[sh.label] = sp.paired(base, k.samples_ms)
+            pairs.append((base, k.samples_ms))
+        return per, sp.geomean(pairs)
+
+    def _measured(self, res: CandidateResult, sessions: dict[str, Any], j: int, confirmed: bool) -> CandidateResult:
+        timings = _timings_by_shape(sessions, j)
+        iv = self._intervals(sessions, j)
+        if timings is None or iv is None:
+            bad = next(cmp.kernels[j] for cmp in sessions.values() if cmp.kernels[j].status is not Status.OK)
+            return res.model_copy(update={"verified": False, "message": f"while timed: {bad.status.value}: "
+                                                                        f"{bad.message}"})
+        per, g = iv
+        base = {sh.key: sessions[sh.key].kernels[0].timing for sh in self.shapes}
+        return res.model_copy(update={
+            "timings": [timings[sh.key] for sh in self.shapes], "intervals": per,
+            "speedups": {k: v.ratio for k, v in per.items()}, "geomean": g, "geomean_speedup": g.ratio,
+            "verdict": sp.decide(g).value, "confirmed": confirmed, "flags": self._plausibility(base, timings)})
+
+    # --- the decision ---------------------------------------------------------------------
     def confirm(self, candidates: list[Candidate], seed: int, final_repeats: int) -> TestReport:
         spec = self.loaded.spec
         fresh = tuple(extra_holdouts(spec, self.shape_set, 2, seed))
         verify = self.shapes + self.holdouts + fresh
         results: list[CandidateResult] = []
-        survivors: list[Candidate] = []
+        live: list[tuple[Candidate, int]] = []
         for i, c in enumerate(candidates):
+            res = CandidateResult(round=c.round, key=c.key, config=c.config, verified=True)
+            if c.baked is not None and same_kernel(c.baked, self.original, spec, verify):
+                results.append(res.model_copy(update={
+                    "identical": True, "geomean": sp.identical(), "geomean_speedup": 1.0, "verdict": "same",
+                    "intervals": {sh.label: sp.identical() for sh in self.shapes},
+                    "speedups": {sh.label: 1.0 for sh in self.shapes},
+                    "message": "the original kernel itself (same source, options and launch)"}))
+                continue
             self.on_step(f"verifying candidate {i + 1}/{len(candidates)} on {len(verify)} shapes ({len(fresh)} fresh)")
             r = self.worker.evaluate(self._request(c.instance, seed + 7919 * (i + 1), verify, (), self.original),
                                      self.timeout_s)
-            ok = r.status is Status.OK
-            results.append(CandidateResult(round=c.round, key=c.key, config=c.config, verified=ok,
-                                           message="" if ok else f"{r.status.value}: {r.message}"))
-            if ok:
-                survivors.append(c)
-        # re-time the original and the survivors shape by shape, interleaved, in one session
-        base: dict[str, ShapeTiming] = {}
-        per: dict[str, dict[str, ShapeTiming]] = {c.key: {} for c in survivors}
-        rng = random.Random(seed)
-        for sh in self.shapes:
-            order = [None] + survivors
-            rng.shuffle(order)
-            for c in order:
-                inst = self.original if c is None else c.instance
-                label = "the original" if c is None else c.key
-                self.on_step(f"re-timing {label} at {sh.label} ({final_repeats} runs)")
-                r = self.worker.evaluate(self._request(inst, seed, (), (sh,), None, final_repeats), self.timeout_s)
-                if r.status is not Status.OK or not r.timings:
-                    if c is None:
-                        raise RuntimeError(f"the original kernel failed while re-timing: {r.message}")
-                    per[c.key]["__failed__"] = None  # type: ignore[assignment]
-                    continue
-                if c is None:
-                    base[sh.key] = r.timings[0]
-                else:
-                    per[c.key][sh.key] = r.timings[0]
-        for res in results:
-            if not res.verified:
+            if r.status is not Status.OK:
+                results.append(res.model_copy(update={"verified": False, "message": f"{r.status.value}: {r.message}"}))
                 continue
-            timings = per[res.key]
-            if "__failed__" in timings or len(timings) != len(self.shapes):
-                results[results.index(res)] = res.model_copy(update={"verified": False,
-                                                                     "message": "failed while re-timing"})
+            report = self.check(c.instance, seed)
+            if report is not None and report.failed:
+                status = "memory_error" if report.status.value == "memory_error" else "wrong_result"
+                results.append(res.model_copy(update={"verified": False, "check": report,
+                                                      "message": f"{status}: {report.tool}: {report.message}"}))
                 continue
-            speedups = {sh.label: base[sh.key].stats.median_ms / timings[sh.key].stats.median_ms for sh in self.shapes}
-            flags = self._plausibility(base, timings)
-            results[results.index(res)] = res.model_copy(update={
-                "timings": [timings[sh.key] for sh in self.shapes], "speedups": speedups,
-                "geomean_speedup": geomean(list(speedups.values())), "flags": flags})
-        flagged = [r for r in results if r.verified and r.flags]
-        for r in flagged:   # too good to be true: verify once more on other fresh shapes and inputs
-            c = next(c for c in survivors if c.key == r.key)
-            more = tuple(extra_holdouts(spec, self.shape_set, 3, seed + 1))
+            results.append(res.model_copy(update={"check": report}))
+            live.append((c, len(results) - 1))
+        # screening: the original and every survivor, interleaved; the picks are made on these numbers
+        general_i: Optional[int] = None
+        shape_best: dict[str, int] = {}
+        if live:
+            kernels = [self.original] + [c.instance for c, _ in live]
+            screen = self._session(kernels, seed + 31, final_repeats, "screening")
+            for j, (c, at) in enumerate(live, start=1):
+                results[at] = self._measured(results[at], screen, j, confirmed=False)
+            results = self._recheck_flagged(results, live, seed)
+            timed = [(c, at) for c, at in live if results[at].verified and results[at].geomean is not None]
+            if timed:
+                general_i = max(timed, key=lambda x: results[x[1]].geomean.ratio)[1]
+                for sh in self.shapes:
+                    shape_best[sh.key] = max(timed, key=lambda x: results[x[1]].intervals[sh.label].ratio)[1]
+        # confirmation: the picks against the original once more, in a new session
+        picked = list(dict.fromkeys(([general_i] if general_i is not None else []) + list(shape_best.values())))
+        base_timings: dict[str, ShapeTiming] = {}
+        if picked:
+            kernels = [self.original] + [next(c.instance for c, at in live if at == p) for p in picked]
+            again = self._session(kernels, seed + 61, final_repeats, "confirming")
+            for j, p in enumerate(picked, start=1):
+                results[p] = self._measured(results[p], again, j, confirmed=True)
+            base_timings = {k: cmp.kernels[0].timing for k, cmp in again.items()}
+        else:
+            base_timings = self._time_original(seed, final_repeats)
+        general = results[general_i] if general_i is not None and results[general_i].verified else None
+        winners = [self._winner(sh, base_timings[sh.key], results, shape_best.get(sh.key)) for sh in self.shapes]
+        checker = (self.checker.tool or self.checker.why_not) if self.checker is not None else "off"
+        return TestReport(seed=seed, baseline=[base_timings[sh.key] for sh in self.shapes], candidates=results,
+                          general=general, improved=bool(general and general.verdict == sp.Verdict.FASTER.value),
+                          per_shape=winners, fresh_shapes=[s.as_dict() for s in fresh], checker=checker)
+
+    def _time_original(self, seed: int, repeats: int) -> dict[str, ShapeTiming]:
+        sessions = self._session([self.original], seed + 61, repeats, "timing the original")
+        return {k: cmp.kernels[0].timing for k, cmp in sessions.items()}
+
+    def _winner(self, sh: Shape, base: ShapeTiming, results: list[CandidateResult], best: Optional[int]) -> ShapeWinner:
+        b = base.stats.median_ms
+        r = results[best] if best is not None else None
+        iv = r.intervals.get(sh.label) if r is not None and r.verified and r.confirmed else None
+        if r is None or iv is None or sp.decide(iv) is not sp.Verdict.FASTER:
+            return ShapeWinner(label=sh.label, shape=sh.as_dict(), baseline_ms=b, winner="original", best_ms=b,
+                               speedup=1.0, interval=sp.identical(), pct_of_copy=base.pct_of_copy)
+        t = next(t for t in r.timings if t.label == sh.label)
+        return ShapeWinner(label=sh.label, shape=sh.as_dict(), baseline_ms=b, winner=r.key, round=r.round,
+                           best_ms=t.stats.median_ms, speedup=iv.ratio, interval=iv, pct_of_copy=t.pct_of_copy)
+
+    def _recheck_flagged(self, results: list[CandidateResult], live: list[tuple[Candidate, int]],
+                         seed: int) -> list[CandidateResult]:
+        """Too good to be true: verify once more on other fresh shapes and inputs."""
+        for c, at in live:
+            r = results[at]
+            if not (r.verified and r.flags):
+                continue
+            more = tuple(extra_holdouts(self.loaded.spec, self.shape_set, 3, seed + 1))
             self.on_step(f"re-verifying {c.key}: {r.flags[0]}")
             again = self.worker.evaluate(self._request(c.instance, seed + 104729, self.shapes + more, (), self.original),
                                          self.timeout_s)
             if again.status is not Status.OK:
-                results[results.index(r)] = r.model_copy(update={
-                    "verified": False, "message": f"failed re-verification: {again.message}"})
-        good = [r for r in results if r.verified and r.geomean_speedup is not None]
-        general = max(good, key=lambda r: r.geomean_speedup) if good else None
-        winners = []
-        for sh in self.shapes:
-            b = base[sh.key]
-            best = min(good, key=lambda r: next(t for t in r.timings if t.label == sh.label).stats.median_ms,
-                       default=None)
-            best_t = next(t for t in best.timings if t.label == sh.label) if best else None
-            if best_t is None or best_t.stats.median_ms >= b.stats.median_ms:
-                winners.append(ShapeWinner(label=sh.label, shape=sh.as_dict(), baseline_ms=b.stats.median_ms,
-                                           winner="original", best_ms=b.stats.median_ms, speedup=1.0,
-                                           pct_of_copy=b.pct_of_copy))
-            else:
-                winners.append(ShapeWinner(label=sh.label, shape=sh.as_dict(), baseline_ms=b.stats.median_ms,
-                                           winner=best.key, round=best.round, best_ms=best_t.stats.median_ms,
-                                           speedup=b.stats.median_ms / best_t.stats.median_ms,
-                                           pct_of_copy=best_t.pct_of_copy))
-        return TestReport(seed=seed, baseline=[base[sh.key] for sh in self.shapes], candidates=results,
-                          general=general, improved=bool(general and general.geomean_speedup >= IMPROVED),
-                          per_shape=winners, fresh_shapes=[s.as_dict() for s in fresh])
+                results[at] = r.model_copy(update={"verified": False,
+                                                   "message": f"failed re-verification: {again.message}"})
+        return results
 
     @staticmethod
     def _plausibility(base: dict[str, ShapeTiming], timings: dict[str, ShapeTiming]) -> list[str]:
@@ -187,6 +307,11 @@ class Tester:
                 flags.append(f"{t.label}: {speed:.1f}x on a kernel already at {b.pct_of_copy:.0f}% of the copy "
                              "bandwidth")
         return flags
+
+
+def _failure_of(check) -> str:
+    bad = next((a for a in check.args if not a.ok), None)
+    return f"{check.label}: {bad.name}: {bad.reason}" if bad else check.label
 
 
 __all__ = ["Candidate", "CandidateResult", "ShapeWinner", "TestReport", "Tester", "replace"]

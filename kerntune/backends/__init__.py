@@ -46,11 +46,13 @@ def parse_device(text: str) -> DeviceRef | str:
     raise KerntuneError(ErrorCode.USAGE, f"cannot understand device {text!r}", hint=DEVICE_HELP)
 
 
-def open_backend(ref: DeviceRef):
-    """Construct the backend for a device (call this inside a worker process)."""
+def open_backend(ref: DeviceRef, exact_alloc: bool = False):
+    """Construct the backend for a device (call this inside a worker process). With
+    ``exact_alloc``, every buffer is its own device allocation (CuPy's pool is off), as
+    a memory checker needs; OpenCL buffers always are."""
     module = importlib.import_module(BACKEND_MODULES[ref.backend])
     if ref.backend == "cupy":
-        return module.CupyBackend(ref.index)
+        return module.CupyBackend(ref.index, pool=not exact_alloc)
     return module.OpenCLBackend(ref.platform, ref.index)
 
 

@@ -8,7 +8,7 @@ follow the libraries they wrap where there is a natural one.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any, Callable, ClassVar, Sequence
+from typing import Any, Callable, ClassVar, Collection, Sequence
 
 import numpy as np
 
@@ -94,36 +94,62 @@ class Backend(ABC):
 
     def measure(self, run: Callable[[], Any], warmup: int, repeats: int, flush: bool = True,
                 stop_after_ms: float | None = None, min_repeats: int = 5,
-                prepare: Callable[[], Any] | None = None) -> tuple[list[float], bool]:
+                prepare: Callable[[], Any] | None = None,
+                inspect: Collection[int] = (), on_inspect: Callable[[int, int], None] | None = None,
+                ) -> tuple[list[float], bool]:
         """Time ``run`` with device timers: ``warmup`` untimed calls, then
         ``repeats`` timed ones, each preceded (outside the timer) by
-        ``prepare`` (restoring in-place arguments) and an L2 flush. The device
-        is synchronized before any timer is read.
+        ``prepare`` (restoring in-place arguments, poisoning outputs) and an L2
+        flush. The device is synchronized before any timer is read.
 
         With ``stop_after_ms``, timing stops early once the median of the
         first ``min_repeats`` runs exceeds it (a candidate far slower than the
-        best so far). Returns the samples and whether timing stopped early.
+        best so far). After each timed run whose index is in ``inspect``,
+        ``on_inspect(0, index)`` is called (outside the timer) to check what
+        the run wrote. Returns the samples and whether timing stopped early.
         """
-        for _ in range(warmup):
-            if prepare is not None:
-                prepare()
-            run()
+        samples, early = self.measure_many([run], warmup, repeats, flush, prepare=prepare, inspect=inspect,
+                                           on_inspect=on_inspect, stop_after_ms=stop_after_ms,
+                                           min_repeats=min_repeats)
+        return samples[0], early
+
+    def measure_many(self, runs: Sequence[Callable[[], Any]], warmup: int, repeats: int, flush: bool = True,
+                     prepare: Callable[[], Any] | None = None, order: Callable[[int], Sequence[int]] | None = None,
+                     inspect: Collection[int] = (), on_inspect: Callable[[int, int], None] | None = None,
+                     stop_after_ms: float | None = None, min_repeats: int = 5) -> tuple[list[list[float]], bool]:
+        """Time several kernels interleaved run by run: in round ``i`` every
+        run is timed once, in the order ``order(i)`` (default: as given), each
+        preceded by ``prepare`` and a flush, so run ``i`` of one kernel and run
+        ``i`` of another are a pair measured under the same conditions. Returns
+        one list of samples per run (and whether timing stopped early, which
+        only a single run with ``stop_after_ms`` can do)."""
+        k = len(runs)
+        order = order or (lambda i: range(k))
+        for i in range(warmup):
+            for j in order(-1 - i):
+                if prepare is not None:
+                    prepare()
+                runs[j]()
         self.synchronize()
-        handles = []
+        handles: list[list[Any]] = [[] for _ in runs]
         for i in range(repeats):
-            if prepare is not None:
-                prepare()
-            if flush:
-                self.flush_l2()
-            token = self._start_timed()
-            handles.append(self._stop_timed(token, run()))
-            if stop_after_ms is not None and i + 1 == min_repeats:
+            for j in order(i):
+                if prepare is not None:
+                    prepare()
+                if flush:
+                    self.flush_l2()
+                token = self._start_timed()
+                handles[j].append(self._stop_timed(token, runs[j]()))
+                if i in inspect and on_inspect is not None:
+                    self.synchronize()
+                    on_inspect(j, i)
+            if stop_after_ms is not None and k == 1 and i + 1 == min_repeats:
                 self.synchronize()
-                first = sorted(self._elapsed_ms(h) for h in handles)
+                first = sorted(self._elapsed_ms(h) for h in handles[0])
                 if first[len(first) // 2] > stop_after_ms:
-                    return first, True
+                    return [first], True
         self.synchronize()
-        return [self._elapsed_ms(h) for h in handles], False
+        return [[self._elapsed_ms(h) for h in hs] for hs in handles], False
 
     def scalar(self, value: Any, storage: np.dtype) -> Any:
         """A scalar kernel argument of the given storage type."""

@@ -77,7 +77,7 @@ class CupyBackend(Backend):
     lang = "cuda"
     name = "cupy"
 
-    def __init__(self, ordinal: int):
+    def __init__(self, ordinal: int, pool: bool = True):
         cp = self.cp = _cupy()
         n = device_count()
         if ordinal < 0 or ordinal >= n:
@@ -86,6 +86,8 @@ class CupyBackend(Backend):
         self.ordinal = ordinal
         self.device = cp.cuda.Device(ordinal)
         self.device.use()
+        if not pool:   # one cudaMalloc per buffer: an access past its end is an access past an allocation
+            cp.cuda.set_allocator(None)
         self._info = describe(ordinal)
         self._flush = None
 

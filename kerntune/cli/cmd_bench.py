@@ -8,7 +8,7 @@ from typing import List, Optional
 import typer
 from rich.table import Table
 
-from kerntune.cli.output import err, fmt_bytes, fmt_ms, fmt_pct, fmt_x, out, print_json, set_json
+from kerntune.cli.output import err, fmt_bytes, fmt_interval, fmt_ms, fmt_pct, out, print_json, set_json
 from kerntune.errors import ErrorCode, KerntuneError
 from kerntune.results import EvalResult, Status
 
@@ -31,16 +31,24 @@ def bench(
                                                                     "repeatable. Held-out shapes are always verified."),
     timeout: float = typer.Option(300, "--timeout", help="Seconds allowed per verification or timing step; a kernel "
                                                          "that hangs longer is killed and reported as a timeout."),
+    memcheck: bool = typer.Option(True, "--memcheck/--no-memcheck",
+                                  help="Also run each kernel under the memory and race checker (Oclgrind for OpenCL, "
+                                       "compute-sanitizer for CUDA) on small shapes."),
     json: bool = typer.Option(False, "--json", help="Print machine-readable JSON."),
 ) -> None:
     """Verify a kernel on every spec shape (plus a held-out odd shape), then time it.
 
-    Verification uses fresh seeded random inputs, poisoned outputs (every
-    element must be written), unchanged inputs, and tolerances by dtype;
-    the reference is the spec's NumPy function, or with --against, KERNEL's
-    own outputs. Timing uses device events, warm-up, repeats, an L2 flush
-    between runs and a device-to-device copy measured in the same session;
-    the table shows median, IQR, achieved GB/s and % of that copy.
+    Verification uses fresh seeded random inputs from several distributions
+    (the spec's range, shifted, all-negative, large and small magnitudes),
+    outputs poisoned twice (NaN, then a random finite value: every element
+    must be written), unchanged inputs, and tolerances by dtype; the
+    reference is the spec's NumPy function, or with --against, KERNEL's own
+    outputs. Each kernel then runs under the memory and race checker.
+    Timing uses device events, warm-up, repeats, an L2 flush between runs and
+    a device-to-device copy measured in the same session, and checks what
+    the timed runs wrote; the table shows median, IQR, achieved GB/s and % of
+    that copy. With --against, both are timed interleaved run by run and the
+    speedup comes with a 95% confidence interval.
     """
     set_json(json)
     from kerntune.engine.bench import BenchOptions, bench as run_bench
@@ -59,7 +67,7 @@ def bench(
             raise KerntuneError(ErrorCode.SPEC, f"{kernel_file} and {against} have different specs",
                                 hint="two implementations compared side by side must share one spec (use --spec)")
     opts = BenchOptions(warmup=warmup, repeats=repeats, flush_l2=not no_flush, seed=seed, timeout_s=timeout,
-                        only=tuple(shape or ()), shape_set=shape_set)
+                        only=tuple(shape or ()), shape_set=shape_set, memcheck=memcheck)
     from kerntune.engine.bench import select_shapes
     from kerntune.spec.shapes import spec_shapes
 
@@ -80,7 +88,7 @@ def bench(
     failed = [r for r in (report.kernel, report.against) if r is not None and r.status is not Status.OK]
     if failed:
         f = failed[0]
-        code = ErrorCode.VERIFY if f.status is Status.WRONG_RESULT else \
+        code = ErrorCode.VERIFY if f.status in (Status.WRONG_RESULT, Status.MEMORY_ERROR) else \
             ErrorCode.COMPILE if f.status is Status.COMPILE_ERROR else \
             ErrorCode.RESOURCE if f.status is Status.RESOURCE_LIMIT else ErrorCode.WORKER
         raise KerntuneError(code, f"{f.kernel}: {f.status.value.replace('_', ' ')}: {f.message}",
@@ -95,12 +103,21 @@ def _verification_line(r: EvalResult) -> str:
         return "not verified"
     ref = {"numpy": "the NumPy reference", "kernel": "the reference kernel's outputs",
            "self": "itself (no reference: outputs written, inputs unchanged, results reproducible)"}[v.reference]
-    held = sum(1 for s in v.shapes if s.holdout)
-    where = f"{len(v.shapes) - held} spec shapes + {held} held out"
+    shapes = {s.label.split(" [")[0]: s.holdout for s in v.shapes}
+    held = sum(shapes.values())
+    where = f"{len(shapes) - held} spec shapes + {held} held out, {len(v.distributions)} input distributions each"
     if v.ok:
         worst = max((a.rel_l2_err for s in v.shapes for a in s.args), default=0.0)
         return f"[green]correct[/] on {where} against {ref} (worst relative L2 error {worst:.1e})"
     return f"[red]WRONG[/] against {ref}: {v.first_failure()}"
+
+
+def _check_line(c) -> str:
+    if c.status.value == "clean":
+        return f"[green]clean[/] under {c.tool} on {', '.join(c.shapes)} ({c.seconds:.1f} s)"
+    if c.status.value == "unchecked":
+        return f"[yellow]not checked[/]: {c.message}"
+    return f"[red]{c.status.value.replace('_', ' ')}[/] under {c.tool}: {c.message}"
 
 
 def _render(report) -> None:
@@ -114,6 +131,8 @@ def _render(report) -> None:
     for r in (report.kernel, report.against):
         if r is not None:
             out.print(f"verify  {r.kernel}: {_verification_line(r)}")
+            if r.check is not None:
+                out.print(f"check   {r.kernel}: {_check_line(r.check)}")
     if not any(row.kernel or row.against for row in report.rows):
         return
     two = report.against is not None
@@ -126,7 +145,7 @@ def _render(report) -> None:
         t.add_column("GB/s", justify="right")
         t.add_column("% copy", justify="right")
     if two:
-        t.add_column("speedup", justify="right")
+        t.add_column("speedup [95% CI]", justify="right")
     for row in report.rows:
         cells = [row.label]
         for timing in ([row.kernel, row.against] if two else [row.kernel]):
@@ -136,12 +155,15 @@ def _render(report) -> None:
                 s = timing.stats
                 cells += [fmt_ms(s.median_ms), fmt_ms(s.iqr_ms), f"{timing.achieved_gbs:.1f}", fmt_pct(timing.pct_of_copy)]
         if two:
-            cells.append(fmt_x(row.speedup))
+            cells.append(fmt_interval(row.interval))
         t.add_row(*cells)
     out.print(t)
-    if two and report.geomean_speedup is not None:
+    if two and report.geomean is not None:
+        words = {"faster": "[green]faster[/]", "slower": "[red]slower[/]", "same": "the same speed",
+                 "unsure": "[yellow]not distinguishable from noise[/]"}
         out.print(f"geometric-mean speedup of {report.against.kernel} over {report.kernel.kernel}: "
-                  f"[bold]{report.geomean_speedup:.2f}x[/]")
+                  f"[bold]{fmt_interval(report.geomean)}[/] (95% confidence interval): "
+                  f"{words.get(report.verdict, report.verdict)}")
 
 
 def register(app: typer.Typer) -> None:

@@ -12,7 +12,7 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from kerntune.cli.output import err, fmt_ms, fmt_pct, fmt_x, out, print_json, set_json
+from kerntune.cli.output import err, fmt_interval, fmt_ms, fmt_pct, out, print_json, set_json
 from kerntune.errors import ErrorCode, KerntuneError
 
 
@@ -87,6 +87,12 @@ def optimize(
     final_repeats: int = typer.Option(200, "--final-repeats", min=1, help="Timed runs per shape in the final test."),
     timeout: float = typer.Option(300, "--timeout", help="Seconds per evaluation before a hung kernel is killed."),
     seed: int = typer.Option(0, "--seed", help="Seed for strategies and inputs."),
+    memcheck: bool = typer.Option(True, "--memcheck/--no-memcheck",
+                                  help="Run each would-be best of a round, and every candidate of the final test, "
+                                       "under the memory and race checker (Oclgrind for OpenCL, compute-sanitizer for "
+                                       "CUDA) on small shapes."),
+    memcheck_all: bool = typer.Option(False, "--memcheck-all",
+                                      help="Run every verified candidate under the checker, not only would-be bests."),
     json: bool = typer.Option(False, "--json", help="Print machine-readable JSON."),
 ) -> None:
     """Rewrite a kernel into parameterized templates and search them, verified against the original.
@@ -95,8 +101,10 @@ def optimize(
     from the best kernel so far; the tuner searches it on the device; every
     candidate is verified against the original on every shape. At the end
     the tester re-verifies the best candidates on fresh inputs and shapes and
-    re-times them beside the original. The run directory keeps everything:
-    best.<ext>, one kernel per shape, report.md, results.json.
+    re-times them beside the original, interleaved run by run. A speedup is
+    claimed only when its 95% confidence interval clears +2%. The run
+    directory keeps everything: best.<ext>, one kernel per shape, report.md,
+    results.json.
     """
     set_json(json)
     from kerntune.agents.loop import OptimizeSettings, Optimizer
@@ -132,6 +140,7 @@ def optimize(
             llm_settings = LLMGenerator.check_settings(llm_settings)
         settings = OptimizeSettings(budget=budget, shape_set=shape_set, seed=seed, warmup=warmup, repeats=repeats,
                                     final_repeats=final_repeats, timeout_s=timeout,
+                                    memcheck=("all" if memcheck_all else "best") if memcheck else "off",
                                     generator="rules" if llm == "rules" else "llm", llm=llm_settings)
         path = run_dir or Path("runs") / f"{kf.stem}-{time.strftime('%Y%m%d-%H%M%S')}"
         run = RunDir.create(path)
@@ -175,19 +184,30 @@ def _run(opt, run):
 
 
 def _render(r) -> None:
-    out.print(f"[bold]{r.kernel}[/] on {r.device}: {r.stop_reason}")
-    t = Table(title="Per shape (final test: re-verified, re-timed beside the original)", title_justify="left")
-    for col in ("shape", "original", "best", "speedup", "% of copy", "winner"):
-        t.add_column(col, justify="left" if col in ("shape", "winner") else "right")
+    g = r.test.general if r.test is not None else None
+    if r.improved:
+        out.print(f"[bold]{r.kernel}[/] on {r.device}: [bold green]{fmt_interval(r.general_interval)}[/] faster "
+                  f"(geomean over {len(r.per_shape)} shapes, 95% confidence interval)")
+    elif g is not None and g.geomean is not None:
+        out.print(f"[bold]{r.kernel}[/] on {r.device}: [yellow]no verified speedup[/]: the best candidate measured "
+                  f"{fmt_interval(g.geomean)}, which does not clear {r.test.threshold:.2f}x; best.* is the original")
+    else:
+        out.print(f"[bold]{r.kernel}[/] on {r.device}: [yellow]no candidate beat the original[/]; best.* is the "
+                  "original kernel")
+    t = Table(title="Per shape (final test: re-verified, re-timed interleaved with the original)",
+              title_justify="left")
+    for col in ("shape", "original", "best", "speedup [95% CI]", "% of copy", "winner"):
+        t.add_column(col, justify="left" if col in ("shape", "winner") else "right", overflow="fold")
     for w in r.per_shape:
-        t.add_row(w.label, fmt_ms(w.baseline_ms), fmt_ms(w.best_ms), fmt_x(w.speedup), fmt_pct(w.pct_of_copy),
+        t.add_row(w.label, fmt_ms(w.baseline_ms), fmt_ms(w.best_ms), fmt_interval(w.interval), fmt_pct(w.pct_of_copy),
                   w.winner if w.winner == "original" else f"round {w.round}: {w.winner}")
     out.print(t)
     if r.improved:
-        out.print(f"general configuration (round {r.general_round}): [bold]{r.general_key}[/]  "
-                  f"[bold]{r.general_speedup:.3f}x[/] geomean over the original")
-    else:
-        out.print("[yellow]no candidate beat the original[/]; best.* is the original kernel")
+        out.print(f"general configuration (round {r.general_round}): {r.general_key}")
+    out.print(f"stopped: {r.stop_reason}")
+    out.print(f"memory checker: {r.checker}")
+    for note in r.notes:
+        out.print(f"[yellow]note[/]: {note}")
     if r.llm:
         out.print(f"LLM: {r.llm.get('calls', 0)} calls, {r.llm.get('prompt_tokens', 0)} prompt + "
                   f"{r.llm.get('completion_tokens', 0)} completion tokens")

@@ -53,6 +53,9 @@ def regress(
     allow_device_change: bool = typer.Option(False, "--allow-device-change",
                                              help="Compare with (or, with --update, replace) records made on "
                                                   "another device instead of stopping."),
+    memcheck: bool = typer.Option(True, "--memcheck/--no-memcheck",
+                                  help="Also run each verified kernel under the memory and race checker (Oclgrind "
+                                       "for OpenCL, compute-sanitizer for CUDA) on small shapes."),
     json: bool = typer.Option(False, "--json", help="Print machine-readable JSON."),
 ) -> None:
     """Fail when a kernel got wrong or slower than its recorded baseline (the CI gate).
@@ -82,7 +85,7 @@ def regress(
                 raise KerntuneError(e.code, f"{kf.path}: {e.message}", hint=e.hint) from None
     opts = GateOptions(tolerance=tol, alpha=alpha, warmup=warmup, repeats=repeats, batches=batches,
                        flush_l2=not no_flush, seed=seed, timeout_s=timeout, shape_set=shape_set, update=update,
-                       allow_device_change=allow_device_change)
+                       allow_device_change=allow_device_change, memcheck=memcheck)
     from kerntune.engine.supervisor import DeviceWorker
 
     with ExitStack() as stack:
@@ -182,7 +185,7 @@ def _render(report, opts) -> None:
     out.print(head)
     t = Table(title_justify="left")
     for col, just in (("kernel", "left"), ("shape", "left"), ("baseline", "right"), ("now", "right"),
-                      ("change", "right"), ("p", "right"), ("verdict", "left")):
+                      ("change [CI]", "right"), ("p", "right"), ("verdict", "left")):
         t.add_column(col, justify=just, overflow="fold")
     for k in ks:
         style = _STYLE.get(k.status, "")
@@ -191,6 +194,10 @@ def _render(report, opts) -> None:
             continue
         for i, row in enumerate(k.shapes):
             moved = "-" if row.ratio is None else change(row.ratio)
+            if row.interval is not None and row.interval.lo > 0:
+                t_iv = row.interval.inverted()        # current time / baseline time
+                hi = "inf" if t_iv.hi == float("inf") else change(t_iv.hi)
+                moved += f" [{change(t_iv.lo)}, {hi}]"
             p = "-" if row.p_value is None or row.verdict == "same" else f"{row.p_value:.3f}"
             verdict = "SLOWER" if row.verdict == "slower" else row.verdict
             t.add_row(k.path if i == 0 else "", row.label, _timing(row.baseline), _timing(row.current), moved, p,

@@ -8,7 +8,7 @@ from typing import List, Optional
 import typer
 from rich.table import Table
 
-from kerntune.cli.output import err, fmt_x, out, print_json, set_json
+from kerntune.cli.output import err, fmt_interval, fmt_x, out, print_json, set_json
 from kerntune.errors import ErrorCode, KerntuneError
 
 app = typer.Typer(help="Scores: KernelBench's fast_p over a set of kernels, and KernelCompare's reward "
@@ -72,15 +72,20 @@ def reward_cmd(
     warmup: int = typer.Option(10, "--warmup", min=0, help="Untimed runs per shape."),
     repeats: int = typer.Option(50, "--repeats", "-r", min=1, help="Timed runs per shape and kernel."),
     min_speedup: float = typer.Option(1.02, "--min-speedup", min=1.0,
-                                      help="Geomean speedup needed for the 0.2 'faster' points."),
+                                      help="What the lower bound of the geomean speedup's 95% confidence interval "
+                                           "must reach for the 0.2 'faster' points."),
     timeout: float = typer.Option(60, "--timeout", help="Seconds per stage before a hung candidate is killed."),
+    memcheck: bool = typer.Option(True, "--memcheck/--no-memcheck",
+                                  help="'Correct' also means clean under the memory and race checker."),
     json: bool = typer.Option(False, "--json", help="Print machine-readable JSON."),
 ) -> None:
     """KernelCompare's reward of CANDIDATE: 0.4 compiles + 0.4 correct + 0.2 faster.
 
     Correct: verified against the baseline kernel on every shape, the held-out
-    shapes and two fresh shapes, with fresh inputs. Faster: geomean speedup over
-    the shapes, timed interleaved with the baseline, of at least --min-speedup.
+    shapes and two fresh shapes, with fresh inputs from several distributions,
+    and clean under the memory and race checker. Faster: both timed interleaved
+    run by run on every shape; the 95% confidence interval of the geomean
+    speedup must clear --min-speedup.
     The candidate runs in the isolated worker: a crash or hang scores 0 for the
     stages it did not pass. The exit status is 0 whenever a score was computed."""
     set_json(json)
@@ -97,7 +102,7 @@ def reward_cmd(
                             hint="the candidate must be in the baseline's language")
     spec_shapes(base.spec, shape_set)
     settings = RewardSettings(shape_set=shape_set, seed=seed, warmup=warmup, repeats=repeats,
-                              min_speedup=min_speedup, timeout_s=timeout)
+                              min_speedup=min_speedup, timeout_s=timeout, memcheck=memcheck)
     ref, _ = resolve(device, base.lang)
     with DeviceWorker(ref) as worker:
         if json:
@@ -113,9 +118,12 @@ def reward_cmd(
     yes = {True: "[green]yes[/]", False: "[red]no[/]"}
     out.print(f"reward {r.score:.1f}   compiles {yes[r.compiles]} (0.4)   correct {yes[r.correct]} (0.4)   "
               f"faster {yes[r.faster]} (0.2)")
-    if r.speedup is not None:
-        shapes = ", ".join(f"{k} {v:.2f}x" for k, v in r.speedups.items())
-        out.print(f"speedup {r.speedup:.3f}x geomean (need {min_speedup:g}x): {shapes}")
+    if r.interval is not None:
+        shapes = ", ".join(f"{k} {fmt_interval(v)}" for k, v in r.intervals.items())
+        out.print(f"speedup {fmt_interval(r.interval)} geomean, 95% confidence interval (its lower bound must reach "
+                  f"{min_speedup:g}x): {shapes}")
+    if r.check is not None:
+        out.print(f"memory check: {r.check.status.value}" + (f" ({r.check.message})" if r.check.message else ""))
     if r.message:
         out.print(f"{r.stage}: {r.status.replace('_', ' ')}: {r.message}")
     out.print(f"inputs seed {r.seed} (--seed {r.seed} reproduces them)", style="dim")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import List, Optional
 
@@ -66,14 +67,25 @@ def tune(
                                                           "instance with nvcc/ptxas for --target, report prunings."),
     target: str = typer.Option("h100", "--target", "-t", help="Device profile for --dry-run."),
     arch: Optional[str] = typer.Option(None, "--arch", help="Architecture for --dry-run (default: the profile's)."),
+    final_repeats: int = typer.Option(100, "--final-repeats", min=6,
+                                      help="Timed runs per shape when the winners are confirmed against the baseline."),
+    memcheck: bool = typer.Option(True, "--memcheck/--no-memcheck",
+                                  help="Run each would-be best, and the winners at the end, under the memory and race "
+                                       "checker (Oclgrind for OpenCL, compute-sanitizer for CUDA) on small shapes."),
+    memcheck_all: bool = typer.Option(False, "--memcheck-all",
+                                      help="Run every verified candidate under the checker, not only would-be bests."),
     json: bool = typer.Option(False, "--json", help="Print machine-readable JSON."),
 ) -> None:
     """Search a template's parameters on a device, under its resource limits.
 
     Every candidate is verified against the original kernel (--baseline), or
-    the spec's NumPy reference, on every shape plus a held-out one, with fresh
-    inputs, before it is timed. Every evaluation is written to RUN_DIR/tuning.db
-    as it finishes: interrupt at will and continue with --resume RUN_DIR.
+    the spec's NumPy reference, on every shape plus a held-out one and on
+    several input distributions, with fresh inputs, before it is timed; every
+    would-be best also runs under the memory and race checker. At the end the
+    general configuration and each shape's best are confirmed: verified again
+    and timed interleaved with the baseline, with 95% confidence intervals.
+    Every evaluation is written to RUN_DIR/tuning.db as it finishes: interrupt
+    at will and continue with --resume RUN_DIR.
     """
     set_json(json)
     if dry_run:
@@ -131,14 +143,16 @@ def tune(
             raise KerntuneError(ErrorCode.USAGE, f"{run_path} already holds a run",
                                 hint=f"continue it with --resume {run_path}, or choose another --run-dir")
         store = RunStore.in_dir(run_path, create=True)
-    outcome = _run(template, loaded, store, settings, original, device, compile_workers, run_path, json)
+    if memcheck_all:
+        settings = replace(settings, memcheck="all")
+    outcome = _run(template, loaded, store, settings, original, device, compile_workers, run_path, json,
+                   final_repeats, memcheck)
     if json:
         print_json(outcome)
 
 
-def _run(template, loaded, store, settings, original, device, compile_workers, run_path, json):
-    from dataclasses import replace
-
+def _run(template, loaded, store, settings, original, device, compile_workers, run_path, json, final_repeats=100,
+         memcheck=True):
     from kerntune.tuner.evaluators import LiveEvaluator, ReplayEvaluator
     from kerntune.tuner.run import Tuner
     from kerntune.tuner.store import RunStore
@@ -162,7 +176,10 @@ def _run(template, loaded, store, settings, original, device, compile_workers, r
         settings = replace(settings, lookahead=2 * workers)
         worker = DeviceWorker(ref)
         evaluator = LiveEvaluator(worker, compile_workers=workers)
-    tuner = Tuner(template, loaded, evaluator, store, settings, original)
+    from kerntune.engine.checker import MemoryChecker
+
+    checker = MemoryChecker(evaluator.device, enabled=memcheck, timeout_s=settings.timeout_s) if worker else None
+    tuner = Tuner(template, loaded, evaluator, store, settings, original, checker=checker)
     reason = "interrupted"
     try:
         if json:
@@ -179,6 +196,13 @@ def _run(template, loaded, store, settings, original, device, compile_workers, r
         raise SystemExit(130)
     finally:
         evaluator.close()
+    try:
+        if worker is not None:
+            _confirm(worker, template, loaded, store, settings, original, checker, final_repeats, json)
+    except KeyboardInterrupt:
+        err.print(f"[yellow]interrupted[/] while confirming; continue with `kerntune tune --resume {run_path}`")
+        raise SystemExit(130)
+    finally:
         if worker is not None:
             worker.close()
     store.set("stop_reason", reason)
@@ -193,6 +217,17 @@ def _run(template, loaded, store, settings, original, device, compile_workers, r
                       f"{f' and {len(written) - 3} more (kernels.json lists them)' if len(written) > 3 else ''}")
         out.print(f"details: kerntune show {run_path}")
     return summary
+
+
+def _confirm(worker, template, loaded, store, settings, original, checker, final_repeats, json) -> None:
+    from kerntune.tuner.confirm import confirm
+
+    if json:
+        confirm(worker, template, loaded, store, settings, original, checker, final_repeats)
+        return
+    with err.status("confirming the winners") as status:
+        confirm(worker, template, loaded, store, settings, original, checker, final_repeats,
+                on_step=lambda text: status.update(text))
 
 
 def _dry_run(template_path, spec, target, arch, shape_set, reject_spills, json):

@@ -71,3 +71,6 @@ fmt_pct = fmt.pct
 
 def fmt_x(x: float | None) -> str:
     return fmt.times(x, 2)
+
+
+fmt_interval = fmt.interval

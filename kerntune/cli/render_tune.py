@@ -10,7 +10,7 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from kerntune.cli.output import err, fmt_ms, fmt_pct, fmt_x, out
+from kerntune.cli.output import err, fmt_interval, fmt_ms, fmt_pct, fmt_x, out
 from kerntune.tuner.run import Progress
 from kerntune.tuner.summary import TuneSummary
 
@@ -63,7 +63,11 @@ def render_summary(s: TuneSummary) -> None:
         out.print("failed: " + ", ".join(f"{k} {v}" for k, v in sorted(s.failed_by_status.items(), key=lambda x: -x[1])))
     if not s.shapes:
         return
-    t = Table(title=f"Per shape (baseline: {s.baseline})", title_justify="left")
+    if s.test is not None:
+        _render_confirmed(s)
+        return
+    t = Table(title=f"Per shape (baseline: {s.baseline}; the search's own estimates, not confirmed)",
+              title_justify="left")
     for col in ("shape", "baseline", "best", "speedup", "general", "speedup ", "gap", "best configuration"):
         t.add_column(col, justify="left" if col in ("shape", "best configuration") else "right")
     for r in s.shapes:
@@ -78,3 +82,27 @@ def render_summary(s: TuneSummary) -> None:
                   + (f"  (per-shape best: {s.per_shape_geomean_speedup:.3f}x)" if s.per_shape_geomean_speedup else ""))
     else:
         out.print("[yellow]no configuration was timed on every shape[/]")
+
+
+def _render_confirmed(s: TuneSummary) -> None:
+    test = s.test
+    t = Table(title=f"Per shape, confirmed: re-verified and timed interleaved with the baseline ({s.baseline})",
+              title_justify="left")
+    for col in ("shape", "baseline", "best", "speedup [95% CI]", "% of copy", "winner"):
+        t.add_column(col, justify="left" if col in ("shape", "winner") else "right", overflow="fold")
+    for w in test.per_shape:
+        t.add_row(w.label, fmt_ms(w.baseline_ms), fmt_ms(w.best_ms), fmt_interval(w.interval), fmt_pct(w.pct_of_copy),
+                  w.winner)
+    out.print(t)
+    rejected = [c for c in test.candidates if not c.verified]
+    for c in rejected:
+        out.print(f"[red]rejected[/] {c.key}: {c.message}")
+    g = test.general
+    if g is not None and g.geomean is not None:
+        verdict = ("[green]faster[/]" if test.improved else
+                   f"[yellow]not a verified speedup[/] (the interval does not clear {test.threshold:.2f}x)")
+        out.print(f"general configuration: [bold]{g.key}[/]  {fmt_interval(g.geomean)} geomean over the baseline "
+                  f"(95% confidence interval): {verdict}")
+    elif s.general is not None:
+        out.print(f"general configuration: [bold]{s.general.key}[/]: not confirmed")
+    out.print(f"memory checker: {test.checker}")

@@ -1,5 +1,6 @@
 """One evaluation of one kernel: compile, check the launch fits, verify on
-every shape with fresh inputs, then time. Runs inside a worker process."""
+every shape and input distribution with fresh inputs and two poisons, then
+time (checking what the timed runs wrote). Runs inside a worker process."""
 
 from __future__ import annotations
 
@@ -13,14 +14,13 @@ from typing import Any
 import numpy as np
 
 from kerntune.backends.base import Backend, CompileFailed, LaunchFailed
-from kerntune.dtypes import poisoned
-from kerntune.engine.inputs import HostArgs, bytes_moved, make_host_args, numpy_reference
+from kerntune.dtypes import finite_poison
+from kerntune.engine import distributions as dist
+from kerntune.engine.inputs import HostArgs, make_host_args, numpy_reference
+from kerntune.engine.judge import Arrays, Expected, Poison, atol_scales, judge_runs, output_rms
 from kerntune.errors import ErrorCode, KerntuneError
-from kerntune.engine.verify import compare, tolerance_for, unchanged, unwritten_mask
 from kerntune.hardware import launch_problems
-from kerntune.results import (
-    CopyBandwidth, EvalResult, ShapeCheck, ShapeTiming, Status, TimingStats, Verification,
-)
+from kerntune.results import EvalResult, ShapeCheck, ShapeTiming, Status, Verification
 from kerntune.spec import expr
 from kerntune.spec.model import KernelSpec, LaunchSpec, Shape
 
@@ -54,6 +54,8 @@ class TimingOptions:
     measure_copy: bool = True
     # stop timing a shape early when its first runs exceed this (shape key -> ms)
     stop_after_ms: tuple[tuple[str, float], ...] = ()
+    # timed runs whose outputs are checked, besides the last one (chosen at random per shape)
+    inspected_runs: int = 2
 
 
 @dataclass(frozen=True)
@@ -67,14 +69,12 @@ class EvalRequest:
     reference: KernelInstance | None = None    # the original kernel, run on the same device
     use_numpy_reference: bool = True           # the spec's reference function when there is no kernel
     timing: TimingOptions | None = field(default_factory=TimingOptions)
+    distributions: tuple[str, ...] | None = None   # None: the spec's (every shape is verified on each)
 
 
-class Fatal(Exception):
-    """The device context is poisoned; the worker must be replaced after replying."""
-
-
-def shape_seed(seed: int, shape: Shape) -> int:
-    return int.from_bytes(hashlib.sha256(f"{seed}:{shape.key}".encode()).digest()[:4], "little")
+def shape_seed(seed: int, shape: Shape, distribution: str = dist.SPEC) -> int:
+    text = f"{seed}:{shape.key}" if distribution == dist.SPEC else f"{seed}:{shape.key}:{distribution}"
+    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:4], "little")
 
 
 def resolve_launch(spec: KernelSpec, inst: KernelInstance, shape: Shape) -> tuple[tuple[int, ...], tuple[int, ...], int]:
@@ -86,6 +86,16 @@ def resolve_launch(spec: KernelSpec, inst: KernelInstance, shape: Shape) -> tupl
     return grid, block, shared
 
 
+def nan_poison(spec: KernelSpec) -> Poison:
+    """The fixed first poison pattern of every output (NaN for floats)."""
+    return {a.name: a.dt.poison[0] for a in spec.outputs}
+
+
+def random_poison(spec: KernelSpec, rng: np.random.Generator) -> Poison:
+    """A finite value chosen at random for every output."""
+    return {a.name: finite_poison(a.dt, rng) for a in spec.outputs}
+
+
 class Evaluator:
     """Holds one backend and the caches that may live as long as its worker."""
 
@@ -93,8 +103,10 @@ class Evaluator:
         self.backend = backend
         self._kernels: OrderedDict[str, Any] = OrderedDict()
         self._max_cached = max_cached
-        self._copy: CopyBandwidth | None = None
         self.poisoned = False
+        from kerntune.engine.timed import Timer
+
+        self.timer = Timer(self)
 
     # --- compile -----------------------------------------------------------
     def compiled(self, inst: KernelInstance) -> Any:
@@ -108,25 +120,36 @@ class Evaluator:
             self._kernels.popitem(last=False)
         return kernel
 
+    def reference_kernel(self, req: EvalRequest) -> Any:
+        if req.reference is None:
+            return None
+        try:
+            return self.compiled(req.reference)
+        except CompileFailed as e:
+            raise KerntuneError(ErrorCode.COMPILE, f"the reference kernel {req.reference.label!r} does not compile",
+                                detail=e.log) from None
+
     # --- one launch on host arrays ---------------------------------------
-    def _upload(self, spec: KernelSpec, host: HostArgs, poison: int) -> tuple[dict[str, Any], list[Any]]:
+    def upload(self, spec: KernelSpec, host: HostArgs, poison: Poison | None = None,
+               bufs: dict[str, Any] | None = None) -> tuple[dict[str, Any], list[Any]]:
+        """Device buffers holding ``host`` (outputs: ``poison`` when given); into ``bufs``
+        when given (the same buffers again, with new contents)."""
+        from kerntune.dtypes import filled
+
         be = self.backend
-        bufs: dict[str, Any] = {}
+        fresh = bufs is None
+        bufs = {} if bufs is None else bufs
         for a in spec.arrays:
             arr = host.arrays[a.name]
-            if a.intent == "out" and poison:
-                arr = poisoned(a.dt, arr.shape, poison)
-            buf = be.alloc(arr.nbytes)
-            be.upload(buf, arr)
-            bufs[a.name] = buf
+            if a.intent == "out" and poison and a.name in poison:
+                arr = filled(a.dt, arr.shape, poison[a.name])
+            if fresh:
+                bufs[a.name] = be.alloc(arr.nbytes)
+            be.upload(bufs[a.name], arr)
         args = [bufs[a.name] if a.is_array else be.scalar(host.scalars[a.name], a.dt.storage) for a in spec.args]
         return bufs, args
 
-    def run_once(self, spec: KernelSpec, kernel: Any, launch: tuple, host: HostArgs, poison: int = 0) -> dict[str, np.ndarray]:
-        """Upload fresh copies of every argument, launch once, download every array."""
-        bufs, args = self._upload(spec, host, poison)
-        grid, block, shared = launch
-        self._guard(lambda: (self.backend.launch(kernel, grid, block, args, shared), self.backend.synchronize()))
+    def download(self, spec: KernelSpec, host: HostArgs, bufs: dict[str, Any]) -> Arrays:
         out = {}
         for a in spec.arrays:
             dst = np.empty_like(host.arrays[a.name])
@@ -134,7 +157,15 @@ class Evaluator:
             out[a.name] = dst
         return out
 
-    def _guard(self, fn):
+    def run_once(self, spec: KernelSpec, kernel: Any, launch: tuple, host: HostArgs,
+                 poison: Poison | None = None) -> Arrays:
+        """Upload fresh copies of every argument, launch once, download every array."""
+        bufs, args = self.upload(spec, host, poison)
+        grid, block, shared = launch
+        self.guard(lambda: (self.backend.launch(kernel, grid, block, args, shared), self.backend.synchronize()))
+        return self.download(spec, host, bufs)
+
+    def guard(self, fn):
         try:
             return fn()
         except LaunchFailed as e:
@@ -142,111 +173,72 @@ class Evaluator:
                 self.poisoned = True
             raise
 
-    # --- verification ---------------------------------------------------------
-    def verify(self, req: EvalRequest, kernel: Any) -> Verification:
-        spec, base = req.spec, Path(req.base_dir)
-        ref_kernel = None
+    # --- expected values ------------------------------------------------------
+    def mode(self, req: EvalRequest) -> str:
         if req.reference is not None:
-            try:
-                ref_kernel = self.compiled(req.reference)
-            except CompileFailed as e:
-                raise KerntuneError(ErrorCode.COMPILE, f"the reference kernel {req.reference.label!r} does not compile",
-                                    detail=e.log) from None
-        if ref_kernel is not None:
-            mode = "kernel"
-        elif req.use_numpy_reference and spec.reference is not None:
-            mode = "numpy"
-        else:
-            mode = "self"
-        checks = []
-        for shape in req.verify_shapes:
-            checks.append(self._verify_shape(req, kernel, ref_kernel, mode, shape, base))
-        return Verification(ok=all(c.ok for c in checks), reference=mode, seed=req.seed, shapes=checks)
+            return "kernel"
+        if req.use_numpy_reference and req.spec.reference is not None:
+            return "numpy"
+        return "self"
 
-    def _verify_shape(self, req: EvalRequest, kernel: Any, ref_kernel: Any, mode: str, shape: Shape,
-                      base: Path) -> ShapeCheck:
+    def expected(self, req: EvalRequest, shape: Shape, host: HostArgs, ref_kernel: Any = None) -> Expected:
+        """The reference's outputs on ``host`` (``values`` None when there is no reference)."""
         spec = req.spec
-        seed = shape_seed(req.seed, shape)
-        host = make_host_args(spec, base, shape, seed)
-        launch = resolve_launch(spec, req.candidate, shape)
-        expected: dict[str, np.ndarray]
+        mode = self.mode(req)
         if mode == "kernel":
-            ref_launch = resolve_launch(spec, req.reference, shape)
+            kernel = ref_kernel if ref_kernel is not None else self.reference_kernel(req)
             try:
-                expected = self.run_once(spec, ref_kernel, ref_launch, host)
+                out = self.run_once(spec, kernel, resolve_launch(spec, req.reference, shape), host)
             except LaunchFailed as e:
                 raise KerntuneError(ErrorCode.VERIFY, f"the reference kernel {req.reference.label!r} failed at "
                                                       f"{shape.label}: {e.message}",
                                     hint="check the original kernel alone with `kerntune bench`") from None
-        elif mode == "numpy":
-            expected = numpy_reference(spec, base, shape, host)
-        got = self.run_once(spec, kernel, launch, host, poison=0)
-        args = []
-        second: dict[str, np.ndarray] | None = None
-        for a in spec.outputs:
-            m0 = unwritten_mask(a.dt, got[a.name], 0)
-            unwritten = None
-            if m0.any():
-                # a value equal to the poison pattern might be legitimate: rerun with the other pattern
-                second = second or self.run_once(spec, kernel, launch, host, poison=1)
-                unwritten = m0 & unwritten_mask(a.dt, second[a.name], 1)
-            if mode == "self":
-                second = second or self.run_once(spec, kernel, launch, host, poison=1)
-                exp, is_storage = second[a.name], True
-            else:
-                exp, is_storage = expected[a.name], mode == "kernel"
-            args.append(compare(a, tolerance_for(spec, a), got[a.name], exp, is_storage, unwritten))
-        for a in spec.arrays:
-            if a.intent == "in":
-                args.append(unchanged(a, host.arrays[a.name], got[a.name]))
-        ok = all(c.ok for c in args)
-        return ShapeCheck(shape=shape.as_dict(), label=shape.label, holdout=shape.holdout, seed=seed, ok=ok, args=args)
+            return Expected({a.name: out[a.name] for a in spec.outputs}, True)
+        if mode == "numpy":
+            return Expected(numpy_reference(spec, Path(req.base_dir), shape, host), False)
+        return Expected(None)
 
-    # --- timing ---------------------------------------------------------------
-    def copy_bandwidth(self, opts: TimingOptions) -> CopyBandwidth:
-        if self._copy is not None:
-            return self._copy
-        be = self.backend
-        info = be.info()
-        cache = info.l2_bytes or 32 * 2**20
-        if info.kind == "gpu":
-            nbytes = min(max(4 * cache, 256 * 2**20), max(info.global_mem_bytes // 8, 2**20))
-        else:
-            nbytes = min(max(4 * cache, 64 * 2**20), 256 * 2**20)
-        src, dst = be.alloc(nbytes), be.alloc(nbytes)
-        be.upload(src, np.ones(nbytes // 4, dtype=np.uint32))
-        samples, _ = be.measure(lambda: be.copy(dst, src, nbytes), min(opts.warmup, 5), max(min(opts.repeats, 30), 3),
-                                flush=opts.flush_l2)
-        self._copy = CopyBandwidth(bytes_per_copy=nbytes, stats=TimingStats.from_samples(samples, min(opts.warmup, 5),
-                                                                                          opts.flush_l2))
-        return self._copy
+    # --- verification ---------------------------------------------------------
+    def distributions(self, req: EvalRequest) -> tuple[str, ...]:
+        return req.distributions if req.distributions is not None else req.spec.input_distributions
 
-    def time_shape(self, req: EvalRequest, kernel: Any, shape: Shape, copy: CopyBandwidth | None) -> ShapeTiming:
-        spec, opts = req.spec, req.timing
-        host = make_host_args(spec, Path(req.base_dir), shape, shape_seed(req.seed, shape))
-        grid, block, shared = resolve_launch(spec, req.candidate, shape)
-        bufs, args = self._upload(spec, host, 0)
-        be = self.backend
-        # in-place arguments start every run from the same values: a pristine device copy is
-        # copied back before each run, outside the timer
-        pristine = []
-        for a in spec.arrays:
-            if a.intent == "inout":
-                nbytes = host.arrays[a.name].nbytes
-                keep = be.alloc(nbytes)
-                be.upload(keep, host.arrays[a.name])
-                pristine.append((bufs[a.name], keep, nbytes))
-        prepare = (lambda: [be.copy(dst, src, n) for dst, src, n in pristine if n]) if pristine else None
-        stop = dict(opts.stop_after_ms).get(shape.key)
-        samples, early = self._guard(lambda: be.measure(lambda: be.launch(kernel, grid, block, args, shared),
-                                                        opts.warmup, opts.repeats, opts.flush_l2, stop_after_ms=stop,
-                                                        prepare=prepare))
-        stats = TimingStats.from_samples(samples, opts.warmup, opts.flush_l2, early)
-        moved = bytes_moved(spec, shape.as_dict())
-        gbs = moved / (stats.median_ms * 1e-3) / 1e9 if stats.median_ms > 0 else 0.0
-        pct = 100.0 * gbs / copy.gbs if copy is not None and copy.gbs > 0 else None
-        return ShapeTiming(shape=shape.as_dict(), label=shape.label, stats=stats, bytes_moved=moved,
-                           achieved_gbs=gbs, pct_of_copy=pct)
+    def verify(self, req: EvalRequest, kernel: Any, cache: dict[tuple[str, int], Expected]) -> Verification:
+        ref_kernel = self.reference_kernel(req)
+        names = self.distributions(req)
+        checks = []
+        for shape in req.verify_shapes:
+            base_rms: dict[str, float] = {}       # output sizes on the first distribution (the spec's own)
+            for d in names:
+                checks.append(self._verify_one(req, kernel, ref_kernel, shape, d, cache, base_rms))
+        return Verification(ok=all(c.ok for c in checks), reference=self.mode(req), seed=req.seed, shapes=checks,
+                            distributions=list(names))
+
+    def _verify_one(self, req: EvalRequest, kernel: Any, ref_kernel: Any, shape: Shape, distribution: str,
+                    cache: dict[tuple[str, int], Expected], base_rms: dict[str, float]) -> ShapeCheck:
+        """Two runs on fresh inputs: outputs poisoned with NaN, then with a random finite
+        value; both must match the reference, and an element that kept its poison in
+        both is unwritten. The absolute tolerance follows the outputs' size relative to
+        the shape's first distribution (``base_rms``, filled by the first call)."""
+        spec = req.spec
+        seed = shape_seed(req.seed, shape, distribution)
+        host = make_host_args(spec, Path(req.base_dir), shape, seed, distribution)
+        expected = self.expected(req, shape, host, ref_kernel)
+        if distribution == dist.SPEC:
+            cache[(shape.key, seed)] = expected
+        launch = resolve_launch(spec, req.candidate, shape)
+        rng = np.random.default_rng(seed ^ 0x5EED)
+        runs = []
+        for poison in (nan_poison(spec), random_poison(spec, rng)):
+            runs.append((self.run_once(spec, kernel, launch, host, poison), poison))
+        ref_values = expected.values if expected.values is not None else runs[0][0]
+        rms = output_rms(spec, ref_values, expected.is_storage or expected.values is None)
+        scales = atol_scales(spec, rms, base_rms)
+        if not base_rms:
+            base_rms.update(rms)
+        args = judge_runs(spec, host.arrays, runs, expected, scales)
+        label = shape.label if distribution == dist.SPEC else f"{shape.label} [{distribution}]"
+        return ShapeCheck(shape=shape.as_dict(), label=label, holdout=shape.holdout, seed=seed,
+                          ok=all(c.ok for c in args), args=args, distribution=distribution)
 
     # --- the whole evaluation -------------------------------------------------
     def evaluate(self, req: EvalRequest) -> EvalResult:
@@ -276,17 +268,26 @@ class Evaluator:
                             reason=problems[0].reason, resources=res, compile_log=log)
             res = res.model_copy(update={"dynamic_shared_bytes": max(res.dynamic_shared_bytes, shared)})
         verification = None
+        cache: dict[tuple[str, int], Expected] = {}
         try:
             if req.verify_shapes:
-                verification = self.verify(req, kernel)
+                verification = self.verify(req, kernel, cache)
                 if not verification.ok:
                     return done(Status.WRONG_RESULT, message=verification.first_failure(), resources=res,
                                 compile_log=log, verification=verification)
             timings: list[ShapeTiming] = []
             copy = None
             if req.timing is not None and req.time_shapes:
-                copy = self.copy_bandwidth(req.timing) if req.timing.measure_copy else None
-                timings = [self.time_shape(req, kernel, s, copy) for s in req.time_shapes]
+                copy = self.timer.copy_bandwidth(req.timing) if req.timing.measure_copy else None
+                for s in req.time_shapes:
+                    timing, failed = self.timer.time_shape(req, kernel, s, copy, cache)
+                    if failed is not None:
+                        checks = (verification.shapes if verification else []) + [failed]
+                        v = Verification(ok=False, reference=self.mode(req), seed=req.seed, shapes=checks,
+                                         distributions=verification.distributions if verification else [])
+                        return done(Status.WRONG_RESULT, message=v.first_failure(), resources=res, compile_log=log,
+                                    verification=v)
+                    timings.append(timing)
         except LaunchFailed as e:
             status = Status.CRASH if e.fatal else Status.LAUNCH_FAILURE
             return done(status, message=e.message, resources=res, compile_log=log, verification=verification)

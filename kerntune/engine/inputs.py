@@ -10,12 +10,12 @@ from typing import Any
 import numpy as np
 
 from kerntune.dtypes import DType, decode, encode, poisoned
+from kerntune.engine import distributions as dist
 from kerntune.errors import ErrorCode, KerntuneError
 from kerntune.spec import expr
 from kerntune.spec.model import ArgSpec, KernelSpec, Shape
 from kerntune.engine.userfunc import call_user, load_function
 
-DEFAULT_FLOAT_RANGE = (-1.0, 1.0)
 DEFAULT_INT_RANGE = {True: (-64, 64), False: (0, 64)}
 
 
@@ -59,23 +59,32 @@ class HostArgs:
     arrays: dict[str, np.ndarray]
     scalars: dict[str, Any]
     seed: int
+    generated: frozenset[str] = frozenset()    # arrays the spec's inputs function made (not drawn here)
 
 
-def _random(dt: DType, shape: tuple[int, ...], rng: np.random.Generator, rng_range: tuple[float, float] | None) -> np.ndarray:
+def _random(dt: DType, shape: tuple[int, ...], rng: np.random.Generator, rng_range: tuple[float, float] | None,
+            distribution: str = dist.SPEC) -> np.ndarray:
     if dt.is_float:
-        lo, hi = rng_range or DEFAULT_FLOAT_RANGE
-        return encode(dt, rng.uniform(lo, hi, size=shape).astype(np.float32 if dt.itemsize <= 4 else np.float64))
+        name = dist.SPEC if distribution == dist.SPECIAL else distribution
+        lo, hi = dist.float_range(dt.itemsize, rng_range, name)
+        values = rng.uniform(lo, hi, size=shape)
+        if distribution == dist.SPECIAL:
+            values = dist.sprinkle_special(values, dt.storage, rng)
+        return encode(dt, values.astype(np.float32 if dt.itemsize <= 4 else np.float64))
     lo, hi = rng_range or DEFAULT_INT_RANGE[np.issubdtype(dt.storage, np.signedinteger)]
     return rng.integers(int(lo), int(hi), size=shape, dtype=dt.storage, endpoint=False)
 
 
-def make_host_args(spec: KernelSpec, base_dir: Path, shape: Shape, seed: int) -> HostArgs:
+def make_host_args(spec: KernelSpec, base_dir: Path, shape: Shape, seed: int,
+                   distribution: str = dist.SPEC) -> HostArgs:
+    """Fresh inputs for one shape, drawn from ``distribution`` (see
+    :mod:`kerntune.engine.distributions`); outputs hold the first poison pattern."""
     sizes = shape.as_dict()
     rng = np.random.default_rng(seed)
     generated: dict[str, Any] = {}
     if spec.inputs is not None:
         fn = load_function(spec.inputs, base_dir, "inputs")
-        out = call_user(fn, "inputs", {}, {"sizes": sizes, "rng": rng, "seed": seed})
+        out = call_user(fn, "inputs", {}, {"sizes": sizes, "rng": rng, "seed": seed, "distribution": distribution})
         if not isinstance(out, dict):
             raise KerntuneError(ErrorCode.SPEC, f"the inputs function must return a dict of arrays by argument name, "
                                                 f"got {type(out).__name__}")
@@ -97,9 +106,9 @@ def make_host_args(spec: KernelSpec, base_dir: Path, shape: Shape, seed: int) ->
                                                     f"the spec says {dims} at {shape.label}")
             arrays[a.name] = np.ascontiguousarray(encode(a.dt, values))
         else:
-            arrays[a.name] = _random(a.dt, dims, rng, a.range)
+            arrays[a.name] = _random(a.dt, dims, rng, a.range, distribution)
     scalars = {a.name: scalar_value(a, sizes) for a in spec.args if not a.is_array}
-    return HostArgs(arrays, scalars, seed)
+    return HostArgs(arrays, scalars, seed, frozenset(generated))
 
 
 def numpy_reference(spec: KernelSpec, base_dir: Path, shape: Shape, host: HostArgs) -> dict[str, np.ndarray]:

@@ -28,7 +28,8 @@ from kerntune.backends import DeviceRef
 from kerntune.engine.evaluate import EvalRequest
 from kerntune.engine.worker import CompileRequest
 from kerntune.errors import ErrorCode, KerntuneError
-from kerntune.results import DeviceInfo, EvalResult, Status
+from kerntune.engine.timed import CompareRequest
+from kerntune.results import Comparison, DeviceInfo, EvalResult, Status, TimedKernel
 
 _LIVE: "weakref.WeakSet[DeviceWorker]" = weakref.WeakSet()
 _PKG_ROOT = str(Path(__file__).resolve().parents[2])
@@ -62,13 +63,13 @@ def _exit_reason(code: int | None, stderr_tail: str = "") -> str:
 class _Process:
     """A worker subprocess and its connection."""
 
-    def __init__(self, args: list[str]):
+    def __init__(self, args: list[str], env: dict[str, str] | None = None, prefix: tuple[str, ...] = ()):
         ours, theirs = socket.socketpair()
         self.log = tempfile.TemporaryFile(mode="w+b", prefix="kerntune-worker-")
-        env = dict(os.environ)
+        env = {**os.environ, **(env or {})}
         env["PYTHONPATH"] = _PKG_ROOT + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "kerntune.engine.worker", str(theirs.fileno()), *args],
+            [*prefix, sys.executable, "-m", "kerntune.engine.worker", str(theirs.fileno()), *args],
             pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, stdout=self.log, stderr=self.log, env=env,
             start_new_session=True,  # Ctrl-C reaches the CLI, which decides the worker's fate
         )
@@ -131,11 +132,18 @@ class _Process:
 
 
 class DeviceWorker:
-    """One worker process bound to one device, replaced whenever it dies."""
+    """One worker process bound to one device, replaced whenever it dies. ``env`` and
+    ``prefix`` (a command the worker runs under, e.g. compute-sanitizer) serve the memory
+    checker; ``exact_alloc`` asks the backend for one device allocation per buffer (no pool,
+    so an access past a buffer's end is past an allocation's end)."""
 
-    def __init__(self, device: DeviceRef, start_timeout_s: float = 120.0):
+    def __init__(self, device: DeviceRef, start_timeout_s: float = 120.0, env: dict[str, str] | None = None,
+                 prefix: tuple[str, ...] = (), exact_alloc: bool = False):
         self.device = device
         self.start_timeout_s = start_timeout_s
+        self.env = env
+        self.prefix = prefix
+        self.exact_alloc = exact_alloc
         self._p: _Process | None = None
         self._info: DeviceInfo | None = None
         self.restarts = 0
@@ -146,7 +154,8 @@ class DeviceWorker:
         if self._p is not None and self._p.alive():
             return
         self.kill()
-        self._p = _Process(["device", self.device.id])
+        self._p = _Process(["device", self.device.id] + (["exact-alloc"] if self.exact_alloc else []),
+                           env=self.env, prefix=self.prefix)
         try:
             reply = self._p.receive(self.start_timeout_s)
         except WorkerTimedOut:
@@ -224,6 +233,19 @@ class DeviceWorker:
         except WorkerCrashed as e:
             return EvalResult(status=Status.CRASH, kernel=req.candidate.label, device=self._info,
                               message=f"{e.reason} (the kernel crashed its process)", seconds=time.perf_counter() - t0)
+
+    def compare(self, req: CompareRequest, timeout_s: float) -> Comparison:
+        """Time several kernels interleaved on one shape; a hang or a crash marks every one
+        of them (the session cannot tell which kernel caused it)."""
+        t0 = time.perf_counter()
+        try:
+            return self.call("compare", req, timeout_s)
+        except (WorkerTimedOut, WorkerCrashed) as e:
+            status = Status.TIMEOUT if isinstance(e, WorkerTimedOut) else Status.CRASH
+            why = (f"did not finish within the time limit of {timeout_s:g} s" if status is Status.TIMEOUT
+                   else f"{e.reason} (a kernel crashed its process)")
+            return Comparison(shape=req.shape.as_dict(), label=req.shape.label, seconds=time.perf_counter() - t0,
+                              kernels=[TimedKernel(label=k.label, status=status, message=why) for k in req.kernels])
 
     def compile(self, source: str, name: str, options: tuple[str, ...], timeout_s: float) -> Any:
         try:

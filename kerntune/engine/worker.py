@@ -28,6 +28,8 @@ def _handle(evaluator: Any, kind: str, payload: Any) -> Any:
 
     if kind == "evaluate":
         return evaluator.evaluate(payload)
+    if kind == "compare":
+        return evaluator.timer.compare(payload)
     if kind == "compile":
         try:
             kernel = evaluator.backend.compile(payload.source, payload.name, payload.options)
@@ -39,13 +41,13 @@ def _handle(evaluator: Any, kind: str, payload: Any) -> Any:
     raise KerntuneError(ErrorCode.INTERNAL, f"unknown worker request {kind!r}")
 
 
-def worker_main(conn: Any, device: Any) -> None:
+def worker_main(conn: Any, device: Any, exact_alloc: bool = False) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the supervisor decides when this process ends
     from kerntune.backends import open_backend
     from kerntune.engine.evaluate import Evaluator
 
     try:
-        evaluator = Evaluator(open_backend(device))
+        evaluator = Evaluator(open_backend(device, exact_alloc=exact_alloc))
         conn.send(("ready", evaluator.backend.info()))
     except KerntuneError as e:
         conn.send(("error", e))
@@ -104,7 +106,7 @@ def main(argv: list[str]) -> None:
     if mode == "device":
         from kerntune.backends import parse_device
 
-        worker_main(conn, parse_device(target))
+        worker_main(conn, parse_device(target), exact_alloc="exact-alloc" in argv[3:])
     elif mode == "call":
         import pickle
 

@@ -13,9 +13,11 @@ import json
 from typing import Any, Optional
 
 from kerntune import __version__
-from kerntune.agents.tester import IMPROVED, CandidateResult
-from kerntune.export.runs import Run, Skip, source_hash, strip_header
-from kerntune.results import Record, ShapeTiming, geomean
+from kerntune.agents.tester import CandidateResult
+from kerntune.speedup import THRESHOLD, Interval
+from kerntune.export.runs import Run, Skip
+from kerntune.source.normalize import source_hash, strip_header
+from kerntune.results import Record, ShapeTiming
 
 SCHEMA = "kerntune.pair/1"
 
@@ -28,7 +30,7 @@ class PairShape(Record):
     original_iqr_ms: float
     optimized_iqr_ms: float
     runs: int                                  # timed runs behind each median
-    speedup: float                             # original_ms / optimized_ms
+    speedup: float                             # original_ms / optimized_ms (ratio of the medians)
 
 
 class Pair(Record):
@@ -49,7 +51,8 @@ class Pair(Record):
     spec: str                                  # the spec's YAML text
     device: dict[str, Any]
     shapes: list[PairShape]
-    speedup: float                             # geomean over shapes (per_shape: on its shape)
+    speedup: float                             # geomean over shapes (per_shape: on its shape), paired estimate
+    speedup_interval: Optional[Interval] = None   # its confidence interval (the tester's paired measurement)
     geomean_speedup: float
     round: int
     config: dict[str, Any]
@@ -89,7 +92,7 @@ def _describe(run: Run, r: int, key: str, transformations: list[dict[str, Any]],
             f"parameters {key} (round {r}); {speed:.3f}x {what}")
 
 
-def run_pairs(run: Run, min_speedup: float = IMPROVED) -> tuple[list[Pair], Optional[str]]:
+def run_pairs(run: Run, min_speedup: float = THRESHOLD) -> tuple[list[Pair], Optional[str]]:
     """The pairs of one run, or why it has none."""
     if not run.finished:
         return [], f"not finished (status {run.manifest.status}); finish it with kerntune optimize --resume"
@@ -116,10 +119,10 @@ def run_pairs(run: Run, min_speedup: float = IMPROVED) -> tuple[list[Pair], Opti
         shapes = _shapes(test.baseline, cand)
         if not shapes:
             continue
-        gm = geomean([s.speedup for s in shapes])
-        speed = next(s.speedup for s in shapes if s.label == label) if label else gm
-        if speed < min_speedup:
-            continue
+        interval = cand.intervals.get(label) if label else cand.geomean
+        if interval is None or cand.geomean is None or interval.lo < min_speedup:
+            continue     # a pair is faster only when the confidence interval's lower bound says so
+        speed, gm = interval.ratio, cand.geomean.ratio   # the tester's paired estimates
         optimized = strip_header(run.text(rel))
         launch, options = run.launch_and_options(r, cand.config)
         # a kernel is its source with its launch and compile options: the same source launched with
@@ -136,17 +139,18 @@ def run_pairs(run: Run, min_speedup: float = IMPROVED) -> tuple[list[Pair], Opti
             description=_describe(run, r, key, trans, speed, what), original_source=original,
             optimized_source=optimized, original_launch=run.original_launch(), optimized_launch=launch,
             original_compile_options=run.original_options(), optimized_compile_options=options, spec=run.spec_text, device=run.device, shapes=shapes, speedup=speed,
-            geomean_speedup=gm, round=r, config=cand.config, transformations=trans,
+            speedup_interval=interval, geomean_speedup=gm, round=r, config=cand.config, transformations=trans,
             verification={"verified": True, "reference": "the original kernel, run on the same device",
                           "seed": test.seed, "shapes": [s.label for s in shapes],
                           "fresh_shapes": test.fresh_shapes, "flags": cand.flags},
             original_hash=oh, optimized_hash=ph, run_id=run.run_id, run_dir=str(run.path)))
     if not pairs:
-        return [], f"no verified kernel beat the original by {min_speedup:g}x or more"
+        return [], (f"no verified kernel beat the original by {min_speedup:g}x or more (the lower bound of the "
+                    "speedup's confidence interval)")
     return pairs, None
 
 
-def export_pairs(runs: list[Run], min_speedup: float = IMPROVED) -> tuple[list[Pair], list[Skip], int]:
+def export_pairs(runs: list[Run], min_speedup: float = THRESHOLD) -> tuple[list[Pair], list[Skip], int]:
     """Every run's pairs, deduplicated (the first occurrence kept); also the runs without pairs and
     how many duplicates were dropped."""
     seen: set[str] = set()

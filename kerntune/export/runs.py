@@ -5,7 +5,7 @@ template and the chain of rounds (which round's best each round started from).""
 from __future__ import annotations
 
 import hashlib
-import re
+
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -15,27 +15,9 @@ from kerntune.agents.rundir import MANIFEST, Manifest, RoundRecord, RunDir
 from kerntune.agents.tester import CandidateResult, TestReport
 from kerntune.errors import ErrorCode, KerntuneError
 from kerntune.results import EvalResult, Record
+from kerntune.source.normalize import source_hash
 from kerntune.spec.load import LoadedSpec, parse
 from kerntune.tuner.kernel_files import EXT, launch_dict, resolve_launch_params
-
-# the two comment lines outputs.py puts at the top of best.* and per_shape/*
-_HEADER = re.compile(r"\A// kerntune: [^\n]*\n// launch: [^\n]*\n")
-_COMMENTS = re.compile(r"//[^\n]*|/\*.*?\*/", re.DOTALL)
-
-
-def strip_header(text: str) -> str:
-    return _HEADER.sub("", text, count=1)
-
-
-def normalize(source: str) -> str:
-    """The source without comments and with whitespace collapsed: what deduplication compares."""
-    text = _COMMENTS.sub(" ", strip_header(source))
-    return " ".join(text.split())
-
-
-def source_hash(source: str) -> str:
-    return hashlib.sha256(normalize(source).encode()).hexdigest()[:16]
-
 
 def expand(paths: list[Path]) -> list[Path]:
     """Run directories: each PATH that holds run.json, or else the folders directly inside it that do."""

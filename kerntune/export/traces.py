@@ -8,7 +8,8 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from kerntune import __version__
-from kerntune.export.runs import Run, Skip, strip_header
+from kerntune.export.runs import Run, Skip
+from kerntune.source.normalize import strip_header
 from kerntune.results import Record
 
 SCHEMA = "kerntune.trace/1"

@@ -17,6 +17,8 @@ from kerntune.engine.supervisor import DeviceWorker
 from kerntune.errors import ErrorCode, KerntuneError
 from kerntune.kernelfile import KernelFile
 from kerntune.regress import baseline as bl
+from kerntune import speedup as sp
+from kerntune.engine.checker import MemoryChecker, check_shapes
 from kerntune.regress.stats import MIN_BATCHES, Verdict, center, decide
 from kerntune.results import EvalResult, Record, ShapeTiming, Status, Verification, geomean
 from kerntune.spec.model import LaunchSpec, Shape
@@ -38,6 +40,7 @@ class GateOptions:
     shape_set: Optional[str] = None
     update: bool = False
     allow_device_change: bool = False
+    memcheck: bool = True             # verified kernels also run under the memory and race checker
 
 
 class ShapeResult(Record):
@@ -46,6 +49,7 @@ class ShapeResult(Record):
     baseline: Optional[bl.ShapeRecord] = None
     current: Optional[bl.ShapeRecord] = None
     ratio: Optional[float] = None            # current median / baseline median
+    interval: Optional[sp.Interval] = None   # speedup of current over baseline (below 1: slower), confidence 1-2*alpha
     p_value: Optional[float] = None
     verdict: str = "new"                     # same, slower, faster, unsure, new
 
@@ -65,6 +69,7 @@ class KernelResult(Record):
     settings: Optional[bl.TimingSettings] = None
     shapes: list[ShapeResult] = []
     geomean_ratio: Optional[float] = None
+    geomean_interval: Optional[sp.Interval] = None   # speedup of current over baseline, geomean over shapes
     notes: list[str] = []
 
     @property
@@ -164,7 +169,7 @@ def describe(r: EvalResult) -> str:
 
 
 def _failure_status(r: EvalResult) -> str:
-    return "wrong" if r.status is Status.WRONG_RESULT else "failed"
+    return "wrong" if r.status in (Status.WRONG_RESULT, Status.MEMORY_ERROR) else "failed"
 
 
 def run_gate(kernels: list[tuple[KernelFile, DeviceWorker]], baseline_path: Path, stored: bl.BaselineFile,
@@ -190,6 +195,15 @@ def run_gate(kernels: list[tuple[KernelFile, DeviceWorker]], baseline_path: Path
         req = EvalRequest(candidate=j.kf.instance(label=j.key), spec=j.kf.spec, base_dir=str(j.kf.loaded.base_dir),
                           verify_shapes=verify, time_shapes=(), seed=seed, reference=_reference(j), timing=None)
         j.result = j.worker.evaluate(req, opts.timeout_s)
+        if opts.memcheck and j.result.status is Status.OK:
+            step(f"checking {j.key} for memory errors ({i + 1}/{len(jobs)})")
+            checker = MemoryChecker(j.worker.info, timeout_s=opts.timeout_s)
+            report = checker.check(req.candidate, j.kf.spec, str(j.kf.loaded.base_dir),
+                                   check_shapes(j.kf.spec, opts.shape_set), seed)
+            update: dict = {"check": report}
+            if report.failed:
+                update.update(status=Status.MEMORY_ERROR, message=f"{report.tool}: {report.message}")
+            j.result = j.result.model_copy(update=update)
     # 2. time the verified ones: batch after batch, each batch over every kernel and shape in a shuffled order
     live = [j for j in jobs if j.result is not None and j.result.status is Status.OK]
     for j in live:
@@ -273,9 +287,12 @@ def _judge(j: _Job, opts: GateOptions, seed: int, now: float) -> tuple[KernelRes
             rows.append(ShapeResult(label=s.label, shape=s.as_dict(), current=cur, verdict="new"))
             continue
         verdict, ratio, p = decide(cur.batch_medians, old.batch_medians, opts.tolerance, opts.alpha)
+        iv = sp.unpaired(old.batch_medians, cur.batch_medians, confidence=1.0 - 2.0 * opts.alpha)
         rows.append(ShapeResult(label=s.label, shape=s.as_dict(), baseline=old, current=cur, ratio=ratio,
-                                p_value=p, verdict=verdict.value))
+                                interval=iv, p_value=p, verdict=verdict.value))
     ratios = [x.ratio for x in rows if x.ratio is not None]
+    both = [(x.baseline.batch_medians, x.current.batch_medians) for x in rows if x.baseline is not None]
+    geo = sp.geomean(both, is_paired=False, confidence=1.0 - 2.0 * opts.alpha) if both else None
     slower = [x for x in rows if x.verdict == Verdict.SLOWER.value]
     compared = any(x.baseline is not None for x in rows)
     if opts.update:
@@ -298,7 +315,7 @@ def _judge(j: _Job, opts: GateOptions, seed: int, now: float) -> tuple[KernelRes
         launch=(j.kf.spec.launches[j.kf.stem].model_dump(mode="json") if j.kf.stem in j.kf.spec.launches else None),
         verified_against=ref, shapes=current)
     return KernelResult(**common, status=status, message=msg, reference=ref, verification=v, shapes=rows,
-                        geomean_ratio=geomean(ratios) if ratios else None, notes=notes), record
+                        geomean_ratio=geomean(ratios) if ratios else None, geomean_interval=geo, notes=notes), record
 
 
 def skipped(kf_path: Path, key: str, lang: str, why: str) -> KernelResult:

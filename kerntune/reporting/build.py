@@ -11,6 +11,7 @@ from kerntune.errors import ErrorCode, KerntuneError
 from kerntune.results import Record
 from kerntune.reporting.load import load_run
 from kerntune.reporting.model import RunReport, ShapeRow, headline
+from kerntune.speedup import Interval
 
 PLOT_DIR = "report_plots"
 
@@ -34,6 +35,7 @@ class ReportSummary(Record):
     general_key: str = ""
     general_round: Optional[int] = None
     general_speedup: Optional[float] = None
+    general_interval: Optional[Interval] = None   # its 95% confidence interval (confirmed runs)
     per_shape_speedup: Optional[float] = None
     copy_gbs: Optional[float] = None
     measured: int = 0
@@ -89,6 +91,7 @@ def summary(r: RunReport, files: ReportFiles, **extra: Any) -> ReportSummary:
     return ReportSummary(run_dir=r.run_dir, kind=r.kind, partial=r.partial, notes=r.notes, headline=headline(r),
                          confirmed=r.confirmed, improved=r.improved, general_key=r.general_key,
                          general_round=r.general_round, general_speedup=r.general_speedup,
+                         general_interval=r.general_interval,
                          per_shape_speedup=r.per_shape_speedup, copy_gbs=r.copy_gbs, measured=r.measured,
                          shapes=r.shapes, files=files, **extra)
 

@@ -38,8 +38,11 @@ def table(t: Table, cls: str = "") -> str:
 
 def _tiles(r: RunReport) -> str:
     tiles: list[tuple[str, str, str]] = []
-    if r.general_speedup:
-        tiles.append((f"{r.general_speedup:.2f}x", "general configuration, geomean", "hero"))
+    if r.general_interval is not None:
+        iv = r.general_interval
+        tiles.append((f"{iv.ratio:.2f}x", f"general configuration, geomean (95% CI {iv.lo:.2f}–{iv.hi:.2f})", "hero"))
+    elif r.general_speedup:
+        tiles.append((f"{r.general_speedup:.2f}x", "general configuration, geomean (tuning estimate)", "hero"))
     if r.per_shape_speedup:
         tiles.append((f"{r.per_shape_speedup:.2f}x", "best per shape, geomean", ""))
     pcts = [s.best_pct for s in r.shapes if s.best_pct is not None]
@@ -61,6 +64,8 @@ def _verdict(r: RunReport) -> tuple[str, str]:
         return "partial", "partial run"
     if r.kind == "optimize":
         return ("good", "verified faster") if r.improved else ("neutral", "no improvement")
+    if r.confirmed:
+        return ("good", "verified faster") if r.improved else ("neutral", "no verified speedup")
     return ("good", "tuned") if (r.general_speedup or 0) > 1.0 else ("neutral", "no faster configuration")
 
 

@@ -207,11 +207,17 @@ def load_tune(path: Path) -> RunReport:
     general = data.result(s.general.key) if s.general else None
     copy = copy_gbs(base, general, *(e.result for e in data.evals))
     rows = []
-    for r in s.shapes:
+    test = s.test
+    if test is not None:      # the tester confirmed the winners: its numbers are the ones to report
+        from kerntune.reporting.load_optimize import confirmed_rows
+
+        rows, _ = confirmed_rows(test, copy)
+    for r in s.shapes if test is None else []:
         best = data.result(r.best_key) if r.best_key else None
         rows.append(shape_row(r.label, r.shape, copy, timing(base, r.shape), timing(general, r.shape),
                               timing(best, r.shape), best_winner=r.best_key, best_ms=r.best_ms,
                               general_ms=r.general_ms, baseline_ms=r.baseline_ms))
+    g_test = test.general if test is not None else None
     device = meta.get("device") or {}
     original = meta.get("original") or {}
     report = dict(
@@ -220,9 +226,12 @@ def load_tune(path: Path) -> RunReport:
         device=f"{device.get('name', '?')} ({device.get('id', '?')})" if device else "",
         method=s.strategy, status="done" if not partial else "partial", stop_reason=stop or ("imported" if imported
                                                                                               else ""), partial=partial,
-        confirmed=False, baseline_label=original.get("label") or "the template's baseline configuration",
+        confirmed=test is not None, improved=test.improved if test is not None else None, test=test,
+        baseline_label=original.get("label") or "the template's baseline configuration",
         general_key=s.general.key if s.general else "", general_config=s.general.config if s.general else {},
-        general_speedup=s.general.geomean_speedup if s.general else None, per_shape_speedup=per_shape_geomean(rows),
+        general_speedup=(g_test.geomean_speedup if g_test is not None else
+                         s.general.geomean_speedup if s.general else None),
+        general_interval=g_test.geomean if g_test is not None else None, per_shape_speedup=per_shape_geomean(rows),
         copy_gbs=copy, measured=s.measured, space_size=s.space_size or None, elapsed_s=s.elapsed_s or None,
         metric="speedup" if base is not None else "time", shapes=rows,
         convergence=[series(s.strategy or "search", None, data.evals, 0, base is not None)] if data.evals else [],

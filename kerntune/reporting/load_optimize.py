@@ -45,7 +45,7 @@ def load_optimize(path: Path) -> RunReport:
         rounds.append(Round(rec=rec, dir=d, store=store, proposal=read_json(d / "proposal.json")))
     notes = _notes(path, m, base, test, result, rounds)
     copy = copy_gbs(base)
-    rows, general = _confirmed_rows(test, copy) if test is not None else _estimated_rows(base, rounds, copy)
+    rows, general = confirmed_rows(test, copy) if test is not None else _estimated_rows(base, rounds, copy)
     g_round, g_key, g_config, g_speedup = general
     ext = EXT.get(m.lang, "")
     original = _original(path, m)
@@ -54,6 +54,7 @@ def load_optimize(path: Path) -> RunReport:
         device=f"{m.device.get('name', '?')} ({m.device.get('id', '?')})", method=str(m.settings.get("generator", "")),
         status=m.status, stop_reason=m.stop_reason, partial=bool(notes), notes=notes, confirmed=test is not None,
         improved=test.improved if test is not None else None, general_key=g_key, general_round=g_round,
+        general_interval=test.general.geomean if test is not None and test.general is not None else None,
         general_config=g_config, general_speedup=g_speedup, per_shape_speedup=per_shape_geomean(rows),
         copy_gbs=copy, measured=sum(r.rec.measured for r in rounds),
         elapsed_s=sum(r.rec.seconds for r in rounds) or None, shapes=rows,
@@ -81,7 +82,7 @@ def _notes(path: Path, m: Manifest, base, test, result, rounds: list[Round]) -> 
     return notes
 
 
-def _confirmed_rows(test: TestReport, copy: Optional[float]):
+def confirmed_rows(test: TestReport, copy: Optional[float]):
     g = test.general
     winners = {shape_id(w.shape): w for w in test.per_shape}
     rows = []
@@ -92,10 +93,11 @@ def _confirmed_rows(test: TestReport, copy: Optional[float]):
             cand = _candidate(test, w.winner, w.round)
             best_t = bt if w.winner == "original" else timing_of(cand, bt.shape)
             known = dict(best_ms=w.best_ms, best_speedup=w.speedup, best_pct=w.pct_of_copy, best_winner=w.winner,
-                         best_round=w.round)
+                         best_round=w.round, best_interval=w.interval)
         gen_t = timing_of(g, bt.shape)
         if g is not None and bt.label in g.speedups:
             known["general_speedup"] = g.speedups[bt.label]
+            known["general_interval"] = g.intervals.get(bt.label)
         rows.append(shape_row(bt.label, bt.shape, copy, bt, gen_t, best_t, **known))
     general = (g.round, g.key, g.config, g.geomean_speedup) if g is not None else (None, "", {}, None)
     return rows, general

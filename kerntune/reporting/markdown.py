@@ -38,14 +38,22 @@ def _facts(r: RunReport) -> list[str]:
     return lines + [""]
 
 
+def result_line(improved: bool, interval, speedup, key: str, round_, best_file) -> str:
+    """The one-sentence result of an optimize run (report.md, both writers)."""
+    if not improved:
+        return "**Result: no candidate beat the original** by the required margin; `best` is the original kernel."
+    from kerntune.fmt import interval as fmt_interval
+
+    speed = fmt_interval(interval) if interval is not None else f"{speedup:.3f}x"
+    return (f"**Result: {speed}** geometric-mean speedup (95% confidence interval) over the original with the general "
+            f"configuration `{key}` (round {round_}), written to `best` ({best_file}).")
+
+
 def _result_line(r: RunReport) -> list[str]:
     if r.kind != "optimize" or not r.confirmed:
         return []
-    if r.improved:
-        best = r.files.get("best", "best")
-        return [f"**Result: {r.general_speedup:.3f}x** geometric-mean speedup over the original with the general "
-                f"configuration `{r.general_key}` (round {r.general_round}), written to `best` ({best}).", ""]
-    return ["**Result: no candidate beat the original** by the required margin; `best` is the original kernel.", ""]
+    return [result_line(bool(r.improved), r.general_interval, r.general_speedup, r.general_key, r.general_round,
+                        r.files.get("best", "best")), ""]
 
 
 def _diff(r: RunReport) -> list[str]:

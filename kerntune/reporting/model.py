@@ -10,6 +10,7 @@ from typing import Any, Optional
 from kerntune.agents.rundir import RoundRecord
 from kerntune.agents.tester import TestReport
 from kerntune.results import Record
+from kerntune.speedup import Interval
 
 
 class ShapeRow(Record):
@@ -32,6 +33,8 @@ class ShapeRow(Record):
     baseline_pct: Optional[float] = None      # achieved bandwidth as % of the measured copy
     general_pct: Optional[float] = None
     best_pct: Optional[float] = None
+    general_interval: Optional[Interval] = None   # confirmed runs: the speedups with their 95% intervals
+    best_interval: Optional[Interval] = None
 
 
 class Point(Record):
@@ -104,6 +107,7 @@ class RunReport(Record):
     general_round: Optional[int] = None
     general_config: dict[str, Any] = {}
     general_speedup: Optional[float] = None   # geomean over the shapes
+    general_interval: Optional[Interval] = None   # its 95% confidence interval (confirmed runs)
     per_shape_speedup: Optional[float] = None # geomean of every shape's own best
     copy_gbs: Optional[float] = None
     measured: int = 0
@@ -129,6 +133,13 @@ def _x(v: float) -> str:
     return f"{v:.2f}x"
 
 
+def _xi(r: "RunReport") -> str:
+    """The general speedup, with its confidence interval when the run has one."""
+    from kerntune.fmt import interval
+
+    return interval(r.general_interval) if r.general_interval is not None else _x(r.general_speedup)
+
+
 def headline(r: RunReport) -> str:
     """The result in one sentence."""
     n = len(r.shapes)
@@ -142,9 +153,10 @@ def headline(r: RunReport) -> str:
             if r.improved and r.general_speedup:
                 best = f"; {_x(r.per_shape_speedup)} with the best kernel per shape" \
                     if r.per_shape_speedup and r.per_shape_speedup > r.general_speedup * 1.005 else ""
-                return (f"kerntune made {r.kernel} {_x(r.general_speedup)} faster{on} (geometric mean over {shapes}, "
-                        f"one general configuration{best}), verified again on fresh inputs and unseen shapes.")
-            near = f" (the best candidate reached {_x(r.general_speedup)})" if r.general_speedup else ""
+                return (f"kerntune made {r.kernel} {_xi(r)} faster{on} (geometric mean over {shapes}, 95% "
+                        f"confidence interval, one general configuration{best}), verified again on fresh inputs "
+                        "and unseen shapes.")
+            near = f" (the best candidate measured {_xi(r)})" if r.general_speedup else ""
             return f"No candidate made {r.kernel} faster{on} by the required margin{near}: the original kernel stays."
         if r.general_speedup:
             return (f"Partial run: tuning estimates so far put {r.kernel} at {_x(r.general_speedup)} faster{on} "
@@ -154,10 +166,16 @@ def headline(r: RunReport) -> str:
     against = f"than {r.baseline_label}" if r.baseline_label else "than the baseline"
     space = f" ({r.measured} of {r.space_size} configurations measured)" if r.space_size else ""
     prefix = "Partial run: so far, " if r.partial else ""
+    if r.confirmed and r.general_interval is not None and not r.improved:
+        return (f"No configuration of {r.kernel} is verifiably faster {against}{on}: the general configuration "
+                f"measured {_xi(r)} (95% confidence interval){space}.")
     if r.general_speedup:
         best = f"; {_x(r.per_shape_speedup)} with the best configuration per shape" \
             if r.per_shape_speedup and r.per_shape_speedup > r.general_speedup * 1.005 else ""
         verb = "makes" if not prefix else "would make"
+        if r.confirmed:
+            return (f"The general configuration makes {r.kernel} {_xi(r)} faster {against}{on} (geometric mean over "
+                    f"{shapes}, 95% confidence interval, confirmed by the tester{best}){space}.")
         lead = f"{prefix}the general configuration" if prefix else "The general configuration"
         return (f"{lead} {verb} {r.kernel} {_x(r.general_speedup)} faster {against}{on} "
                 f"(geometric mean over {shapes}{best}){space}.")

@@ -46,14 +46,21 @@ def winner(r: RunReport, s: ShapeRow) -> str:
     return Code(s.best_winner) if s.best_round is None else Code(f"round {s.best_round}: {s.best_winner}")
 
 
+def _xi(iv, v) -> str:
+    """A confirmed speedup with its 95% interval, else the plain estimate."""
+    return fmt.interval(iv) if iv is not None else x(v)
+
+
 def speedup(r: RunReport) -> Table:
-    t = Table(["shape", r.baseline_label if r.kind == "tune" else "original", "general", "speedup",
-               "best per shape", "speedup", "% of copy", "winner"], numeric=frozenset(range(1, 7)))
+    head = "speedup [95% CI]" if r.confirmed else "speedup"
+    t = Table(["shape", r.baseline_label if r.kind == "tune" else "original", "general", head,
+               "best per shape", head, "% of copy", "winner"], numeric=frozenset(range(1, 7)))
     for s in r.shapes:
-        t.rows.append([s.label, ms(s.baseline_ms), ms(s.general_ms), x(s.general_speedup), ms(s.best_ms),
-                       x(s.best_speedup), pct(s.best_pct), winner(r, s)])
+        t.rows.append([s.label, ms(s.baseline_ms), ms(s.general_ms), _xi(s.general_interval, s.general_speedup),
+                       ms(s.best_ms), _xi(s.best_interval, s.best_speedup), pct(s.best_pct), winner(r, s)])
     if len(r.shapes) > 1:
-        t.rows.append(["geomean", "", "", x(r.general_speedup), "", x(r.per_shape_speedup), "", ""])
+        t.rows.append(["geomean", "", "", _xi(r.general_interval, r.general_speedup), "", x(r.per_shape_speedup),
+                       "", ""])
     return t
 
 
@@ -135,7 +142,7 @@ def final_test(r: RunReport) -> Table:
     for c in (r.test.candidates if r.test else []):
         flags = "; ".join(c.flags) or ("" if c.verified else c.message)
         t.rows.append([str(c.round), Code(c.key), "yes" if c.verified else "no",
-                       x(c.geomean_speedup) if c.geomean_speedup else "-", flags])
+                       _xi(c.geomean, c.geomean_speedup) if c.geomean_speedup else "-", flags])
     return t
 
 

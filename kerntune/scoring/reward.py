@@ -10,11 +10,15 @@ not pass; the trainer calling :func:`reward` never sees the crash.
 Correct means: verified against the baseline kernel run on the same device,
 on every spec shape, the held-out shape(s) and two fresh shapes chosen by the
 seed (so a candidate cannot specialize to the shapes it was shown), with
-fresh random inputs, poisoned outputs (every element must be written) and
-inputs checked unchanged. Faster means: the geometric mean over the timed
-shapes of baseline time / candidate time, both timed in the same session,
-interleaved, is at least ``min_speedup`` (default 1.02, the tester's own
-threshold, so that timing noise alone never earns the 0.2). A speedup above
+fresh random inputs from every input distribution, outputs poisoned twice
+(NaN, then a random finite value: every element must be written), inputs
+checked unchanged, and a clean run under the memory and race checker (when
+one is installed; the reward says when it was not). Faster means: both are
+timed on each shape interleaved run by run, and the lower bound of the 95%
+confidence interval of the geometric-mean speedup is at least
+``min_speedup`` (default: kerntune's one threshold, 1.02), the same decision
+as every other kerntune command (:mod:`kerntune.speedup`). A candidate that
+is the baseline (same source, options and launch) is 1.0x. A speedup above
 10x is re-verified on other fresh shapes and inputs before it counts.
 """
 
@@ -27,10 +31,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional, Union
 
+from kerntune import speedup as sp
+from kerntune.engine.checker import MemoryChecker, check_shapes
 from kerntune.engine.evaluate import EvalRequest, KernelInstance, TimingOptions
 from kerntune.engine.supervisor import DeviceWorker
+from kerntune.engine.timed import CompareRequest
 from kerntune.errors import ErrorCode, KerntuneError
-from kerntune.results import EvalResult, Record, Status, geomean
+from kerntune.results import CheckReport, EvalResult, Record, Status
+from kerntune.source.normalize import same_kernel
 from kerntune.spec.load import LoadedSpec, load_file
 from kerntune.spec.model import LaunchSpec
 from kerntune.spec.shapes import extra_holdouts, holdout_shapes, spec_shapes
@@ -48,6 +56,9 @@ class Reward(Record):
     faster: bool
     speedup: Optional[float] = None          # geomean of baseline / candidate over the timed shapes
     speedups: dict[str, float] = {}          # shape label -> baseline / candidate
+    interval: Optional[sp.Interval] = None   # the geomean speedup with its 95% confidence interval
+    intervals: dict[str, sp.Interval] = {}   # shape label -> speedup with its interval
+    check: Optional[CheckReport] = None      # the memory and race checker's report
     status: str = "ok"                       # how the last stage ended: ok, compile_error, wrong_result, crash, ...
     stage: str = "done"                      # the stage that ended it: compile, verify, time, done
     message: str = ""
@@ -61,8 +72,9 @@ class RewardSettings:
     seed: Optional[int] = None               # None: fresh inputs and fresh shapes on every call
     warmup: int = 10
     repeats: int = 50
-    min_speedup: float = 1.02
+    min_speedup: float = sp.THRESHOLD        # the interval's lower bound must reach this
     timeout_s: float = 60.0                  # per stage; a candidate that hangs longer is killed
+    memcheck: bool = True                    # correct also means clean under the memory and race checker
 
 
 def _score(compiles: bool, correct: bool, faster: bool) -> float:
@@ -100,26 +112,39 @@ def score_instances(worker: DeviceWorker, loaded: LoadedSpec, candidate: KernelI
     r = worker.evaluate(_with(base, verify_shapes=verify, reference=baseline), s.timeout_s)
     if r.status is not Status.OK:
         return _done(t0, seed, r.status is not Status.COMPILE_ERROR, False, False, r, "verify")
-    # 3. faster: both timed shape by shape, interleaved, in one session
-    timing = TimingOptions(warmup=s.warmup, repeats=s.repeats, measure_copy=False)
-    rng = random.Random(seed)
-    speedups: dict[str, float] = {}
-    for shape in shapes:
-        times: dict[str, float] = {}
-        order = [("baseline", baseline), ("candidate", candidate)]
-        rng.shuffle(order)
-        for who, inst in order:
-            t = worker.evaluate(_with(base, candidate=inst, time_shapes=(shape,), timing=timing), s.timeout_s)
-            if t.status is not Status.OK or not t.timings:
-                if who == "baseline":
-                    raise KerntuneError(ErrorCode.VERIFY, f"the baseline kernel failed while timing at {shape.label}: "
-                                                          f"{t.status.value}: {t.message}",
-                                        hint="check it alone with `kerntune bench`")
-                return _done(t0, seed, True, False, False, t, "time",
-                             message=f"failed while timing at {shape.label}: {t.message}")
-            times[who] = t.timings[0].stats.median_ms
-        speedups[shape.label] = times["baseline"] / times["candidate"] if times["candidate"] > 0 else float("inf")
-    speed = geomean(list(speedups.values()))
+    check = None
+    if s.memcheck:
+        checker = MemoryChecker(worker.info, timeout_s=max(s.timeout_s, 120.0))
+        check = checker.check(candidate, spec, str(loaded.base_dir), check_shapes(spec, s.shape_set), seed)
+        if check.failed:
+            return _done(t0, seed, True, False, False, None, "check", message=f"{check.tool}: {check.message}",
+                         check=check)
+    if same_kernel(candidate, baseline, spec, verify):
+        same = sp.identical()
+        return _done(t0, seed, True, True, False, None, "done", message="the candidate is the baseline kernel",
+                     speedup=1.0, interval=same, intervals={sh.label: same for sh in shapes}, check=check)
+    # 3. faster: both timed on each shape, interleaved run by run on the same buffers
+    timing = TimingOptions(warmup=s.warmup, repeats=max(s.repeats, 6), measure_copy=False)
+    intervals: dict[str, sp.Interval] = {}
+    pairs = []
+    for i, shape in enumerate(shapes):
+        cmp = worker.compare(CompareRequest(kernels=(baseline, candidate), spec=spec, base_dir=str(loaded.base_dir),
+                                            shape=shape, seed=seed + i, timing=timing, reference=baseline),
+                             2 * s.timeout_s)
+        b, c = cmp.kernels
+        if b.status is not Status.OK:
+            raise KerntuneError(ErrorCode.VERIFY, f"the baseline kernel failed while timing at {shape.label}: "
+                                                  f"{b.status.value}: {b.message}",
+                                hint="check it alone with `kerntune bench`")
+        if c.status is not Status.OK:
+            failed = EvalResult(status=c.status, kernel=c.label, message=c.message)
+            return _done(t0, seed, True, False, False, failed, "time", check=check,
+                         message=f"failed while timing at {shape.label}: {c.message}")
+        intervals[shape.label] = sp.paired(b.samples_ms, c.samples_ms)
+        pairs.append((b.samples_ms, c.samples_ms))
+    geo = sp.geomean(pairs)
+    speedups = {k: v.ratio for k, v in intervals.items()}
+    speed = geo.ratio
     if speed > RECHECK_ABOVE:
         more = tuple(extra_holdouts(spec, s.shape_set, 3, seed + 1))
         again = worker.evaluate(_with(base, verify_shapes=shapes + more, reference=baseline, seed=seed + 104729),
@@ -127,8 +152,11 @@ def score_instances(worker: DeviceWorker, loaded: LoadedSpec, candidate: KernelI
         if again.status is not Status.OK:
             return _done(t0, seed, True, False, False, again, "verify",
                          message=f"{speed:.1f}x was too good to be true, and a second verification failed: "
-                                 f"{again.message}", speedup=speed, speedups=speedups)
-    return _done(t0, seed, True, True, speed >= s.min_speedup, None, "done", speedup=speed, speedups=speedups)
+                                 f"{again.message}", speedup=speed, speedups=speedups, interval=geo,
+                         intervals=intervals, check=check)
+    faster = sp.decide(geo, s.min_speedup) is sp.Verdict.FASTER
+    return _done(t0, seed, True, True, faster, None, "done", speedup=speed, speedups=speedups, interval=geo,
+                 intervals=intervals, check=check)
 
 
 def _with(req: EvalRequest, **changes: Any) -> EvalRequest:

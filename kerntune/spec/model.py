@@ -155,6 +155,24 @@ class KernelSpec(_Strict):
     compile_options: CompileOptions = CompileOptions()
     noalias: bool = Field(False, description="the array arguments never overlap in memory (for every caller), so "
                                              "rewrites may mark pointers restrict")
+    distributions: list[str] | None = Field(None, description="input distributions every shape is verified on "
+                                                              "(default: all of spec, shifted, negative, large, small)")
+    special_values: bool = Field(False, description="also verify on inputs mixed with 0, -0, inf, -inf, NaN, "
+                                                    "subnormals and the largest finite value")
+
+    @field_validator("distributions")
+    @classmethod
+    def _distributions(cls, v: list[str] | None) -> list[str] | None:
+        from kerntune.engine.distributions import NAMES
+
+        if v is None:
+            return v
+        if not v:
+            raise ValueError("give at least one distribution (e.g. [spec])")
+        unknown = [d for d in v if d not in NAMES]
+        if unknown:
+            raise ValueError(f"unknown distribution {unknown[0]!r}; expected some of {', '.join(NAMES)}")
+        return list(dict.fromkeys(v))
 
     @field_validator("kernel")
     @classmethod
@@ -185,6 +203,16 @@ class KernelSpec(_Strict):
     def constants(self) -> dict[str, int]:
         """Names template expressions may use besides sizes and parameters: ``itemsize_<arg>``."""
         return {f"itemsize_{a.name}": a.dt.itemsize for a in self.args}
+
+    @property
+    def input_distributions(self) -> tuple[str, ...]:
+        """The distributions this spec's kernels are verified on, in order ("spec" first when present)."""
+        from kerntune.engine.distributions import DEFAULT, SPECIAL
+
+        names = tuple(self.distributions) if self.distributions is not None else DEFAULT
+        if self.special_values and SPECIAL not in names:
+            names += (SPECIAL,)
+        return names
 
     @property
     def arrays(self) -> list[ArgSpec]:

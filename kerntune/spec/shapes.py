@@ -50,20 +50,39 @@ def _odd_size(base: int, multiple_of: int, lo: int, hi: int | None) -> int:
 
 
 def holdout_shapes(spec: KernelSpec, shape_set: str | None = None) -> list[Shape]:
-    """Verification-only shapes: the spec's own ``holdout_shapes``, or one made
-    from the smallest shape of the set with every size moved to an odd value."""
-    if spec.holdout_shapes is not None:
-        return [_shape(s, True) for s in spec.holdout_shapes]
+    """Verification-only shapes, never one of the listed shapes: the spec's own
+    ``holdout_shapes`` (those not listed), plus, when none is left, one made from
+    the smallest shape of the set with every size moved to an odd value."""
     listed = spec_shapes(spec, shape_set)
+    taken = {s.key for s in listed}
+    if spec.holdout_shapes is not None:
+        own = [sh for sh in (_shape(s, True) for s in spec.holdout_shapes) if sh.key not in taken]
+        if own:
+            return own
     smallest = min(listed, key=lambda s: _volume(s))
     sizes = {}
     for name, value in smallest.sizes:
         c = spec.sizes[name]
         sizes[name] = _odd_size(value, c.multiple_of, c.min, c.max)
-    shape = Shape.of(sizes, label="holdout " + " ".join(f"{k}={v}" for k, v in sizes.items()), holdout=True)
-    if shape.key in {s.key for s in listed}:
-        return []
-    return [shape]
+    if Shape.of(sizes).key in taken:
+        sizes = _nearest_free(spec, sizes, taken)
+    return [Shape.of(sizes, label="holdout " + " ".join(f"{k}={v}" for k, v in sizes.items()), holdout=True)]
+
+
+def _nearest_free(spec: KernelSpec, sizes: dict[str, int], taken: set[str]) -> dict[str, int]:
+    """``sizes`` with one size moved by as few steps of its multiple as possible (within its
+    bounds) so that the shape is not a listed one."""
+    for dist in range(1, 4097):
+        for name, value in sizes.items():
+            c = spec.sizes[name]
+            for cand in (value + dist * c.multiple_of, value - dist * c.multiple_of):
+                if cand < max(c.min, 1) or (c.max is not None and cand > c.max):
+                    continue
+                trial = dict(sizes, **{name: cand})
+                if Shape.of(trial).key not in taken:
+                    return trial
+    raise KerntuneError(ErrorCode.SPEC, "cannot make a held-out shape different from the listed shapes",
+                        hint="every size is pinned by its min/max; list one under `holdout_shapes`")
 
 
 def verification_shapes(spec: KernelSpec, shape_set: str | None = None) -> list[Shape]:

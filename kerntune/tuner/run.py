@@ -14,9 +14,10 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from kerntune import __version__
+from kerntune.engine.checker import MemoryChecker, check_shapes
 from kerntune.engine.evaluate import EvalRequest, KernelInstance, TimingOptions, resolve_launch
 from kerntune.errors import ErrorCode, KerntuneError
-from kerntune.results import EvalResult, Status, geomean
+from kerntune.results import CheckStatus, EvalResult, Status, geomean
 from kerntune.spec.load import LoadedSpec
 from kerntune.spec.model import Shape
 from kerntune.spec.shapes import holdout_shapes, spec_shapes
@@ -47,6 +48,8 @@ class TuneSettings:
     shape_set: Optional[str] = None
     stop_factor: float = 3.0                # stop timing a shape once a candidate is this much slower than the best
     lookahead: int = 0                      # configurations compiled ahead (needs compile workers)
+    distributions: Optional[tuple[str, ...]] = None   # input distributions (None: the spec's)
+    memcheck: str = "best"                  # which verified candidates the checker runs: best (would-be bests), all
 
     def to_meta(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
@@ -55,6 +58,8 @@ class TuneSettings:
     def from_meta(cls, data: dict[str, Any], **overrides: Any) -> "TuneSettings":
         known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
         known.update({k: v for k, v in overrides.items() if v is not None})
+        if known.get("distributions") is not None:
+            known["distributions"] = tuple(known["distributions"])
         return cls(**known)
 
 
@@ -85,7 +90,7 @@ def instance_hash(inst: KernelInstance, launches: list[tuple]) -> str:
 class Tuner:
     def __init__(self, template: Template, loaded: LoadedSpec, evaluator: Evaluator, store: RunStore,
                  settings: TuneSettings, original: KernelInstance | None = None,
-                 on_progress: Callable[[Progress], None] = lambda p: None):
+                 on_progress: Callable[[Progress], None] = lambda p: None, checker: MemoryChecker | None = None):
         self.template = template
         self.loaded = loaded
         self.spec = loaded.spec
@@ -94,6 +99,7 @@ class Tuner:
         self.settings = settings
         self.original = original
         self.on_progress = on_progress
+        self.checker = checker                 # every candidate that becomes a best so far is checked
         self.space = Space.of(template)
         self.time_shapes = tuple(spec_shapes(self.spec, settings.shape_set))
         self.verify_shapes = self.time_shapes + tuple(holdout_shapes(self.spec, settings.shape_set))
@@ -121,6 +127,7 @@ class Tuner:
                    "lang": self.original.lang, "options": list(self.original.options)})
             s.set("shapes", [sh.as_dict() | {"label": sh.label} for sh in self.time_shapes])
         s.set("settings", self.settings.to_meta())
+        s.set("test", None)          # a confirmation from before this search no longer speaks for it
         s.set("device", self.evaluator.device.model_dump(mode="json"))
         s.set("space_size", self.space.size)
 
@@ -163,7 +170,7 @@ class Tuner:
                                flush_l2=self.settings.flush_l2, stop_after_ms=stop)
         return EvalRequest(candidate=inst, spec=self.spec, base_dir=str(self.loaded.base_dir),
                            verify_shapes=self.verify_shapes, time_shapes=self.time_shapes, seed=seed,
-                           reference=reference, timing=timing)
+                           reference=reference, timing=timing, distributions=self.settings.distributions)
 
     def _baseline(self) -> None:
         """Time the original kernel (or the template's baseline configuration)."""
@@ -198,6 +205,34 @@ class Tuner:
             base = self.baseline_ms.get(Shape.of(t.shape).key)
             ratios.append(t.stats.median_ms / base if base else t.stats.median_ms)
         return geomean(ratios)
+
+    def _improves(self, result: EvalResult) -> bool:
+        """Whether a verified result would become the best so far, overall or on some shape."""
+        if result.status is not Status.OK:
+            return False
+        score = self.score(result)
+        if score is not None and score < self.progress.best_score:
+            return True
+        return any(not t.stats.stopped_early and t.stats.median_ms < self.best_ms.get(Shape.of(t.shape).key, math.inf)
+                   for t in result.timings)
+
+    def _checked(self, inst: KernelInstance, result: EvalResult) -> EvalResult:
+        """A would-be best under the memory and race checker: a finding makes it a failure."""
+        if self.checker is None or result.status is not Status.OK:
+            return result
+        if self.settings.memcheck != "all" and not self._improves(result):
+            return result
+        self.progress.phase = f"checking {inst.label} with {self.checker.tool or 'the memory checker'}"
+        self.on_progress(self.progress)
+        report = self.checker.check(inst, self.spec, str(self.loaded.base_dir),
+                                    check_shapes(self.spec, self.settings.shape_set), self.settings.seed)
+        self.progress.phase = "searching"
+        update: dict[str, Any] = {"check": report}
+        if report.status is CheckStatus.MEMORY_ERROR:
+            update.update(status=Status.MEMORY_ERROR, message=f"{report.tool}: {report.message}")
+        elif report.status is CheckStatus.WRONG_RESULT:
+            update.update(status=Status.WRONG_RESULT, message=report.message)
+        return result.model_copy(update=update)
 
     # --- the loop -------------------------------------------------------------
     def _done(self) -> str | None:
@@ -323,6 +358,7 @@ class Tuner:
                 inst, ih = payload
                 started = time.time()
                 result = self.evaluator.evaluate(self._request(inst, key, reference), self.settings.timeout_s, key)
+                result = self._checked(inst, result)
                 if result.status is Status.RESOURCE_LIMIT:   # found after compiling: pruned, not measured
                     self.by_instance[ih] = self._record(key, config, Status.PRUNED.value, False, source_hash=ih,
                                                         reason=result.reason or "resources", message=result.message,

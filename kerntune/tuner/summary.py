@@ -1,12 +1,15 @@
 """What a tuning run found: the best configuration per shape, the single
 general configuration with the best geometric-mean speedup over the baseline
 (and how far each shape's general result is from its specialized best), and
-failures and prunings by reason."""
+failures and prunings by reason. These are the search's own estimates (each
+candidate timed in its own evaluation); the speedups to quote are the
+tester's confirmation (``test``), paired and interleaved with the baseline."""
 
 from __future__ import annotations
 
 from typing import Any, Optional
 
+from kerntune.agents.tester import TestReport
 from kerntune.results import EvalResult, Record, Status, geomean
 from kerntune.spec.model import Shape
 from kerntune.tuner.store import Evaluation, RunStore
@@ -55,6 +58,7 @@ class TuneSummary(Record):
     per_shape_geomean_speedup: Optional[float] = None
     top: list[Ranked] = []
     kernels: list[str] = []                    # files `kerntune tune` wrote: best.<ext>, per_shape/*
+    test: Optional[TestReport] = None          # the tester's confirmation (live runs): the speedups to quote
 
 
 def _timings(e: Evaluation) -> dict[str, float]:
@@ -120,7 +124,14 @@ def summarize(store: RunStore, run_dir: str = "", stop_reason: str = "") -> Tune
         baseline=(store.get("original") or {}).get("label", "template baseline configuration"),
         shapes=rows, general=general,
         per_shape_geomean_speedup=geomean(per_shape) if per_shape else None,
-        top=ranked[:10])
+        top=ranked[:10], test=_test(store))
+
+
+def _test(store: RunStore) -> Optional[TestReport]:
+    """The tester's confirmation, when it belongs to the search as recorded (it is written
+    after the search stops and cleared when a search starts)."""
+    data = store.get("test")
+    return TestReport.model_validate(data) if data and store.get("stop_reason") else None
 
 
 __all__ = ["Ranked", "ShapeResult", "TuneSummary", "summarize"]

@@ -1,0 +1,27 @@
+"""NumPy references for the proof benchmark's kernels (scripts/bench_proof.py)."""
+
+import numpy as np
+
+
+def rowsum(x, sizes):
+    return x.reshape(sizes["rows"], sizes["cols"]).astype(np.float64).sum(axis=1)
+
+
+def copy(src):
+    return src.copy()
+
+
+def scale(x, alpha):
+    return np.float32(alpha) * x
+
+
+def axpy(y, x, alpha):
+    return (np.float32(alpha) * x.astype(np.float32) + y.astype(np.float32)).astype(np.float32)
+
+
+def xor(a, b):
+    return np.bitwise_xor(a, b)
+
+
+def add_rows(x, bias, sizes):
+    return x.reshape(sizes["rows"], sizes["cols"]) + bias.reshape(1, sizes["cols"])

@@ -1,0 +1,321 @@
+"""The memory and race checker: a candidate runs, on small shapes, under a tool
+that sees every memory access.
+
+* OpenCL: Oclgrind (Debian/Ubuntu package ``oclgrind``), an OpenCL device
+  simulator, loaded as the only OpenCL platform of a fresh worker process. It
+  reports out-of-bounds reads and writes in global and local memory, data
+  races, reads of uninitialized values and barrier divergence, with the
+  kernel's source line.
+* CUDA: NVIDIA's compute-sanitizer around a fresh worker process, once per
+  tool (memcheck, racecheck, synccheck, initcheck), with CuPy's memory pool
+  off so an access past a buffer is an access past an allocation.
+
+A check verifies the candidate on the check shapes (the spec's reference, or
+two runs of itself) and reads what the tool logged. Every check runs in its
+own process: Oclgrind's error limit and a sanitizer's state never leak from
+one candidate into the next. The result is a :class:`CheckReport`; a kernel
+that could not be checked (no tool, the tool cannot compile it, time limit)
+is ``unchecked`` with the reason, never silently "clean".
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import tempfile
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Optional, Sequence
+
+import numpy as np
+
+from kerntune.backends import DeviceRef
+from kerntune.engine.evaluate import EvalRequest, KernelInstance, resolve_launch
+from kerntune.engine.inputs import array_shape
+from kerntune.errors import KerntuneError
+from kerntune.results import CheckReport, CheckStatus, DeviceInfo, Status
+from kerntune.spec.model import KernelSpec, Shape
+from kerntune.spec.shapes import holdout_shapes, spec_shapes
+
+MAX_CHECK_ELEMENTS = 1 << 12          # the largest array of a check shape, in elements (Oclgrind: ~2 s)
+OCLGRIND_LIBS = ("/usr/lib/oclgrind/liboclgrind-rt-icd.so", "/usr/lib/x86_64-linux-gnu/liboclgrind-rt-icd.so",
+                 "/usr/local/lib/liboclgrind-rt-icd.so", "/usr/lib64/liboclgrind-rt-icd.so")
+SANITIZER_TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")
+OCLGRIND_FATAL = "OCLGRIND FATAL ERROR"       # Oclgrind itself gave up (not a finding about the kernel)
+
+# Oclgrind (an OpenCL 1.2 device) has no sub-group functions. Under it they are modeled with
+# sub-groups of one work-item, a legal sub-group size and the one at which a kernel indexes
+# per-sub-group storage (sh[get_sub_group_id()]) the furthest.
+SUBGROUPS_OF_ONE = """// kerntune memory check: sub-groups of one work-item (Oclgrind has none)
+#define get_sub_group_size() 1u
+#define get_max_sub_group_size() 1u
+#define get_sub_group_local_id() 0u
+#define get_num_sub_groups() ((uint)(get_local_size(0) * get_local_size(1) * get_local_size(2)))
+#define get_enqueued_num_sub_groups() get_num_sub_groups()
+#define get_sub_group_id() ((uint)((get_local_id(2) * get_local_size(1) + get_local_id(1)) * get_local_size(0) \\
+                                   + get_local_id(0)))
+#define sub_group_barrier(flags) ((void)0)
+#define sub_group_broadcast(x, i) (x)
+#define sub_group_reduce_add(x) (x)
+#define sub_group_reduce_min(x) (x)
+#define sub_group_reduce_max(x) (x)
+#define sub_group_scan_inclusive_add(x) (x)
+#define sub_group_scan_inclusive_min(x) (x)
+#define sub_group_scan_inclusive_max(x) (x)
+#define sub_group_any(p) (p)
+#define sub_group_all(p) (p)
+"""
+
+
+# --- finding the tools ----------------------------------------------------------------
+def oclgrind_library() -> Optional[Path]:
+    found = [Path(p) for p in OCLGRIND_LIBS]
+    exe = shutil.which("oclgrind")
+    if exe:
+        root = Path(exe).resolve().parent.parent
+        found += [root / "lib" / "oclgrind" / "liboclgrind-rt-icd.so", root / "lib" / "liboclgrind-rt-icd.so"]
+    return next((p for p in found if p.exists()), None)
+
+
+def compute_sanitizer() -> Optional[str]:
+    exe = shutil.which("compute-sanitizer")
+    if exe:
+        return exe
+    for p in ("/usr/local/cuda/bin/compute-sanitizer", "/usr/local/cuda/compute-sanitizer/compute-sanitizer"):
+        if Path(p).exists():
+            return p
+    return None
+
+
+# --- which shapes -------------------------------------------------------------------------
+def _largest_array(spec: KernelSpec, sizes: dict[str, int]) -> int:
+    try:
+        return max((int(np.prod(array_shape(a, sizes))) for a in spec.arrays), default=0)
+    except KerntuneError:
+        return 1 << 62
+
+
+def check_shapes(spec: KernelSpec, shape_set: str | None = None, limit: int = MAX_CHECK_ELEMENTS) -> list[Shape]:
+    """Small shapes to run under the checker (an interpreter, thousands of times slower
+    than the device): the held-out shape and the smallest listed shape where they fit
+    ``limit`` elements per array, else the smallest listed shape scaled down (each size
+    halved in turn, kept a multiple of its step and within its bounds) and then moved to
+    odd multiples so that tails are exercised."""
+    listed = sorted(spec_shapes(spec, shape_set), key=lambda s: _largest_array(spec, s.as_dict()))
+    picked = [s for s in holdout_shapes(spec, shape_set) + listed[:1]
+              if _largest_array(spec, s.as_dict()) <= limit]
+    if picked:
+        return list(dict.fromkeys(picked))
+    sizes = listed[0].as_dict()
+    for _ in range(256):
+        if _largest_array(spec, sizes) <= limit:
+            break
+        moved = False
+        for name in sorted(sizes, key=lambda n: -sizes[n]):
+            c = spec.sizes[name]
+            smaller = max((sizes[name] // 2) // c.multiple_of * c.multiple_of, c.multiple_of, c.min)
+            if smaller < sizes[name]:
+                sizes[name] = smaller
+                moved = True
+                break
+        if not moved:
+            break
+    odd = dict(sizes)
+    for name, v in sizes.items():
+        c = spec.sizes[name]
+        k = v // c.multiple_of
+        if k % 2 == 0 and k > 1 and (v - c.multiple_of) >= c.min:
+            odd[name] = v - c.multiple_of
+    shape = Shape.of(odd, label="check " + " ".join(f"{k}={v}" for k, v in odd.items()), holdout=True)
+    return [shape]
+
+
+# --- reading the tools' logs ----------------------------------------------------------------
+def oclgrind_findings(log: str) -> list[str]:
+    """Oclgrind's error reports: blocks separated by blank lines."""
+    blocks, cur = [], []
+    for line in log.splitlines():
+        if not line.strip():
+            if cur:
+                blocks.append("\n".join(cur))
+                cur = []
+            continue
+        if line.startswith("Oclgrind:") and "suppressing" in line:
+            continue
+        cur.append(line.rstrip())
+    if cur:
+        blocks.append("\n".join(cur))
+    return blocks
+
+
+_SANITIZER_NOISE = ("COMPUTE-SANITIZER", "ERROR SUMMARY", "RACECHECK SUMMARY", "LEAK SUMMARY", "Target application",
+                    "Program hit", "Internal Sanitizer")
+
+
+def sanitizer_findings(log: str) -> list[str]:
+    """compute-sanitizer's reports: ``========= `` lines, one block per finding."""
+    blocks, cur = [], []
+    for line in log.splitlines():
+        if not line.startswith("========="):
+            continue
+        body = line[9:].strip()
+        if not body:
+            if cur:
+                blocks.append("\n".join(cur))
+                cur = []
+            continue
+        if not cur and body.startswith(_SANITIZER_NOISE):
+            continue
+        cur.append(body)
+    if cur:
+        blocks.append("\n".join(cur))
+    return blocks
+
+
+def _headline(block: str) -> str:
+    lines = block.splitlines()
+    head = lines[0].strip()
+    where = next((ln.strip() for ln in lines if ln.strip().startswith("At line")), "")
+    kernel = next((ln.strip() for ln in lines if ln.strip().startswith("Kernel:")), "")
+    extra = "; ".join(x for x in (kernel, where.rstrip(":")) if x)
+    return head + (f" ({extra})" if extra else "")
+
+
+# --- the checker ----------------------------------------------------------------------------------
+class MemoryChecker:
+    """Checks kernel instances for one device; remembers what it has checked."""
+
+    def __init__(self, device: DeviceInfo, enabled: bool = True, timeout_s: float = 600.0,
+                 tools: Sequence[str] = SANITIZER_TOOLS):
+        self.device = device
+        self.timeout_s = timeout_s
+        self.tools = tuple(tools)
+        self._cache: dict[str, CheckReport] = {}
+        self.checks = 0
+        self.seconds = 0.0
+        if not enabled:
+            self.tool, self.why_not = "", "the memory checker is off (--no-memcheck)"
+        elif device.lang == "opencl":
+            lib = oclgrind_library()
+            self.tool = "oclgrind" if lib else ""
+            self.why_not = "" if lib else "Oclgrind is not installed (Debian/Ubuntu: apt-get install oclgrind)"
+            self._lib = lib
+        else:
+            exe = compute_sanitizer()
+            self.tool = "compute-sanitizer" if exe else ""
+            self.why_not = "" if exe else "compute-sanitizer is not on PATH (it comes with the CUDA toolkit)"
+            self._exe = exe
+
+    @property
+    def available(self) -> bool:
+        return not self.why_not
+
+    def disable(self, why: str) -> None:
+        self.why_not = why
+
+    def key(self, inst: KernelInstance, spec: KernelSpec, shapes: Sequence[Shape]) -> str:
+        launches = [resolve_launch(spec, inst, s) for s in shapes]
+        return hashlib.sha256((inst.digest + json.dumps(launches)).encode()).hexdigest()[:20]
+
+    def check(self, inst: KernelInstance, spec: KernelSpec, base_dir: str, shapes: Sequence[Shape],
+              seed: int) -> CheckReport:
+        labels = [s.label for s in shapes]
+        if not self.available:
+            return CheckReport(tool=self.tool, status=CheckStatus.UNCHECKED, message=self.why_not, shapes=labels)
+        key = self.key(inst, spec, shapes)
+        if key in self._cache:
+            return self._cache[key]
+        t0 = time.perf_counter()
+        req = EvalRequest(candidate=inst, spec=spec, base_dir=base_dir, verify_shapes=tuple(shapes), time_shapes=(),
+                          seed=seed, reference=None, use_numpy_reference=True, timing=None, distributions=("spec",))
+        if self.tool == "oclgrind":
+            if "sub_group" in inst.source:
+                req = replace(req, candidate=replace(inst, source=SUBGROUPS_OF_ONE + inst.source))
+            report = self._oclgrind(req)
+        else:
+            report = CheckReport(tool=self.tool, status=CheckStatus.CLEAN)
+            for tool in self.tools:
+                report = self._run(req, lambda log, t=tool: self._sanitizer_worker(log, t), sanitizer_findings)
+                if report.status is not CheckStatus.CLEAN:
+                    break
+        report = report.model_copy(update={"shapes": labels, "seconds": time.perf_counter() - t0})
+        self.checks += 1
+        self.seconds += report.seconds
+        self._cache[key] = report
+        return report
+
+    def _oclgrind(self, req: EvalRequest) -> CheckReport:
+        """Oclgrind with every check; when one of its own checks cannot follow the kernel (its
+        uninitialized-value tracking knows no LLVM `freeze`, say), again without that check,
+        and the report says what was left out."""
+        report = self._run(req, self._oclgrind_worker, oclgrind_findings)
+        fatal = report.report.startswith(OCLGRIND_FATAL)
+        if fatal and "Uninitialized" in report.report.splitlines()[0]:
+            why = report.report.splitlines()[1].strip() if len(report.report.splitlines()) > 1 else ""
+            again = self._run(req, lambda log: self._oclgrind_worker(log, uninitialized=False), oclgrind_findings)
+            if not again.report.startswith(OCLGRIND_FATAL):
+                note = f"uninitialized-value checks off: Oclgrind cannot follow this kernel ({why})"
+                return again.model_copy(update={"message": f"{again.message}; {note}" if again.message else note})
+            report = again
+        if report.report.startswith(OCLGRIND_FATAL):
+            return CheckReport(tool=self.tool, status=CheckStatus.UNCHECKED,
+                               message="Oclgrind failed on this kernel: " + " ".join(report.report.splitlines()[:2]))
+        return report
+
+    # --- one tool run in one fresh process ----------------------------------------------------
+    def _run(self, req: EvalRequest, make_worker, findings_of) -> CheckReport:
+        with tempfile.TemporaryDirectory(prefix="kerntune-check-") as tmp:
+            log = Path(tmp) / "checker.log"
+            worker = make_worker(log)
+            try:
+                r = worker.evaluate(req, self.timeout_s)
+            except KerntuneError as e:
+                return CheckReport(tool=self.tool, status=CheckStatus.UNCHECKED,
+                                   message=f"{self.tool} could not start: {e.message}")
+            finally:
+                worker.close()
+            text = log.read_text(errors="replace") if log.exists() else ""
+        found = findings_of(text)
+        if found:
+            return CheckReport(tool=self.tool, status=CheckStatus.MEMORY_ERROR, message=_headline(found[0]),
+                               report=found[0][:4000])
+        if r.status is Status.OK:
+            return CheckReport(tool=self.tool, status=CheckStatus.CLEAN)
+        if r.status is Status.WRONG_RESULT:
+            return CheckReport(tool=self.tool, status=CheckStatus.WRONG_RESULT,
+                               message=f"wrong under {self.tool}: {r.message}")
+        first = r.message.splitlines()[0] if r.message else r.status.value
+        return CheckReport(tool=self.tool, status=CheckStatus.UNCHECKED,
+                           message=f"{self.tool} could not run it ({r.status.value}): {first}"[:300])
+
+    def _oclgrind_worker(self, log: Path, uninitialized: bool = True):
+        from kerntune.engine.supervisor import DeviceWorker
+
+        icd = log.parent / "icd"
+        icd.mkdir()
+        (icd / "oclgrind.icd").write_text(f"{self._lib}\n")
+        d = self.device
+        env = {"OCL_ICD_VENDORS": str(icd), "KERNTUNE_NO_EXTRA_ICD": "1", "OCLGRIND_LOG": str(log),
+               "OCLGRIND_DATA_RACES": "1", "OCLGRIND_CHECK_API": "1",
+               "OCLGRIND_MAX_ERRORS": "16",
+               # the simulated device takes the limits of the real one, so what fits there fits here
+               "OCLGRIND_MAX_WGSIZE": str(max(d.max_threads_per_block, 1)),
+               "OCLGRIND_LOCAL_MEM_SIZE": str(max(d.max_shared_per_block, 1024))}
+        if uninitialized:
+            env["OCLGRIND_UNINITIALIZED"] = "1"
+        return DeviceWorker(DeviceRef("opencl", 0, 0), env=env)
+
+    def _sanitizer_worker(self, log: Path, tool: str):
+        from kerntune.backends import parse_device
+        from kerntune.engine.supervisor import DeviceWorker
+
+        ref = parse_device(self.device.id)
+        prefix = (self._exe, "--tool", tool, "--log-file", str(log), "--print-limit", "16",
+                  "--error-exitcode", "0")
+        return DeviceWorker(ref, prefix=prefix, exact_alloc=True)
+
+
+__all__ = ["CheckReport", "CheckStatus", "MemoryChecker", "check_shapes", "compute_sanitizer", "oclgrind_findings",
+           "oclgrind_library", "sanitizer_findings"]

@@ -1,0 +1,108 @@
+"""Judging what a kernel wrote: against expected values (the reference
+kernel's or the NumPy reference's), or against another run of itself when
+there is no reference; unwritten elements (still holding a poison pattern);
+inputs that must come back unchanged."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from kerntune.dtypes import bits_dtype
+from kerntune.engine.verify import compare, tolerance_for, unchanged
+from kerntune.results import ArgCheck
+from kerntune.spec.model import KernelSpec
+
+Arrays = dict[str, np.ndarray]
+Poison = dict[str, int]          # output argument -> the bit pattern written into it before the run
+
+
+@dataclass(frozen=True)
+class Expected:
+    """What the outputs must hold: ``values`` (storage arrays when ``is_storage``, else
+    values from a NumPy reference), or ``None`` when the kernel has nothing to be
+    compared with but itself."""
+
+    values: Arrays | None
+    is_storage: bool = True
+
+
+def _holds(got: np.ndarray, pattern: int) -> np.ndarray:
+    bits = bits_dtype_of(got)
+    return got.view(bits) == np.array(pattern, dtype=bits)
+
+
+def bits_dtype_of(a: np.ndarray) -> np.dtype:
+    return np.dtype(f"u{a.dtype.itemsize}")
+
+
+def output_rms(spec: KernelSpec, values: Arrays, is_storage: bool) -> dict[str, float]:
+    """The root mean square of each output's finite values: how large the outputs are."""
+    from kerntune.dtypes import decode
+
+    out = {}
+    for a in spec.outputs:
+        v = values[a.name]
+        v = (decode(a.dt, v) if is_storage else np.asarray(v)).astype(np.float64).reshape(-1)
+        with np.errstate(invalid="ignore", over="ignore"):
+            v = v[np.isfinite(v)]
+            out[a.name] = float(np.sqrt(np.mean(v * v))) if v.size else 0.0
+    return out
+
+
+def atol_scales(spec: KernelSpec, rms: dict[str, float], base: dict[str, float] | None) -> dict[str, float]:
+    """How much larger each output is than on the spec's own inputs (``base``): the absolute
+    tolerance grows with it, as rounding errors (and their cancellation) do."""
+    if not base:
+        return {}
+    return {name: (v / base[name]) if base.get(name) else 1.0 for name, v in rms.items() if v > 0}
+
+
+def judge_runs(spec: KernelSpec, inputs: Arrays, runs: list[tuple[Arrays, Poison]], expected: Expected,
+               atol_scale: dict[str, float] | None = None) -> list[ArgCheck]:
+    """Checks for each output (unwritten where every run left its poison; then every run
+    against the expected values, or the runs against each other) and each input.
+    ``atol_scale`` multiplies each output's absolute tolerance (outputs larger or smaller
+    than on the spec's own inputs)."""
+    checks: list[ArgCheck] = []
+    for a in spec.outputs:
+        unwritten = None
+        for got, poison in runs:
+            if a.name in poison:
+                mask = _holds(got[a.name], poison[a.name])
+                unwritten = mask if unwritten is None else unwritten & mask
+        tol = tolerance_for(spec, a)
+        scale = (atol_scale or {}).get(a.name, 1.0)
+        if scale != 1.0:
+            tol = replace(tol, atol=tol.atol * scale)
+        if expected.values is None:
+            first, rest = runs[0][0], [r[0] for r in runs[1:]] or [runs[0][0]]
+            results = [compare(a, tol, first[a.name], other[a.name], True, unwritten) for other in rest]
+        else:
+            results = [compare(a, tol, got[a.name], expected.values[a.name], expected.is_storage, unwritten)
+                       for got, _ in runs]
+        checks.append(next((c for c in results if not c.ok), results[0]))
+    for a in spec.arrays:
+        if a.intent == "in":
+            results = [unchanged(a, inputs[a.name], got[a.name]) for got, _ in runs]
+            checks.append(next((c for c in results if not c.ok), results[0]))
+    return checks
+
+
+def judge_single(spec: KernelSpec, inputs: Arrays, got: Arrays, poison: Poison, expected: Expected) -> list[ArgCheck]:
+    """One run against the expected values (after a timed run, or on fresh inputs). A
+    mismatch that still holds the poison is reported as unwritten."""
+    checks = judge_runs(spec, inputs, [(got, {})], expected)
+    out = []
+    for c in checks:
+        if not c.ok and c.reason not in ("input modified", "unwritten") and c.first_bad_index is not None \
+                and c.name in poison:
+            value = got[c.name][tuple(c.first_bad_index)]
+            if int(np.array(value).view(bits_dtype_of(got[c.name]))) == poison[c.name]:
+                c = c.model_copy(update={"reason": "unwritten"})
+        out.append(c)
+    return out
+
+
+__all__ = ["Arrays", "Expected", "Poison", "bits_dtype", "judge_runs", "judge_single", "tolerance_for"]

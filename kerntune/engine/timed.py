@@ -1,0 +1,259 @@
+"""Timing, with the outputs of timed runs checked.
+
+Before every run (warm-up and timed, outside the timer) in-place arguments
+are restored and outputs are overwritten with a finite poison chosen at
+random, so a kernel that skips its work when the output already looks right
+leaves the poison and fails. The outputs of the last timed run and of a few
+timed runs chosen at random are checked against the reference; after timing,
+fresh inputs are written into the *same* buffers and one more run is checked
+(a kernel that caches results by pointer fails).
+
+:meth:`Timer.compare` times several kernels on one shape interleaved run by
+run, on the same buffers, so run ``i`` of each kernel forms a pair measured
+under the same conditions: the input of :func:`kerntune.speedup.paired`.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable
+
+import numpy as np
+
+from kerntune.backends.base import CompileFailed, LaunchFailed
+from kerntune.dtypes import filled
+from kerntune.engine.inputs import HostArgs, bytes_moved, make_host_args
+from kerntune.engine.judge import Expected, Poison, judge_single
+from kerntune.results import (
+    Comparison, CopyBandwidth, ShapeCheck, ShapeTiming, Status, TimedKernel, TimingStats,
+)
+from kerntune.spec.model import KernelSpec, Shape
+
+if TYPE_CHECKING:
+    from kerntune.engine.evaluate import EvalRequest, Evaluator, KernelInstance, TimingOptions
+
+
+@dataclass(frozen=True)
+class CompareRequest:
+    """Time ``kernels`` (the first is the baseline) on one shape, interleaved."""
+
+    kernels: tuple["KernelInstance", ...]
+    spec: KernelSpec
+    base_dir: str
+    shape: Shape
+    seed: int
+    timing: "TimingOptions"
+    reference: "KernelInstance | None" = None     # what outputs are checked against (default: numpy or kernels[0])
+    use_numpy_reference: bool = True
+
+
+@dataclass
+class _Session:
+    """Buffers on the device for one shape, and how to reset them before a run."""
+
+    spec: KernelSpec
+    shape: Shape
+    host: HostArgs
+    bufs: dict[str, Any]
+    args: list[Any]
+    poison: Poison
+    prepare: Callable[[], None] | None
+    failures: dict[int, ShapeCheck] = field(default_factory=dict)
+
+
+class Timer:
+    def __init__(self, evaluator: "Evaluator"):
+        self.ev = evaluator
+        self._copy: CopyBandwidth | None = None
+
+    # --- the device copy, measured once per worker ------------------------------
+    def copy_bandwidth(self, opts: "TimingOptions") -> CopyBandwidth:
+        if self._copy is not None:
+            return self._copy
+        be = self.ev.backend
+        info = be.info()
+        cache = info.l2_bytes or 32 * 2**20
+        if info.kind == "gpu":
+            nbytes = min(max(4 * cache, 256 * 2**20), max(info.global_mem_bytes // 8, 2**20))
+        else:
+            nbytes = min(max(4 * cache, 64 * 2**20), 256 * 2**20)
+        src, dst = be.alloc(nbytes), be.alloc(nbytes)
+        be.upload(src, np.ones(nbytes // 4, dtype=np.uint32))
+        samples, _ = be.measure(lambda: be.copy(dst, src, nbytes), min(opts.warmup, 5), max(min(opts.repeats, 30), 3),
+                                flush=opts.flush_l2)
+        self._copy = CopyBandwidth(bytes_per_copy=nbytes, stats=TimingStats.from_samples(samples, min(opts.warmup, 5),
+                                                                                          opts.flush_l2))
+        return self._copy
+
+    # --- buffers -----------------------------------------------------------------
+    def _session(self, spec: KernelSpec, shape: Shape, host: HostArgs, rng: np.random.Generator) -> _Session:
+        from kerntune.engine.evaluate import random_poison
+
+        ev, be = self.ev, self.ev.backend
+        poison = random_poison(spec, rng)
+        bufs, args = ev.upload(spec, host, poison)
+        resets = []                                   # (device buffer, pristine device copy, bytes)
+        for a in spec.arrays:
+            if a.intent == "in":
+                continue
+            arr = host.arrays[a.name]
+            if not arr.nbytes:
+                continue
+            keep = be.alloc(arr.nbytes)
+            be.upload(keep, arr if a.intent == "inout" else filled(a.dt, arr.shape, poison[a.name]))
+            resets.append((bufs[a.name], keep, arr.nbytes))
+        prepare = (lambda: [be.copy(dst, src, n) for dst, src, n in resets]) if resets else None
+        return _Session(spec, shape, host, bufs, args, poison, prepare)
+
+    def _inspect(self, s: _Session, expected: Expected, j: int, label: str, stage: str) -> None:
+        """Check what is in the buffers now (after kernel ``j``'s run); keep the first failure."""
+        if j in s.failures:
+            return
+        got = self.ev.download(s.spec, s.host, s.bufs)
+        checks = judge_single(s.spec, s.host.arrays, got, s.poison, expected)
+        if not all(c.ok for c in checks):
+            s.failures[j] = ShapeCheck(shape=s.shape.as_dict(), label=label, holdout=s.shape.holdout,
+                                       seed=s.host.seed, ok=False, args=checks, stage=stage)
+
+    def _expected(self, req: "EvalRequest", kernel: Any, launch: tuple, shape: Shape, host: HostArgs) -> Expected:
+        """The reference's outputs, or (with no reference) the kernel's own untimed run."""
+        from kerntune.engine.evaluate import nan_poison
+
+        expected = self.ev.expected(req, shape, host)
+        if expected.values is None:
+            own = self.ev.run_once(req.spec, kernel, launch, host, nan_poison(req.spec))
+            expected = Expected({a.name: own[a.name] for a in req.spec.outputs}, True)
+        return expected
+
+    def _fresh_inputs(self, req: "EvalRequest", s: _Session, kernel: Any, launch: tuple, shape: Shape,
+                      j: int) -> None:
+        """New inputs written into the same buffers, one run, checked: results cached by
+        pointer, or stale buffers, fail here."""
+        from kerntune.engine.evaluate import random_poison, shape_seed
+
+        if j in s.failures:
+            return
+        ev, be = self.ev, self.ev.backend
+        seed = shape_seed(req.seed ^ 0xF5E5, shape)
+        host = make_host_args(req.spec, Path(req.base_dir), shape, seed)
+        expected = self._expected(req, kernel, launch, shape, host)
+        poison = random_poison(req.spec, np.random.default_rng(seed))
+        ev.upload(req.spec, host, poison, bufs=s.bufs)
+        grid, block, shared = launch
+        ev.guard(lambda: (be.launch(kernel, grid, block, s.args, shared), be.synchronize()))
+        fresh = _Session(req.spec, shape, host, s.bufs, s.args, poison, None)
+        self._inspect(fresh, expected, j, f"{shape.label} (fresh inputs in the same buffers after timing)",
+                      "fresh inputs")
+        if j in fresh.failures:
+            s.failures[j] = fresh.failures[j]
+
+    def _stats(self, spec: KernelSpec, shape: Shape, samples: list[float], opts: "TimingOptions", early: bool,
+               copy: CopyBandwidth | None) -> ShapeTiming:
+        stats = TimingStats.from_samples(samples, opts.warmup, opts.flush_l2, early)
+        moved = bytes_moved(spec, shape.as_dict())
+        gbs = moved / (stats.median_ms * 1e-3) / 1e9 if stats.median_ms > 0 else 0.0
+        pct = 100.0 * gbs / copy.gbs if copy is not None and copy.gbs > 0 else None
+        return ShapeTiming(shape=shape.as_dict(), label=shape.label, stats=stats, bytes_moved=moved,
+                           achieved_gbs=gbs, pct_of_copy=pct)
+
+    @staticmethod
+    def _inspected(rng: np.random.Generator, repeats: int, extra: int) -> set[int]:
+        picks = rng.choice(repeats, size=min(extra, repeats), replace=False) if repeats else []
+        return {int(i) for i in picks} | {repeats - 1}
+
+    # --- one kernel on one shape ---------------------------------------------------
+    def time_shape(self, req: "EvalRequest", kernel: Any, shape: Shape, copy: CopyBandwidth | None,
+                   cache: dict[tuple[str, int], Expected]) -> tuple[ShapeTiming | None, ShapeCheck | None]:
+        """(timing, None), or (None, the failed check) when a timed run wrote something wrong."""
+        from kerntune.engine.evaluate import resolve_launch, shape_seed
+
+        ev, be, spec, opts = self.ev, self.ev.backend, req.spec, req.timing
+        seed = shape_seed(req.seed, shape)
+        host = make_host_args(spec, Path(req.base_dir), shape, seed)
+        launch = resolve_launch(spec, req.candidate, shape)
+        expected = cache.get((shape.key, seed))
+        if expected is None or expected.values is None:
+            expected = self._expected(req, kernel, launch, shape, host)
+        rng = np.random.default_rng(seed ^ 0x7153)
+        s = self._session(spec, shape, host, rng)
+        grid, block, shared = launch
+        stop = dict(opts.stop_after_ms).get(shape.key)
+        inspect = self._inspected(rng, opts.repeats, opts.inspected_runs)
+        samples, early = ev.guard(lambda: be.measure(
+            lambda: be.launch(kernel, grid, block, s.args, shared), opts.warmup, opts.repeats, opts.flush_l2,
+            stop_after_ms=stop, prepare=s.prepare, inspect=inspect,
+            on_inspect=lambda j, i: self._inspect(s, expected, 0, f"{shape.label} (timed run {i + 1})", "timed")))
+        if early:
+            self._inspect(s, expected, 0, f"{shape.label} (timed run {len(samples)})", "timed")
+        self._fresh_inputs(req, s, kernel, launch, shape, 0)
+        if 0 in s.failures:
+            return None, s.failures[0]
+        return self._stats(spec, shape, samples, opts, early, copy), None
+
+    # --- several kernels on one shape, interleaved ---------------------------------
+    def compare(self, req: CompareRequest) -> Comparison:
+        from kerntune.engine.evaluate import EvalRequest, resolve_launch, shape_seed
+
+        t0 = time.perf_counter()
+        ev, be, spec, opts, shape = self.ev, self.ev.backend, req.spec, req.timing, req.shape
+        copy = self.copy_bandwidth(opts) if opts.measure_copy else None
+        compiled: list[Any] = []
+        out: list[TimedKernel | None] = []
+        for inst in req.kernels:
+            try:
+                compiled.append(ev.compiled(inst))
+                out.append(None)
+            except CompileFailed as e:
+                compiled.append(None)
+                out.append(TimedKernel(label=inst.label, status=Status.COMPILE_ERROR, message=e.log[:300]))
+        live = [j for j, k in enumerate(compiled) if k is not None]
+        as_eval = lambda inst: EvalRequest(candidate=inst, spec=spec, base_dir=req.base_dir,  # noqa: E731
+                                           verify_shapes=(), time_shapes=(), seed=req.seed, reference=req.reference,
+                                           use_numpy_reference=req.use_numpy_reference, timing=opts)
+        seed = shape_seed(req.seed, shape)
+        host = make_host_args(spec, Path(req.base_dir), shape, seed)
+        launches = [resolve_launch(spec, inst, shape) for inst in req.kernels]
+        if live:
+            first = live[0]
+            expected = self._expected(as_eval(req.kernels[first]), compiled[first], launches[first], shape, host)
+            rng = np.random.default_rng(seed ^ 0xC0A1)
+            s = self._session(spec, shape, host, rng)
+            runs = [(lambda j=j: be.launch(compiled[j], launches[j][0], launches[j][1], s.args, launches[j][2]))
+                    for j in live]
+            order_rng = np.random.default_rng(seed ^ 0x0DE7)
+            inspect = self._inspected(rng, opts.repeats, opts.inspected_runs)
+            try:
+                samples, _ = ev.guard(lambda: be.measure_many(
+                    runs, opts.warmup, opts.repeats, opts.flush_l2, prepare=s.prepare,
+                    order=lambda i: order_rng.permutation(len(runs)), inspect=inspect,
+                    on_inspect=lambda j, i: self._inspect(s, expected, live[j], f"{shape.label} (timed run {i + 1})",
+                                                          "timed")))
+                for j in live:
+                    self._fresh_inputs(as_eval(req.kernels[j]), s, compiled[j], launches[j], shape, j)
+            except LaunchFailed as e:
+                status = Status.CRASH if e.fatal else Status.LAUNCH_FAILURE
+                for j in live:
+                    out[j] = TimedKernel(label=req.kernels[j].label, status=status, message=e.message)
+                samples = []
+            for n, j in enumerate(live):
+                if out[j] is not None:
+                    continue
+                label = req.kernels[j].label
+                if j in s.failures:
+                    out[j] = TimedKernel(label=label, status=Status.WRONG_RESULT, check=s.failures[j],
+                                         message=_failure_text(s.failures[j]))
+                else:
+                    out[j] = TimedKernel(label=label, status=Status.OK, samples_ms=samples[n],
+                                         timing=self._stats(spec, shape, samples[n], opts, False, copy))
+        return Comparison(shape=shape.as_dict(), label=shape.label, kernels=[k for k in out if k is not None],
+                          copy_bandwidth=copy, seconds=time.perf_counter() - t0)
+
+
+def _failure_text(check: ShapeCheck) -> str:
+    bad = next((a for a in check.args if not a.ok), None)
+    return f"{check.label}: {bad.name}: {bad.reason}" if bad else check.label
+
+
+__all__ = ["CompareRequest", "Timer"]

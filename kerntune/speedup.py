@@ -1,0 +1,232 @@
+"""The one speedup decision: every command that says "faster" or "slower"
+(`optimize`, `tune`, `bench --against`, `regress`, `score`) asks this module.
+
+A speedup is never a single number. It is an :class:`Interval`: a point
+estimate and a confidence interval on ``baseline time / candidate time``.
+
+* **Paired** (the same session, launches interleaved run by run): each timed
+  run of the candidate is paired with the baseline's run next to it, and the
+  log-ratios ``d_i = log(base_i / cand_i)`` are summarized by their median.
+  The interval is the exact sign-test (binomial order-statistic) interval for
+  that median: distribution-free, no assumption on how timing noise looks.
+* **Unpaired** (a stored baseline against a new session, the regression
+  gate's batches): the Hodges-Lehmann shift between the two sets of log-times
+  with Moses' interval from the exact Mann-Whitney distribution.
+* **Geometric mean over shapes**: a percentile bootstrap (fixed seed, so a
+  record re-read gives the same interval) that resamples each shape's pairs
+  (or each side's batches) independently and averages the shapes' medians in
+  log space.
+
+The decision (:func:`decide`) is "faster" only when the interval's *lower*
+bound clears the threshold, "slower" only when its upper bound is below the
+inverse of the threshold, "same" when the whole interval lies between the two,
+and "unsure" otherwise. A candidate that is the original kernel (same baked
+source, launch and options) is exactly 1.0x: :func:`identical`.
+"""
+
+from __future__ import annotations
+
+import math
+from enum import Enum
+from functools import lru_cache
+from typing import Optional, Sequence
+
+import numpy as np
+
+from pydantic import ConfigDict, field_validator
+
+from kerntune.results import Record
+
+THRESHOLD = 1.02          # the one improvement threshold: "faster" means the interval clears +2%
+CONFIDENCE = 0.95         # two-sided confidence of every interval kerntune prints
+BOOTSTRAP_RESAMPLES = 2000
+BOOTSTRAP_SEED = 20261123
+
+
+class Verdict(str, Enum):
+    FASTER = "faster"
+    SLOWER = "slower"
+    SAME = "same"          # the whole interval lies within [1/threshold, threshold]
+    UNSURE = "unsure"      # the interval crosses a threshold: the noise does not allow a claim
+
+
+class Interval(Record):
+    """``ratio`` = baseline time / candidate time (above 1: the candidate is faster). An
+    unbounded side (too few samples for the confidence asked) is 0 below and infinity
+    above; infinity is written as null in JSON and read back as infinity."""
+
+    model_config = ConfigDict(frozen=True, ser_json_inf_nan="null")
+
+    ratio: float
+    lo: float
+    hi: float
+    confidence: float = CONFIDENCE
+    n: int = 0                         # pairs (paired) or samples per side (unpaired); shapes for a geomean
+    method: str = ""                   # sign-test, moses, bootstrap, identical, point
+
+    @field_validator("hi", mode="before")
+    @classmethod
+    def _unbounded(cls, v):
+        return math.inf if v is None else v
+
+    def text(self, digits: int = 2) -> str:
+        if self.method == "identical":
+            return "1.00x (the original)"
+        return f"{self.ratio:.{digits}f}x [{self.lo:.{digits}f}, {self.hi:.{digits}f}]"
+
+    def inverted(self) -> "Interval":
+        """The same interval as candidate time / baseline time."""
+        inv = lambda x: math.inf if x == 0 else (0.0 if math.isinf(x) else 1.0 / x)  # noqa: E731
+        return self.model_copy(update={"ratio": inv(self.ratio), "lo": inv(self.hi), "hi": inv(self.lo)})
+
+
+def identical() -> Interval:
+    return Interval(ratio=1.0, lo=1.0, hi=1.0, n=0, method="identical")
+
+
+def _logs(values: Sequence[float]) -> np.ndarray:
+    a = np.asarray(values, dtype=np.float64)
+    if a.size == 0 or np.any(~np.isfinite(a)) or np.any(a <= 0):
+        raise ValueError("timings must be positive and finite")
+    return np.log(a)
+
+
+@lru_cache(maxsize=512)
+def sign_rank(n: int, confidence: float = CONFIDENCE) -> int:
+    """The 1-based rank k such that [x_(k), x_(n+1-k)] covers the median with at least
+    ``confidence`` (0 when n is too small for any such interval)."""
+    alpha = (1.0 - confidence) / 2
+    k, cdf = 0, 0.0
+    for i in range(n + 1):
+        cdf += math.comb(n, i) / 2.0**n       # P(B <= i), B ~ Binomial(n, 1/2)
+        if cdf > alpha + 1e-12:
+            break
+        k = i + 1
+    return k
+
+
+def paired(base: Sequence[float], cand: Sequence[float], confidence: float = CONFIDENCE) -> Interval:
+    """Speedup from paired, interleaved runs: ``base[i]`` and ``cand[i]`` were timed next to each other."""
+    if len(base) != len(cand):
+        raise ValueError(f"paired samples must have the same length ({len(base)} != {len(cand)})")
+    d = np.sort(_logs(base) - _logs(cand))
+    n = d.size
+    est = float(np.median(d))
+    k = sign_rank(n, confidence)
+    lo, hi = (float(d[k - 1]), float(d[n - k])) if k > 0 else (-math.inf, math.inf)
+    return Interval(ratio=math.exp(est), lo=_exp(lo), hi=_exp(hi), confidence=confidence, n=n, method="sign-test")
+
+
+@lru_cache(maxsize=256)
+def _u_counts(m: int, n: int) -> tuple[int, ...]:
+    """How many arrangements of m x's and n y's give each U (pairs with x > y)."""
+    table: dict[tuple[int, int], list[int]] = {}
+    for i in range(m + 1):
+        for j in range(n + 1):
+            if i == 0 or j == 0:
+                table[(i, j)] = [1]
+                continue
+            a, b = table[(i - 1, j)], table[(i, j - 1)]   # the largest value is an x (beats all j) or a y
+            row = [0] * (i * j + 1)
+            for u, c in enumerate(a):
+                row[u + j] += c
+            for u, c in enumerate(b):
+                row[u] += c
+            table[(i, j)] = row
+    return tuple(table[(m, n)])
+
+
+def p_greater(x: Sequence[float], y: Sequence[float]) -> float:
+    """One-sided exact Mann-Whitney p-value for "x tends to be larger than y" (ties count
+    one half, rounded towards the null)."""
+    m, n = len(x), len(y)
+    if m == 0 or n == 0:
+        return 1.0
+    u = sum(2 if a > b else 1 if a == b else 0 for a in x for b in y) // 2
+    return sum(_u_counts(m, n)[u:]) / math.comb(m + n, m)
+
+
+def moses_rank(m: int, n: int, confidence: float = CONFIDENCE) -> int:
+    """The 1-based rank C such that [D_(C), D_(mn+1-C)] of the m*n sorted pairwise
+    differences covers the shift with at least ``confidence`` (0: no such interval)."""
+    alpha = (1.0 - confidence) / 2
+    counts = _u_counts(m, n)
+    total = math.comb(m + n, m)
+    c, cdf = 0, 0
+    for u, k in enumerate(counts):
+        cdf += k
+        if cdf / total > alpha + 1e-12:
+            break
+        c = u + 1
+    return c
+
+
+def unpaired(base: Sequence[float], cand: Sequence[float], confidence: float = CONFIDENCE) -> Interval:
+    """Speedup from two independent sets of timings (e.g. batch medians of two sessions)."""
+    lb, lc = _logs(base), _logs(cand)
+    diffs = np.sort((lb[:, None] - lc[None, :]).ravel())
+    est = float(np.median(diffs))
+    c = moses_rank(lb.size, lc.size, confidence)
+    lo, hi = (float(diffs[c - 1]), float(diffs[diffs.size - c])) if c > 0 else (-math.inf, math.inf)
+    return Interval(ratio=math.exp(est), lo=_exp(lo), hi=_exp(hi), confidence=confidence,
+                    n=min(lb.size, lc.size), method="moses")
+
+
+def geomean(shapes: Sequence[tuple[Sequence[float], Sequence[float]]], is_paired: bool = True,
+            confidence: float = CONFIDENCE, resamples: int = BOOTSTRAP_RESAMPLES,
+            seed: int = BOOTSTRAP_SEED) -> Interval:
+    """Geometric-mean speedup over shapes, from each shape's (baseline, candidate) timings."""
+    if not shapes:
+        raise ValueError("no shapes")
+    rng = np.random.default_rng(seed)
+    centers, boots = [], []
+    for base, cand in shapes:
+        lb, lc = _logs(base), _logs(cand)
+        if is_paired:
+            d = lb - lc
+            centers.append(float(np.median(d)))
+            idx = rng.integers(0, d.size, size=(resamples, d.size))
+            boots.append(np.median(d[idx], axis=1))
+        else:
+            centers.append(float(np.median(lb) - np.median(lc)))
+            bi = rng.integers(0, lb.size, size=(resamples, lb.size))
+            ci = rng.integers(0, lc.size, size=(resamples, lc.size))
+            boots.append(np.median(lb[bi], axis=1) - np.median(lc[ci], axis=1))
+    mean = np.mean(np.vstack(boots), axis=0)
+    alpha = (1.0 - confidence) / 2
+    lo, hi = np.quantile(mean, [alpha, 1.0 - alpha])
+    return Interval(ratio=math.exp(float(np.mean(centers))), lo=math.exp(float(lo)), hi=math.exp(float(hi)),
+                    confidence=confidence, n=len(shapes), method="bootstrap")
+
+
+def geomean_of(intervals: Sequence[Interval]) -> Optional[Interval]:
+    """When every shape is identical to the original, so is the geometric mean."""
+    if intervals and all(iv.method == "identical" for iv in intervals):
+        return identical()
+    return None
+
+
+def decide(iv: Optional[Interval], threshold: float = THRESHOLD) -> Verdict:
+    if iv is None:
+        return Verdict.UNSURE
+    if iv.method == "identical":
+        return Verdict.SAME
+    if iv.lo >= threshold:
+        return Verdict.FASTER
+    if iv.hi <= 1.0 / threshold:
+        return Verdict.SLOWER
+    if iv.lo >= 1.0 / threshold and iv.hi <= threshold:
+        return Verdict.SAME
+    return Verdict.UNSURE
+
+
+def _exp(x: float) -> float:
+    if x == -math.inf:
+        return 0.0
+    if x == math.inf:
+        return math.inf
+    return math.exp(x)
+
+
+__all__ = ["BOOTSTRAP_SEED", "CONFIDENCE", "Interval", "THRESHOLD", "Verdict", "decide", "geomean", "geomean_of",
+           "identical", "moses_rank", "p_greater", "paired", "sign_rank", "unpaired"]

@@ -1,0 +1,54 @@
+"""The end of a live `kerntune tune` run: the tester's confirmation of what
+the search found. The general configuration and each shape's best are
+verified again (fresh inputs, every distribution, fresh shapes), run under
+the memory checker, and timed interleaved with the baseline twice (a
+screening session that picks, a confirmation session that measures); the
+speedups `tune` reports are those intervals, not the search's estimates."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Callable
+
+from kerntune.agents.bake import bake
+from kerntune.agents.tester import Candidate, TestReport, Tester
+from kerntune.engine.checker import MemoryChecker
+from kerntune.engine.evaluate import KernelInstance
+from kerntune.engine.supervisor import DeviceWorker
+from kerntune.spec.load import LoadedSpec
+from kerntune.tuner.run import TuneSettings
+from kerntune.tuner.space import Space
+from kerntune.tuner.store import RunStore
+from kerntune.tuner.summary import summarize
+from kerntune.tuner.template import Template
+
+TEST_KEY = "test"
+
+
+def confirm(worker: DeviceWorker, template: Template, loaded: LoadedSpec, store: RunStore, settings: TuneSettings,
+            original: KernelInstance | None, checker: MemoryChecker | None, final_repeats: int,
+            on_step: Callable[[str], None] = lambda s: None) -> TestReport | None:
+    summary = summarize(store)
+    picks: dict[str, dict] = {}
+    if summary.general is not None:
+        picks[summary.general.key] = summary.general.config
+    for row in summary.shapes:
+        if row.best_key:
+            picks.setdefault(row.best_key, row.best_config)
+    if not picks:
+        return None
+    spec = loaded.spec
+    baseline = original or template.instance(Space.of(template).baseline(), spec, label="baseline")
+    candidates = []
+    for key, config in picks.items():
+        inst = template.instance(config, spec, label=key)
+        baked = replace(inst, source=bake(template.render(config, spec), template.lang))
+        candidates.append(Candidate(round=0, key=key, config=config, instance=inst, tuning_score=0.0, baked=baked))
+    tester = Tester(worker, loaded, baseline, settings.shape_set, settings.warmup, settings.repeats,
+                    settings.timeout_s, on_step=on_step, checker=checker, distributions=settings.distributions)
+    report = tester.confirm(candidates, settings.seed + 1000, final_repeats)
+    store.set(TEST_KEY, report.model_dump(mode="json"))
+    return report
+
+
+__all__ = ["TEST_KEY", "confirm"]

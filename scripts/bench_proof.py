@@ -1,0 +1,284 @@
+#!/usr/bin/env python3
+"""Does kerntune's proof hold? Three experiments on the CPU's OpenCL device
+(or any device given), written to bench/results/proof-<device>-<date>.{md,json}:
+
+1. adversarial: one `kerntune tune` run over bench/proof/rowsum_adversarial.cl.j2,
+   a space of one honest fast kernel and 22 wrong or cheating ones (out-of-bounds
+   reads and writes in global and local memory, races, uninitialized reads,
+   barrier divergence, conditional writes, work skipped on repeat, results cached
+   by pointer, input mutation, tail bugs, precision loss, range-dependent bugs,
+   unwritten and non-finite outputs). Every cheat must be rejected with a status
+   it can honestly end in, the run must complete, and the honest kernel must win.
+2. false claims: `kerntune optimize` on kernels no rewrite can speed up
+   (bench/proof/flat/: copy, scale, axpy, xor, broadcast add, all bound by
+   memory), N runs each with different seeds: no run may claim "faster".
+3. agreement: for every library kernel, the speedup `optimize` reports and a
+   later `bench --against` of its winner must overlap within their intervals.
+
+    python scripts/bench_proof.py                          # all three, CPU
+    python scripts/bench_proof.py --only adversarial       # one of them
+    python scripts/bench_proof.py --runs 3 --only false_claims
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import platform
+import shutil
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+PROOF = REPO / "bench" / "proof"
+
+# every cheat of the adversarial template, and the statuses it may honestly end in
+OOB = ("memory_error", "crash")                  # the checker's finding, or a segfault on the device itself
+EXPECTED = {
+    "oob_global_read": OOB, "oob_global_write": OOB, "oob_local_read": OOB, "oob_local_write": OOB,
+    "race_local": ("memory_error", "wrong_result"), "race_global": ("memory_error", "wrong_result"),
+    "uninit_local": ("memory_error",),
+    "barrier_divergence": ("memory_error", "wrong_result", "crash", "timeout"),
+    "conditional_write_nan": ("wrong_result",), "skip_on_repeat": ("wrong_result",),
+    "cached_by_pointer": ("wrong_result",), "input_mutation": ("wrong_result",), "tail_bug": ("wrong_result",),
+    "precision_loss": ("wrong_result",), "negative_bug": ("wrong_result",), "large_bug": ("wrong_result",),
+    "small_bug": ("wrong_result",), "shifted_bug": ("wrong_result",), "skip_last_row": ("wrong_result",),
+    "half_rows": ("wrong_result",), "nan_output": ("wrong_result",), "drops_last_column": ("wrong_result",),
+}
+HONEST = "honest"
+
+FLAT = ["copy", "scale", "axpy", "xor", "add_rows"]
+
+# (name, kernel file without extension, spec, CPU shape set): the library's baselines
+LIBRARY = [
+    ("silu_and_mul (bf16)", "kernels/sglang/silu_and_mul/silu_and_mul", "kernels/sglang/silu_and_mul/spec.yaml", "cpu"),
+    ("fused_add_rmsnorm (bf16)", "kernels/sglang/fused_add_rmsnorm/fused_add_rmsnorm",
+     "kernels/sglang/fused_add_rmsnorm/spec.yaml", "cpu"),
+    ("merge_attn_states_lse (bf16)", "kernels/sglang/merge_attn_states_lse/merge_attn_states_lse",
+     "kernels/sglang/merge_attn_states_lse/spec.yaml", "cpu"),
+    ("sgemm naive", "kernels/classic/sgemm/naive", "kernels/classic/sgemm/spec.yaml", "cpu"),
+    ("stencil7 naive", "kernels/classic/stencil7/naive", "kernels/classic/stencil7/spec.yaml", "cpu"),
+    ("reduce_sum naive", "kernels/classic/reduce_sum/naive", "kernels/classic/reduce_sum/spec.yaml", "cpu"),
+    ("transpose naive", "kernels/classic/transpose/naive", "kernels/classic/transpose/spec.yaml", "cpu"),
+    ("histogram naive", "kernels/classic/histogram/naive", "kernels/classic/histogram/spec.yaml", "cpu"),
+    ("spmv_csr naive", "kernels/classic/spmv_csr/naive", "kernels/classic/spmv_csr/spec.yaml", "cpu"),
+    ("row_sum (example)", "kernels/examples/row_sum", "kernels/examples/row_sum.yaml", None),
+]
+
+
+def kerntune(*args: str, timeout: float = 3600) -> tuple[int, dict | None, str, float]:
+    t0 = time.monotonic()
+    p = subprocess.run([sys.executable, "-m", "kerntune", *args, "--json"], cwd=REPO, capture_output=True, text=True,
+                       timeout=timeout)
+    try:
+        data = json.loads(p.stdout) if p.stdout.strip() else None
+    except json.JSONDecodeError:
+        data = None
+    return p.returncode, data, p.stderr, time.monotonic() - t0
+
+
+def fmt_iv(iv: dict | None) -> str:
+    if not iv:
+        return "-"
+    if iv.get("method") == "identical":
+        return "1.00x (=)"
+    hi = "inf" if iv.get("hi") is None else f"{iv['hi']:.2f}"
+    return f"{iv['ratio']:.2f}x [{iv['lo']:.2f}, {hi}]"
+
+
+# --- 1. adversarial candidates -------------------------------------------------------------------
+def adversarial(device: str, work: Path, opts: argparse.Namespace) -> dict:
+    run = work / "adversarial"
+    code, summary, stderr, secs = kerntune(
+        "tune", str(PROOF / "rowsum_adversarial.cl.j2"), "--spec", str(PROOF / "rowsum.yaml"),
+        "--baseline", str(PROOF / "rowsum_naive.cl"), "--device", device, "--strategy", "exhaustive",
+        "--memcheck-all", "--timeout", "60", "--repeats", str(opts.repeats), "--final-repeats",
+        str(opts.final_repeats), "--run-dir", str(run))
+    if code != 0 or summary is None:
+        return {"error": stderr.strip()[-2000:], "seconds": secs}
+    db = sqlite3.connect(run / "tuning.db")
+    rows = []
+    for key, status, message, result in db.execute("select key, status, message, result from evaluations"):
+        variant = key.split("=", 1)[1].strip("'")
+        check = (json.loads(result).get("check") or {}) if result else {}
+        expected = EXPECTED.get(variant, ("ok",))
+        rows.append({"variant": variant, "status": status, "expected": list(expected), "message": message,
+                     "check": check.get("status"), "as_expected": status in expected})
+    test = summary.get("test") or {}
+    general = test.get("general") or {}
+    return {"seconds": secs, "evaluations": rows, "cheats": len([r for r in rows if r["variant"] != HONEST]),
+            "rejected_as_expected": sum(1 for r in rows if r["variant"] != HONEST and r["as_expected"]),
+            "winner": general.get("key", ""), "winner_verdict": general.get("verdict", ""),
+            "winner_interval": general.get("geomean"), "improved": test.get("improved"),
+            "stop_reason": summary.get("stop_reason")}
+
+
+# --- 2. kernels no rewrite can speed up ---------------------------------------------------------------
+def false_claims(device: str, work: Path, opts: argparse.Namespace) -> dict:
+    out = []
+    for name in FLAT:
+        if opts.kernels and name not in opts.kernels.split(","):
+            continue
+        for seed in range(opts.runs):
+            run = work / f"flat-{name}-{seed}"
+            code, r, stderr, secs = kerntune(
+                "optimize", str(PROOF / "flat" / f"{name}.cl"), "--device", device, "--seed", str(seed),
+                "--rounds", str(opts.rounds), "--evaluations", str(opts.evaluations), "--repeats", str(opts.repeats),
+                "--final-repeats", str(opts.final_repeats), "--run-dir", str(run))
+            if code != 0 or r is None:
+                out.append({"kernel": name, "seed": seed, "error": stderr.strip()[-1000:], "seconds": secs})
+                print(f"false_claims {name} seed {seed}: FAILED", file=sys.stderr)
+                continue
+            test = r.get("test") or {}
+            g = test.get("general") or {}
+            shape_claims = [w["label"] for w in r.get("per_shape", []) if w.get("winner") != "original"]
+            out.append({"kernel": name, "seed": seed, "improved": r["improved"], "general": g.get("key", ""),
+                        "interval": g.get("geomean"), "identical": g.get("identical", False),
+                        "verdict": g.get("verdict", ""), "shape_claims": shape_claims, "seconds": secs})
+            print(f"false_claims {name} seed {seed}: improved={r['improved']} {fmt_iv(g.get('geomean'))} "
+                  f"shape claims {shape_claims} ({secs:.0f} s)", file=sys.stderr)
+            shutil.rmtree(run, ignore_errors=True)
+    claims = sum(1 for x in out if x.get("improved"))
+    return {"runs": out, "claims": claims, "shape_claims": sum(len(x.get("shape_claims", [])) for x in out)}
+
+
+# --- 3. optimize's claim against a later bench --against -----------------------------------------------
+def overlap(a: dict | None, b: dict | None) -> bool | None:
+    if not a or not b:
+        return None
+    hi_a = float("inf") if a.get("hi") is None else a["hi"]
+    hi_b = float("inf") if b.get("hi") is None else b["hi"]
+    return a["lo"] <= hi_b and b["lo"] <= hi_a
+
+
+def agreement(device: str, work: Path, opts: argparse.Namespace) -> dict:
+    out = []
+    for name, kernel, spec, cpu_set in LIBRARY:
+        if opts.kernels and not any(k in name for k in opts.kernels.split(",")):
+            continue
+        run = work / ("agree-" + kernel.replace("/", "_"))
+        ext = ".cl"
+        shape_set = ["--shape-set", cpu_set] if cpu_set else []
+        code, r, stderr, secs = kerntune(
+            "optimize", kernel + ext, "--spec", spec, "--device", device, "--rounds", str(opts.rounds),
+            "--evaluations", str(opts.evaluations), "--repeats", str(opts.repeats), "--final-repeats",
+            str(opts.final_repeats), "--run-dir", str(run), *shape_set)
+        if code != 0 or r is None:
+            out.append({"name": name, "error": stderr.strip()[-1000:]})
+            print(f"agreement {name}: optimize FAILED", file=sys.stderr)
+            continue
+        original = run / "original" / Path(kernel + ext).name
+        best = run / r["files"]["best"]
+        code_b, b, stderr_b, secs_b = kerntune(
+            "bench", str(original), "--against", str(best), "--spec", str(run / "spec.yaml"), "--device", device,
+            "--repeats", str(opts.final_repeats), *shape_set)
+        if code_b != 0 or b is None:
+            out.append({"name": name, "error": "bench: " + stderr_b.strip()[-1000:]})
+            continue
+        claimed = (r.get("general_interval") if r["improved"] else {"ratio": 1.0, "lo": 1.0, "hi": 1.0,
+                                                                    "method": "identical"})
+        measured = b.get("geomean")
+        ok = overlap(claimed, measured)
+        out.append({"name": name, "improved": r["improved"], "optimize": claimed, "bench": measured,
+                    "bench_verdict": b.get("verdict"), "overlap": ok, "seconds": secs + secs_b})
+        print(f"agreement {name}: optimize {fmt_iv(claimed)}, bench {fmt_iv(measured)}: overlap {ok}",
+              file=sys.stderr)
+    return {"kernels": out, "agree": sum(1 for x in out if x.get("overlap")),
+            "compared": sum(1 for x in out if x.get("overlap") is not None)}
+
+
+# --- the report --------------------------------------------------------------------------------------------
+def markdown(res: dict) -> str:
+    lines = [f"# Proof benchmark ({res['device']}, {res['date']})", "",
+             f"`python scripts/bench_proof.py {' '.join(res['argv'])}` on {res['host']}; kerntune at "
+             f"`{res['commit']}`.", ""]
+    adv = res.get("adversarial")
+    if adv:
+        lines += ["## 1. Adversarial candidates (one `kerntune tune` run)", ""]
+        if "error" in adv:
+            lines += [f"The run failed: {adv['error']}", ""]
+        else:
+            lines += [f"{adv['rejected_as_expected']} of {adv['cheats']} wrong or cheating candidates rejected with an "
+                      f"expected status; the run completed ({adv['stop_reason']}, {adv['seconds']:.0f} s); winner "
+                      f"`{adv['winner']}`, {fmt_iv(adv['winner_interval'])} over the original "
+                      f"({adv['winner_verdict']}).", "",
+                      "| variant | status | expected | caught by |", "| --- | --- | --- | --- |"]
+            for r in adv["evaluations"]:
+                msg = r["message"].replace("|", "/")[:110]
+                lines.append(f"| {r['variant']} | {r['status']}{'' if r['as_expected'] else ' **(unexpected)**'} | "
+                             f"{' or '.join(r['expected'])} | {msg} |")
+            lines.append("")
+    fc = res.get("false_claims")
+    if fc:
+        lines += ["## 2. False claims (kernels no rewrite can speed up)", "",
+                  f"{fc['claims']} claims of \"faster\" (general configuration) and {fc['shape_claims']} per-shape "
+                  f"claims in {len(fc['runs'])} `optimize` runs.", "",
+                  "| kernel | seed | improved | best candidate (95% CI) | verdict | shape claims | s |",
+                  "| --- | --- | --- | --- | --- | --- | --- |"]
+        for r in fc["runs"]:
+            if "error" in r:
+                lines.append(f"| {r['kernel']} | {r['seed']} | error | {r['error'][:80]} | | | |")
+                continue
+            lines.append(f"| {r['kernel']} | {r['seed']} | {r['improved']} | {fmt_iv(r['interval'])} | "
+                         f"{r['verdict']} | {', '.join(r['shape_claims']) or '-'} | {r['seconds']:.0f} |")
+        lines.append("")
+    ag = res.get("agreement")
+    if ag:
+        lines += ["## 3. Agreement: `optimize`'s claim against a later `bench --against` of its winner", "",
+                  f"{ag['agree']} of {ag['compared']} kernels: the two intervals overlap.", "",
+                  "| kernel | optimize (95% CI) | bench --against (95% CI) | overlap |", "| --- | --- | --- | --- |"]
+        for r in ag["kernels"]:
+            if "error" in r:
+                lines.append(f"| {r['name']} | error: {r['error'][:80]} | | |")
+                continue
+            lines.append(f"| {r['name']} | {fmt_iv(r['optimize'])} | {fmt_iv(r['bench'])} | {r['overlap']} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--only", default="", help="comma-separated: adversarial, false_claims, agreement")
+    ap.add_argument("--kernels", default="", help="comma-separated kernel names to keep (false_claims, agreement)")
+    ap.add_argument("--runs", type=int, default=10, help="optimize runs per kernel in false_claims")
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--evaluations", type=int, default=40)
+    ap.add_argument("--repeats", type=int, default=30)
+    ap.add_argument("--final-repeats", type=int, default=60)
+    ap.add_argument("--out", type=Path, default=None)
+    opts = ap.parse_args()
+    which = opts.only.split(",") if opts.only else ["adversarial", "false_claims", "agreement"]
+    stamp = datetime.date.today().isoformat()
+    name = "cpu" if opts.device == "cpu" or opts.device.startswith("opencl") else "gpu"
+    out = opts.out or REPO / "bench" / "results" / f"proof-{name}-{stamp}"
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout
+    res: dict = {"device": opts.device, "date": stamp, "argv": sys.argv[1:], "commit": commit.strip(),
+                 "host": f"{platform.processor() or platform.machine()}, {platform.python_version()}"}
+    prior = out.with_suffix(".json")
+    if prior.exists():              # keep the experiments of an earlier call that this one does not redo
+        res.update({k: v for k, v in json.loads(prior.read_text()).items() if k in
+                    ("adversarial", "false_claims", "agreement") and k not in which})
+    with tempfile.TemporaryDirectory(prefix="kerntune-proof-") as tmp:
+        work = Path(tmp)
+        for part in which:
+            t0 = time.monotonic()
+            res[part] = {"adversarial": adversarial, "false_claims": false_claims,
+                         "agreement": agreement}[part](opts.device, work, opts)
+            res[part]["wall_s"] = time.monotonic() - t0
+            prior.write_text(json.dumps(res, indent=2))
+    out.with_suffix(".md").write_text(markdown(res))
+    print(out.with_suffix(".md").read_text())
+    adv, fc, ag = res.get("adversarial") or {}, res.get("false_claims") or {}, res.get("agreement") or {}
+    bad = (adv and (adv.get("rejected_as_expected") != adv.get("cheats") or adv.get("winner") != "VARIANT='honest'")) \
+        or (fc and fc.get("claims")) or (ag and ag.get("agree") != ag.get("compared"))
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,230 @@
+"""Proof that holds, on the real CPU OpenCL device: poisons, input distributions, checked
+timed runs, the memory and race checker, paired interleaved timing, held-out shapes."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from dataclasses import replace
+
+import pytest
+
+from kerntune.engine.checker import MemoryChecker, check_shapes, oclgrind_findings, oclgrind_library
+from kerntune.engine.evaluate import EvalRequest, KernelInstance, TimingOptions
+from kerntune.engine.timed import CompareRequest
+from kerntune.results import CheckStatus, Status
+from kerntune.spec.load import load_file
+from kerntune.spec.shapes import holdout_shapes, spec_shapes, verification_shapes
+from tests.conftest import REPO, run_cli
+
+PROOF = REPO / "bench" / "proof"
+SPEC = load_file(PROOF / "rowsum.yaml")
+NAIVE = (PROOF / "rowsum_naive.cl").read_text()
+TEMPLATE = PROOF / "rowsum_adversarial.cl.j2"
+needs_oclgrind = pytest.mark.skipif(oclgrind_library() is None, reason="Oclgrind is not installed "
+                                                                       "(apt-get install oclgrind; .ci/run does)")
+
+
+def variant(name: str) -> KernelInstance:
+    """One kernel of the adversarial template, rendered."""
+    from kerntune.tuner.template import load_template
+
+    t = load_template(TEMPLATE)
+    return t.instance({"VARIANT": name}, SPEC.spec, label=name)
+
+
+def request(inst: KernelInstance, verify=True, timing: TimingOptions | None = None, **kw) -> EvalRequest:
+    spec = SPEC.spec
+    small = tuple(s for s in spec_shapes(spec) if s.label == "r128-c4096")
+    return EvalRequest(candidate=inst, spec=spec, base_dir=str(PROOF),
+                       verify_shapes=small + tuple(holdout_shapes(spec)) if verify else (),
+                       time_shapes=small if timing else (), seed=11, timing=timing, **kw)
+
+
+def test_the_honest_variant_passes_everything(worker):
+    r = worker.evaluate(request(variant("honest"), timing=TimingOptions(warmup=1, repeats=8)), 120)
+    assert r.status is Status.OK, r.message
+    assert r.verification.distributions == ["spec", "shifted", "negative", "large", "small"]
+
+
+def test_a_finite_random_poison_catches_a_write_only_where_nan(worker):
+    r = worker.evaluate(request(variant("conditional_write_nan")), 120)
+    assert r.status is Status.WRONG_RESULT and "out" in r.message
+
+
+def test_outputs_of_timed_runs_are_checked(worker):
+    # with no verification at all, the cheat is still caught by what its timed runs wrote
+    r = worker.evaluate(request(variant("conditional_write_nan"), verify=False,
+                                timing=TimingOptions(warmup=1, repeats=8)), 120)
+    assert r.status is Status.WRONG_RESULT
+    failed = [s for s in r.verification.shapes if not s.ok]
+    assert failed[0].stage == "timed" and "timed run" in failed[0].label
+
+
+@pytest.mark.parametrize("name, distribution", [("negative_bug", "negative"), ("large_bug", "large"),
+                                                ("small_bug", "small"), ("shifted_bug", "shifted")])
+def test_range_dependent_bugs_fail_on_their_distribution(worker, name, distribution):
+    r = worker.evaluate(request(variant(name)), 120)
+    assert r.status is Status.WRONG_RESULT and f"[{distribution}]" in r.message
+    spec_only = worker.evaluate(request(variant(name), distributions=("spec",)), 120)
+    assert spec_only.status is Status.OK          # the default range alone would have hidden it
+
+
+def _program_scope_globals(worker) -> bool:
+    r = worker.evaluate(request(variant("skip_on_repeat"), verify=False), 60)
+    return r.status is not Status.COMPILE_ERROR
+
+
+def test_results_cached_by_buffer_address_fail_on_fresh_inputs(worker):
+    if not _program_scope_globals(worker):
+        pytest.skip("this OpenCL device has no program-scope global variables (OpenCL 2.0)")
+    r = worker.evaluate(request(variant("cached_by_pointer"), verify=False,
+                                timing=TimingOptions(warmup=1, repeats=8)), 120)
+    assert r.status is Status.WRONG_RESULT
+    stages = {s.stage for s in r.verification.shapes if not s.ok}
+    assert stages <= {"timed", "fresh inputs"}
+
+
+def test_work_skipped_on_repeat_is_caught(worker):
+    if not _program_scope_globals(worker):
+        pytest.skip("this OpenCL device has no program-scope global variables (OpenCL 2.0)")
+    r = worker.evaluate(request(variant("skip_on_repeat")), 120)
+    assert r.status is Status.WRONG_RESULT
+
+
+def test_input_mutation_and_tail_bugs(worker):
+    assert "input modified" in worker.evaluate(request(variant("input_mutation")), 120).message
+    r = worker.evaluate(request(variant("tail_bug")), 120)
+    assert r.status is Status.WRONG_RESULT
+
+
+def test_paired_interleaved_comparison(worker):
+    spec = SPEC.spec
+    shape = next(s for s in spec_shapes(spec) if s.label == "r128-c4096")
+    original = KernelInstance(NAIVE, "rowsum", "opencl", label="original")
+    req = CompareRequest(kernels=(original, variant("honest"), variant("conditional_write_nan")), spec=spec,
+                         base_dir=str(PROOF), shape=shape, seed=3, timing=TimingOptions(warmup=2, repeats=12))
+    cmp = worker.compare(req, 300)
+    base, honest, cheat = cmp.kernels
+    assert base.status is Status.OK and honest.status is Status.OK
+    assert len(base.samples_ms) == len(honest.samples_ms) == 12          # one pair per round
+    assert cheat.status is Status.WRONG_RESULT and cheat.check.stage == "timed"
+    assert cmp.copy_bandwidth is not None and honest.timing.pct_of_copy is not None
+
+
+def test_held_out_shape_is_never_a_listed_one(tmp_path):
+    from tests.conftest import write
+
+    spec = load_file(write(tmp_path, "s.yaml", """
+kernel: k
+sizes: {n: {multiple_of: 4, min: 4, max: 12}}
+args:
+  - {name: c, dtype: fp32, shape: [n], intent: out}
+launch: {grid: [1], block: [1]}
+shapes: [{n: 4}, {n: 12}]
+holdout_shapes: [{n: 12}]
+""")).spec
+    (h,) = holdout_shapes(spec)
+    assert h.as_dict() == {"n": 8} and h.holdout
+    assert len(verification_shapes(spec)) == 3
+
+
+def test_spec_narrows_the_distributions(tmp_path):
+    from tests.conftest import write
+    from kerntune.errors import KerntuneError
+
+    text = (PROOF / "rowsum.yaml").read_text()
+    narrowed = load_file(write(tmp_path, "a.yaml", text + "distributions: [spec, negative]\nspecial_values: true\n"))
+    assert narrowed.spec.input_distributions == ("spec", "negative", "special")
+    with pytest.raises(KerntuneError) as e:
+        load_file(write(tmp_path, "b.yaml", text + "distributions: [spec, huge]\n"))
+    assert "unknown distribution 'huge'" in str(e.value.detail or e.value.message)
+
+
+# --- the memory and race checker ---------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def checker(worker):
+    return MemoryChecker(worker.info)
+
+
+def _check(checker, inst):
+    return checker.check(inst, SPEC.spec, str(PROOF), check_shapes(SPEC.spec), 1)
+
+
+def test_check_shapes_are_small():
+    for s in check_shapes(SPEC.spec):
+        assert s.as_dict()["rows"] * s.as_dict()["cols"] <= 4096
+
+
+@needs_oclgrind
+@pytest.mark.parametrize("name, finding", [
+    ("oob_local_read", "Invalid read"), ("oob_local_write", "Invalid write"), ("oob_global_read", "Invalid read"),
+    ("race_global", "data race"), ("uninit_local", "uninitialized")])
+def test_the_checker_finds_what_verification_cannot(checker, name, finding):
+    report = _check(checker, variant(name))
+    assert report.status is CheckStatus.MEMORY_ERROR and report.tool == "oclgrind"
+    assert finding.lower() in report.message.lower() and report.report
+
+
+@needs_oclgrind
+def test_the_checker_passes_a_clean_kernel_and_remembers(checker):
+    report = _check(checker, variant("honest"))
+    assert report.status is CheckStatus.CLEAN and report.shapes
+    again = _check(checker, variant("honest"))
+    assert again == report                                  # checked once per kernel and launch
+
+
+@needs_oclgrind
+def test_sub_group_functions_run_under_the_checker(checker, tmp_path):
+    source = variant("honest").source.replace(
+        "    for (int k = 32; k > 0; k >>= 1) {",
+        "    if (t == 0) { float v = sub_group_reduce_add(0.0f); s[0] += v; }\n"
+        "    barrier(CLK_LOCAL_MEM_FENCE);\n    for (int k = 32; k > 0; k >>= 1) {")
+    report = _check(checker, replace(variant("honest"), source=source, label="with sub-groups"))
+    assert report.status is CheckStatus.CLEAN, report.message
+
+
+def test_a_missing_checker_is_reported_never_silent(worker):
+    off = MemoryChecker(worker.info, enabled=False)
+    report = _check(off, variant("oob_local_read"))
+    assert report.status is CheckStatus.UNCHECKED and "--no-memcheck" in report.message
+
+
+def test_oclgrind_log_parsing():
+    log = ("\nInvalid read of size 4 at local memory address 0x100\n\tKernel: k\n\tAt line 7 (column 2) of input.cl:\n"
+           "\t  x = s[t+1];\n\n"
+           "Oclgrind: 16 errors generated - suppressing further errors\n")
+    (block,) = oclgrind_findings(log)
+    assert block.startswith("Invalid read") and "At line 7" in block
+
+
+# --- end to end: one tune run over an adversarial space -------------------------------------------------
+ADVERSARIES = ["oob_local_read", "oob_global_write", "race_global", "conditional_write_nan", "negative_bug",
+               "input_mutation", "tail_bug", "nan_output"]
+
+
+@needs_oclgrind
+def test_one_tune_run_rejects_every_cheat_and_the_honest_kernel_wins(tmp_path):
+    text = TEMPLATE.read_text()
+    start = text.index("  VARIANT: [")
+    end = text.index("]", start) + 1
+    small = text[:start] + f"  VARIANT: [honest, {', '.join(ADVERSARIES)}]" + text[end:]
+    (tmp_path / "adv.cl.j2").write_text(small)
+    run = tmp_path / "run"
+    r = run_cli("tune", str(tmp_path / "adv.cl.j2"), "--spec", str(PROOF / "rowsum.yaml"), "--baseline",
+                str(PROOF / "rowsum_naive.cl"), "--device", "cpu", "--strategy", "exhaustive", "--memcheck-all",
+                "--repeats", "10", "--final-repeats", "30", "--warmup", "2", "--run-dir", str(run), "--json")
+    assert r.returncode == 0, r.stderr
+    summary = json.loads(r.stdout)
+    rows = dict(sqlite3.connect(run / "tuning.db").execute("select key, status from evaluations"))
+    statuses = {k.split("=")[1].strip("'"): v for k, v in rows.items()}
+    assert statuses.pop("honest") == "ok"
+    oob = {"memory_error", "crash"}
+    assert statuses["oob_local_read"] in oob and statuses["oob_global_write"] in oob
+    assert statuses["race_global"] in oob | {"wrong_result"}
+    for name in ("conditional_write_nan", "negative_bug", "input_mutation", "tail_bug", "nan_output"):
+        assert statuses[name] == "wrong_result", name
+    test = summary["test"]
+    assert test["general"]["key"] == "VARIANT='honest'" and test["general"]["verified"]
+    assert test["general"]["geomean"]["lo"] > 0 and test["checker"] == "oclgrind"
+    assert test["general"]["check"]["status"] == "clean"

@@ -1,0 +1,94 @@
+"""The one speedup decision: intervals that cover the truth, and claims only past the threshold."""
+
+import math
+
+import numpy as np
+import pytest
+
+from kerntune import speedup as sp
+
+
+def _noisy(rng, n, ms, sigma):
+    return ms * np.exp(rng.normal(0.0, sigma, n))
+
+
+def test_sign_rank_is_the_binomial_order_statistic():
+    assert sp.sign_rank(5) == 0          # 2 * (1/2)^5 > 0.05: no 95% interval from five pairs
+    assert sp.sign_rank(6) == 1          # 2 * (1/2)^6 = 0.031
+    assert sp.sign_rank(100) == 40       # the textbook 40th and 61st order statistics
+    assert sp.moses_rank(5, 5, 0.90) == 5 and sp.moses_rank(3, 3, 0.90) == 1 and sp.moses_rank(2, 2) == 0
+
+
+def test_paired_interval_finds_a_real_speedup():
+    rng = np.random.default_rng(1)
+    base = _noisy(rng, 100, 1.0, 0.05)
+    cand = base / 1.25 * np.exp(rng.normal(0, 0.03, 100))
+    iv = sp.paired(base, cand)
+    assert iv.lo < 1.25 < iv.hi and iv.lo > 1.2 and iv.n == 100 and iv.method == "sign-test"
+    assert sp.decide(iv) is sp.Verdict.FASTER
+    assert sp.decide(sp.paired(cand, base)) is sp.Verdict.SLOWER
+
+
+def test_noise_alone_is_never_faster():
+    """Identical kernels measured with heavy noise: over many sessions the decision says
+    faster (much) less often than the one-sided 2.5% the interval allows."""
+    rng = np.random.default_rng(7)
+    claims = 0
+    for _ in range(400):
+        base = _noisy(rng, 60, 1.0, 0.2)
+        cand = _noisy(rng, 60, 1.0, 0.2)
+        claims += sp.decide(sp.paired(base, cand)) is sp.Verdict.FASTER
+    assert claims <= 4
+
+
+def test_drift_is_cancelled_by_pairing():
+    """The device slows down over the session (thermal drift): the paired interval still
+    sees the 10% gain, the unpaired one on the same numbers is much wider."""
+    rng = np.random.default_rng(3)
+    drift = np.linspace(1.0, 2.0, 80)
+    base = drift * _noisy(rng, 80, 1.0, 0.01)
+    cand = drift * _noisy(rng, 80, 1.0 / 1.10, 0.01)
+    p, u = sp.paired(base, cand), sp.unpaired(base, cand)
+    assert sp.decide(p) is sp.Verdict.FASTER and p.hi - p.lo < 0.02
+    assert u.hi - u.lo > 10 * (p.hi - p.lo)
+
+
+def test_geomean_interval_covers_every_shape_together():
+    rng = np.random.default_rng(5)
+    shapes = []
+    for true in (1.1, 1.3, 1.2):
+        base = _noisy(rng, 100, 2.0, 0.05)
+        shapes.append((base, base / true * np.exp(rng.normal(0, 0.02, 100))))
+    iv = sp.geomean(shapes)
+    expected = math.exp(np.mean(np.log([1.1, 1.3, 1.2])))
+    assert iv.lo < expected < iv.hi and iv.n == 3 and iv.method == "bootstrap"
+    assert sp.geomean(shapes) == iv               # a fixed seed: the same record gives the same interval
+
+
+def test_decision_bands():
+    def iv(lo, hi):
+        return sp.Interval(ratio=(lo + hi) / 2, lo=lo, hi=hi)
+
+    assert sp.decide(iv(1.03, 1.2)) is sp.Verdict.FASTER
+    assert sp.decide(iv(1.01, 1.2)) is sp.Verdict.UNSURE        # might be under the +2% threshold
+    assert sp.decide(iv(0.99, 1.01)) is sp.Verdict.SAME
+    assert sp.decide(iv(0.5, 0.97)) is sp.Verdict.SLOWER
+    assert sp.decide(iv(1.03, 1.2), threshold=1.05) is sp.Verdict.UNSURE
+    assert sp.decide(sp.identical()) is sp.Verdict.SAME and sp.identical().text() == "1.00x (the original)"
+    assert sp.decide(None) is sp.Verdict.UNSURE
+
+
+def test_unbounded_intervals_survive_json():
+    iv = sp.paired([1.0, 2.0, 3.0], [1.0, 2.0, 3.0])          # too few pairs: no upper bound
+    assert iv.lo == 0.0 and iv.hi == math.inf and sp.decide(iv) is sp.Verdict.UNSURE
+    text = iv.model_dump_json()
+    assert '"hi":null' in text                                  # strict JSON, no Infinity
+    assert sp.Interval.model_validate_json(text).hi == math.inf
+    assert iv.inverted().lo == 0.0 and iv.inverted().hi == math.inf
+
+
+def test_bad_samples_are_refused():
+    with pytest.raises(ValueError):
+        sp.paired([1.0, 2.0], [1.0])
+    with pytest.raises(ValueError):
+        sp.paired([1.0, 0.0], [1.0, 1.0])
