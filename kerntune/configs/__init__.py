@@ -1,1 +1,1 @@
-"""Device profiles, search and LLM settings shipped with kerntune (installed as ``kerntune.configs``)."""
+"""Data shipped with kerntune as package data: devices/ holds the stored GPU profiles."""
