@@ -20,7 +20,7 @@ SHARED_RESERVED_PER_BLOCK = 1024  # sm_80 and newer reserve 1 KB of shared memor
 
 
 def _profile_dir() -> Path:
-    return Path(str(importlib.resources.files("kerntune.configs") / "devices"))
+    return Path(str(importlib.resources.files("kerntune.configs.devices")))
 
 
 def list_profiles() -> list[str]:

@@ -1,8 +1,15 @@
 """Shared fixtures: the real CPU OpenCL device (PoCL or Intel's CPU runtime),
-a worker on it, and helpers to write kernels and specs into a temp folder."""
+a worker on it, and helpers to write kernels and specs into a temp folder.
+
+The tests take their data (kernels/, templates/, tests/data, docs) from the
+checkout (REPO) and test whichever kerntune this Python imports: the checkout's
+in a developer's editable install, the installed wheel in `.ci/run`, which runs
+pytest from outside the checkout with KERNTUNE_TEST_INSTALLED=1 (then a kerntune
+imported from the checkout is an error, checked before any test runs)."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -11,6 +18,36 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+# `from tests.conftest import ...` needs the checkout on sys.path; at the end, so that an installed
+# kerntune is found before the checkout's
+if str(REPO) not in sys.path:
+    sys.path.append(str(REPO))
+
+INSTALLED = os.environ.get("KERNTUNE_TEST_INSTALLED") == "1"
+
+
+def _kerntune_command() -> list[str]:
+    """How the tests start the real CLI: the `kerntune` executable installed beside this Python,
+    as users run it (unlike `python -m kerntune`, it does not put the working directory, often
+    the checkout, first on sys.path), else `python -m kerntune` (a checkout that is not installed)."""
+    script = Path(sys.executable).with_name("kerntune")
+    return [str(script)] if script.exists() else [sys.executable, "-m", "kerntune"]
+
+
+KERNTUNE = _kerntune_command()
+
+
+def pytest_configure(config):
+    if not INSTALLED:
+        return
+    import kerntune
+
+    where = Path(kerntune.__file__).resolve()
+    if REPO in where.parents:
+        raise pytest.UsageError(f"KERNTUNE_TEST_INSTALLED=1 but kerntune was imported from the checkout ({where}): "
+                                "run pytest from outside the checkout, with the wheel installed (see .ci/run)")
+    if KERNTUNE[0] == sys.executable:
+        raise pytest.UsageError(f"KERNTUNE_TEST_INSTALLED=1 but there is no `kerntune` executable beside {sys.executable}")
 
 
 def pytest_collection_modifyitems(config, items):
@@ -52,7 +89,7 @@ def write(dir: Path, name: str, text: str) -> Path:
 
 def run_cli(*args: str, cwd: Path | None = None, timeout: float = 600) -> subprocess.CompletedProcess:
     """Run the real `kerntune` entry point in a subprocess (true exit codes)."""
-    return subprocess.run([sys.executable, "-m", "kerntune", *args], capture_output=True, text=True,
+    return subprocess.run([*KERNTUNE, *args], capture_output=True, text=True,
                           cwd=cwd or REPO, timeout=timeout)
 
 

@@ -11,7 +11,6 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import threading
 import time
 from collections import deque
@@ -30,7 +29,7 @@ from kerntune.agents.rundir import RunDir
 from kerntune.errors import ErrorCode, KerntuneError
 from kerntune.results import DeviceInfo
 from kerntune.spec.load import load_file
-from tests.conftest import REPO, VECTOR_ADD, vector_add_spec, write
+from tests.conftest import KERNTUNE, REPO, VECTOR_ADD, vector_add_spec, write
 
 SECRET = "sk-kerntune-test-SENTINEL-7f3a9c1e5b"
 KERNEL = VECTOR_ADD
@@ -165,7 +164,7 @@ def kerntune(*args: str, key: str | None = SECRET, timeout: float = 300) -> subp
     env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
     if key is not None:
         env["OPENAI_API_KEY"] = key
-    return subprocess.run([sys.executable, "-m", "kerntune", *args], capture_output=True, text=True, cwd=REPO,
+    return subprocess.run([*KERNTUNE, *args], capture_output=True, text=True, cwd=REPO,
                           env=env, timeout=timeout)
 
 
@@ -304,7 +303,7 @@ def test_resume_reuses_recorded_replies(spec, tmp_path):
     run = tmp_path / "run"
     with FakeLLM() as fake:
         fake.push(("reply", answer(WRONG)), ("hang",))
-        cmd = [sys.executable, "-m", "kerntune", "optimize", str(KERNEL), "--spec", str(spec), *FAST, "--llm",
+        cmd = [*KERNTUNE, "optimize", str(KERNEL), "--spec", str(spec), *FAST, "--llm",
                "openai", "--llm-base-url", fake.url, "--model", "test", "--rounds", "1", "--run-dir", str(run),
                "--json"]
         env = {**os.environ, "OPENAI_API_KEY": SECRET}

@@ -6,7 +6,6 @@ import shutil
 import signal
 import sqlite3
 import subprocess
-import sys
 import time
 
 import pytest
@@ -15,7 +14,7 @@ from kerntune.agents.loop import OptimizeResult
 from kerntune.agents.planner import Budget, Planner
 from kerntune.agents.tester import Tester
 from kerntune.results import EvalResult, ShapeTiming, Status, TimingStats
-from tests.conftest import REPO, run_cli, write
+from tests.conftest import KERNTUNE, REPO, run_cli, write
 
 SMALL = (REPO / "kernels/examples/vector_add.yaml").read_text().split("shapes:")[0] + """shapes:
   - {label: 4K, n: 4096}
@@ -65,7 +64,7 @@ def test_optimize_end_to_end(kernel, tmp_path):
 
 def test_resume_after_kill_redoes_nothing(kernel, tmp_path):
     run = tmp_path / "run"
-    cmd = [sys.executable, "-m", "kerntune", "optimize", str(kernel), "--device", "cpu", "--rounds", "1",
+    cmd = [*KERNTUNE, "optimize", str(kernel), "--device", "cpu", "--rounds", "1",
            "--evaluations", "12", "--repeats", "40", "--warmup", "1", "--final-repeats", "10", "--run-dir", str(run),
            "--json"]
     proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

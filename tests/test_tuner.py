@@ -8,7 +8,6 @@ import shutil
 import signal
 import sqlite3
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -22,7 +21,7 @@ from kerntune.tuner.store import RunStore
 from kerntune.tuner.strategies import REGISTRY
 from kerntune.tuner.summary import summarize
 from kerntune.tuner.template import load_template, parse_template
-from tests.conftest import REPO, run_cli, vector_add_spec, write
+from tests.conftest import KERNTUNE, REPO, run_cli, vector_add_spec, write
 
 TEMPLATE = REPO / "templates/examples/vector_add.cl.j2"
 SMALL_SPEC = vector_add_spec({"4K": 4096, "64K": 65536})
@@ -167,7 +166,7 @@ __kernel void vector_add(__global float* c, __global const float* a, __global co
 
 def test_resume_after_the_process_is_killed(spec_dir, tmp_path):
     run = tmp_path / "killed"
-    cmd = [sys.executable, "-m", "kerntune", "tune", str(TEMPLATE), "--spec", str(spec_dir / "vector_add.yaml"),
+    cmd = [*KERNTUNE, "tune", str(TEMPLATE), "--spec", str(spec_dir / "vector_add.yaml"),
            "--device", "cpu", "--strategy", "random", "--seed", "4", "--run-dir", str(run), "--repeats", "30",
            "--warmup", "1", "--json"]
     proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -1,8 +1,10 @@
 """The parent side of isolation: start, talk to, time-limit and replace workers.
 
-Every compile-and-run happens in a worker process, started fresh as
-``python -m kerntune.engine.worker`` (so no GPU state is ever inherited and
-the caller's ``__main__`` is never re-imported) and connected over a socket
+Every compile-and-run happens in a worker process, started fresh
+as a new interpreter running ``kerntune.engine.worker`` from the same kerntune
+as the caller (so no GPU state is ever inherited, the caller's ``__main__`` is
+never re-imported, and a ``kerntune`` folder in the working directory, such as
+a checkout, never shadows the installed package) and connected over a socket
 pair. A worker that crashes (illegal access, segfault, abort) or exceeds its
 time limit (hung kernel) is killed; the evaluation is recorded as CRASH or
 TIMEOUT with the reason, and the next request starts a fresh worker.
@@ -32,7 +34,12 @@ from kerntune.engine.timed import CompareRequest
 from kerntune.results import Comparison, DeviceInfo, EvalResult, Status, TimedKernel
 
 _LIVE: "weakref.WeakSet[DeviceWorker]" = weakref.WeakSet()
+# the folder that holds this kerntune package (site-packages when installed, the checkout otherwise)
 _PKG_ROOT = str(Path(__file__).resolve().parents[2])
+# ``python -m`` and ``-c`` put the working directory first on sys.path; the worker replaces it with
+# _PKG_ROOT so it imports exactly the kerntune its parent runs
+_WORKER_BOOT = ("import sys, runpy; sys.path[:1] = [{root!r}] if sys.path[:1] == [''] else [{root!r}] + sys.path[:1]; "
+                "runpy.run_module('kerntune.engine.worker', run_name='__main__', alter_sys=True)")
 
 
 class WorkerCrashed(Exception):
@@ -66,10 +73,9 @@ class _Process:
     def __init__(self, args: list[str], env: dict[str, str] | None = None, prefix: tuple[str, ...] = ()):
         ours, theirs = socket.socketpair()
         self.log = tempfile.TemporaryFile(mode="w+b", prefix="kerntune-worker-")
-        env = {**os.environ, **(env or {})}
-        env["PYTHONPATH"] = _PKG_ROOT + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+        env = {**os.environ, **env} if env else None
         self.proc = subprocess.Popen(
-            [*prefix, sys.executable, "-m", "kerntune.engine.worker", str(theirs.fileno()), *args],
+            [*prefix, sys.executable, "-c", _WORKER_BOOT.format(root=_PKG_ROOT), str(theirs.fileno()), *args],
             pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, stdout=self.log, stderr=self.log, env=env,
             start_new_session=True,  # Ctrl-C reaches the CLI, which decides the worker's fate
         )

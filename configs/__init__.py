@@ -1,1 +1,0 @@
-"""Device profiles, search and LLM settings shipped with kerntune (installed as ``kerntune.configs``)."""

@@ -1,0 +1,1 @@
+"""Data shipped with kerntune as package data: devices/ holds the stored GPU profiles."""
