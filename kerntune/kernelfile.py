@@ -7,8 +7,12 @@ from pathlib import Path
 
 from kerntune.engine.evaluate import KernelInstance
 from kerntune.errors import ErrorCode, KerntuneError
-from kerntune.spec.load import LoadedSpec, load_for_kernel, read_text
-from kerntune.spec.model import LaunchSpec
+from kerntune.source.extract import Extraction, extract, needs_extraction
+from kerntune.source.instantiate import bind
+from kerntune.source.parse import parse
+from kerntune.spec.load import LoadedSpec, load_for_kernel, problems_error, read_text
+from kerntune.spec.model import LaunchSpec, Problem
+from kerntune.spec.signature import signature_problems
 
 LANG_BY_SUFFIX = {".cu": "cuda", ".cuh": "cuda", ".cl": "opencl"}
 
@@ -26,8 +30,9 @@ def language_of(path: Path) -> str:
 class KernelFile:
     path: Path
     lang: str
-    source: str
+    source: str                       # what is compiled: the file, or the device code extracted from it
     loaded: LoadedSpec
+    extraction: Extraction | None = None   # set when the file is an extension source (torch launcher, local headers)
 
     @property
     def spec(self):
@@ -47,8 +52,52 @@ class KernelFile:
                               launch=launch, label=label or self.path.name)
 
 
-def load_kernel(path: Path, spec_path: Path | None = None) -> KernelFile:
+def include_dirs(loaded: LoadedSpec, extra: list[Path] = ()) -> list[Path]:
+    """The spec's ``include_dirs`` (relative to the spec) and any given on the command line."""
+    dirs = []
+    for d in [*(loaded.base_dir / x for x in loaded.spec.include_dirs), *extra]:
+        if not d.is_dir():
+            raise KerntuneError(ErrorCode.FILE, f"include folder not found: {d}",
+                                hint="include_dirs in the spec are relative to the spec file")
+        dirs.append(d)
+    return dirs
+
+
+def device_source(path: Path, text: str, lang: str, kernel: str, dirs: list[Path]) -> tuple[str, Extraction | None]:
+    """The code to compile for ``kernel``: an extension source's extracted device code, else the file."""
+    if lang == "cuda" and needs_extraction(text):
+        ex = extract(path, text, kernel, dirs)
+        return ex.source, ex
+    return text, None
+
+
+def check_signature(kf: "KernelFile") -> None:
+    """Refuse a spec whose arguments disagree with the kernel's parameters (exit 2, every problem listed)."""
+    spec = kf.spec
+    if kf.lang == "opencl" and not spec.kernel_name.is_plain:
+        raise KerntuneError(ErrorCode.SPEC, f"{kf.loaded.origin}: kernel {spec.kernel!r} is a C++ name, but "
+                                            f"{kf.path.name} is OpenCL C: name the __kernel function")
+    parsed = parse(kf.source, kf.lang)
+    try:
+        k = parsed.find(spec.kernel)
+    except KerntuneError:
+        return          # not found by the parser (e.g. defined through a macro): the compiler will tell
+    k = parsed.kernel(spec.kernel)   # template arguments against template parameters
+    bindings = bind(k, spec.kernel_name) if k.is_template else {}
+    mismatches = signature_problems(spec, k, bindings, kf.lang)
+    if mismatches:
+        problems = [Problem(("args", m.arg) if m.arg is not None else ("args",), m.message) for m in mismatches]
+        raise problems_error(kf.loaded, problems, f"the spec does not match the signature of {k.qualified_name} "
+                                                  f"in {kf.path.name}",
+                             hint="fix args in the spec (or write a fresh one with `kerntune init "
+                                  f"{kf.path}`)")
+
+
+def load_kernel(path: Path, spec_path: Path | None = None, extra_include_dirs: list[Path] = ()) -> KernelFile:
     lang = language_of(path)
-    source = read_text(path, "kernel file")
+    text = read_text(path, "kernel file")
     loaded = load_for_kernel(path, spec_path)
-    return KernelFile(path=path, lang=lang, source=source, loaded=loaded)
+    source, extraction = device_source(path, text, lang, loaded.spec.kernel, include_dirs(loaded, list(extra_include_dirs)))
+    kf = KernelFile(path=path, lang=lang, source=source, loaded=loaded, extraction=extraction)
+    check_signature(kf)
+    return kf

@@ -11,7 +11,7 @@ import numpy as np
 from kerntune.backends.base import Backend, CompileFailed, LaunchFailed
 from kerntune.errors import ErrorCode, KerntuneError
 from kerntune.results import DeviceInfo, ResourceUsage
-from kerntune.source.instantiate import lowered_expression
+from kerntune.source.instantiate import lowered_expression, type_includes
 from kerntune.source.names import parse_kernel_name
 
 # CUDA errors after which the context is unusable (same numbers in the driver
@@ -102,7 +102,7 @@ class CupyBackend(Backend):
             if expression != kernel_name or not parse_kernel_name(kernel_name).is_plain:
                 # a template instantiation or a namespaced kernel: NVRTC instantiates the name
                 # expression and CuPy looks its lowered (mangled) name up by the same string
-                return cp.RawModule(code=source, options=opts,
+                return cp.RawModule(code=type_includes(expression) + source, options=opts,
                                     name_expressions=[expression]).get_function(expression)
             try:
                 return cp.RawModule(code=source, options=opts).get_function(kernel_name)

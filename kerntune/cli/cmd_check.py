@@ -66,6 +66,7 @@ def check(
     from kerntune.hardware import launch_problems, load_profile, occupancy
     from kerntune.kernelfile import load_kernel
     from kerntune.spec.shapes import verification_shapes
+    from kerntune.spec.signature import require_fits
 
     kf = load_kernel(kernel_file, spec)
     inst = kf.instance()
@@ -96,6 +97,7 @@ def check(
         with DeviceWorker(ref) as worker:
             res, log = worker.compile(kf.source, kf.spec.kernel, inst.options, timeout)
         mode = "device"
+    require_fits(kf.spec, info)
     launches = []
     for shape in verification_shapes(kf.spec):
         grid, block, shared = resolve_launch(kf.spec, inst, shape)

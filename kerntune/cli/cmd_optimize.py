@@ -133,10 +133,15 @@ def optimize(
         settings = OptimizeSettings(budget=budget, shape_set=shape_set, seed=seed, warmup=warmup, repeats=repeats,
                                     final_repeats=final_repeats, timeout_s=timeout,
                                     generator="rules" if llm == "rules" else "llm", llm=llm_settings)
+        from kerntune.spec.signature import require_fits
+
+        ref, info = resolve(device, kf.lang)
+        require_fits(kf.spec, info, [shape_set])     # before the run directory exists
         path = run_dir or Path("runs") / f"{kf.stem}-{time.strftime('%Y%m%d-%H%M%S')}"
         run = RunDir.create(path)
+    if resume is not None:
+        ref, info = resolve(device, kf.lang)
     generator = make_generator(settings, run)
-    ref, info = resolve(device, kf.lang)
     with DeviceWorker(ref) as worker:
         if json:
             opt = Optimizer(kf, settings, run, worker, generator)

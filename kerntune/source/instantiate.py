@@ -9,6 +9,7 @@ spell out its parameter list.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from kerntune.errors import KerntuneError
@@ -58,10 +59,21 @@ def lowered_expression(source: str, name: str) -> str:
 INSTANCE_MARK = "// kerntune: instantiate the kernel the spec names"
 
 
+def type_includes(expression: str) -> str:
+    """Includes for the half-precision types a template argument names (the kernel's own code
+    need not mention them: a template written for any T)."""
+    out = []
+    if re.search(r"\b(__half2?|half2?)\b", expression):
+        out.append("#include <cuda_fp16.h>\n")
+    if re.search(r"\b(__nv_bfloat162?|nv_bfloat162?)\b", expression):
+        out.append("#include <cuda_bf16.h>\n")
+    return "".join(out)
+
+
 def instantiation_stub(expression: str) -> str:
     """Host-side code that makes nvcc emit ``expression`` (taking a kernel's address instantiates it)."""
-    return (f"\n{INSTANCE_MARK}\nnamespace {{ [[maybe_unused]] auto* const kerntune_instance_0 = "
-            f"&{expression}; }}\n")
+    return (f"\n{INSTANCE_MARK}\n{type_includes(expression)}namespace {{ [[maybe_unused]] auto* const "
+            f"kerntune_instance_0 = &{expression}; }}\n")
 
 
 def mangled_prefix(qualified: str) -> str:
