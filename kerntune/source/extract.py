@@ -298,10 +298,12 @@ def _system_include_kept(target: str, uses_std: bool) -> tuple[bool, str]:
     return True, ""
 
 
-def extract(path: Path, text: str, kernel: str, include_dirs: list[Path] = ()) -> Extraction:
-    """The device code ``kernel`` (a plain, qualified or instantiated name) needs from ``text``."""
+def extract(path: Path, text: str, kernel: str, include_dirs: list[Path] = (), instantiations: list[str] = (),
+            flat: Flattened | None = None) -> Extraction:
+    """The device code ``kernel`` (a plain, qualified or instantiated name) needs from ``text``;
+    ``instantiations`` (name expressions) are recorded in the header for later commands."""
     kn = parse_kernel_name(kernel)
-    flat = flatten(path, text, list(include_dirs))
+    flat = flat or flatten(path, text, list(include_dirs))
     ex = _Extractor(flat)
     top = ex.items(ex.tree.root_node.children)
     leaves = list(_all_leaves(top))
@@ -401,7 +403,7 @@ def extract(path: Path, text: str, kernel: str, include_dirs: list[Path] = ()) -
 
     kept_namespaces_all = {n for it in _containers(top) for n in it.names}
     body = "\n\n".join(render(top))
-    header = _header(path, kn.qualified, flat, dropped)
+    header = _header(path, kn.qualified, flat, dropped, list(instantiations))
     source = header + re.sub(r"\n{3,}", "\n\n", body.strip()) + "\n"
     reparsed = parse(source, "cuda")
     kept_names = tuple(n for it in leaves if it.kept for n in sorted(it.names))
@@ -421,7 +423,7 @@ def _short(text: str) -> str:
     return text if len(text) <= 48 else text[:45] + "..."
 
 
-def _header(path: Path, kernel: str, flat: Flattened, dropped: list[Dropped]) -> str:
+def _header(path: Path, kernel: str, flat: Flattened, dropped: list[Dropped], insts: list[str]) -> str:
     lines = [f"// Device code of {kernel}, extracted by `kerntune extract` from {path.name}:",
              "// the kernel and the functions, types, constants and macros it uses."]
     if flat.inlined:
@@ -438,6 +440,7 @@ def _header(path: Path, kernel: str, flat: Flattened, dropped: list[Dropped]) ->
             wrapped.append(line[:cut])
             line = "//   " + line[cut + 1:]
         wrapped.append(line)
+    wrapped += [f"// kerntune-instantiate: {e}" for e in insts]
     return "\n".join(wrapped) + "\n\n"
 
 
