@@ -289,26 +289,3 @@ def _param(p, data: bytes, keywords: dict[int, str]) -> Param:
             space = OPENCL_SPACES[kw]
     return Param(name=name, ctype=" ".join(ctype.split()), pointer=pointer, const=const, restrict=restrict,
                  space=space, start=p.start_byte, end=p.end_byte)
-
-
-def param_uses(kernel: KernelFunction, data: bytes, name: str) -> tuple[bool, bool]:
-    """(read, written) for a pointer parameter, from its uses in the body: a
-    store is ``p[i] = ...`` (or ``*p = ...``); any other use counts as a read,
-    including compound assignments and passing the pointer on."""
-    read = written = False
-    for node in walk(kernel.body):
-        if node.type != "identifier" or data[node.start_byte:node.end_byte].decode() != name:
-            continue
-        parent = node.parent
-        access = parent if parent is not None and parent.type in ("subscript_expression", "pointer_expression") else None
-        if access is not None and access.parent is not None and access.parent.type == "assignment_expression":
-            assign = access.parent
-            op = assign.child_by_field_name("operator")
-            if assign.child_by_field_name("left") == access:
-                if op is not None and data[op.start_byte:op.end_byte].decode() == "=":
-                    written = True
-                    continue
-                written = read = True
-                continue
-        read = True
-    return read, written
