@@ -9,6 +9,7 @@ from kerntune.engine.evaluate import KernelInstance
 from kerntune.errors import ErrorCode, KerntuneError
 from kerntune.source.extract import Extraction, extract, needs_extraction
 from kerntune.source.instantiate import bind
+from kerntune.source.names import parse_kernel_name
 from kerntune.source.parse import parse
 from kerntune.spec.load import LoadedSpec, load_for_kernel, problems_error, read_text
 from kerntune.spec.model import LaunchSpec, Problem
@@ -42,13 +43,19 @@ class KernelFile:
     def stem(self) -> str:
         return self.path.name.split(".")[0]
 
+    @property
+    def kernel_name(self) -> str:
+        """This file's entry point: its ``launches`` entry's ``kernel``, else the spec's."""
+        impl = self.spec.launches.get(self.stem)
+        return impl.kernel if impl is not None and impl.kernel else self.spec.kernel
+
     def instance(self, label: str | None = None) -> KernelInstance:
         """This file as a kernel to run: the spec's launch and options, or its ``launches``
         entry for this file's stem (a launch, plus compile options for this file)."""
         impl = self.spec.launches.get(self.stem)
         options = tuple(getattr(self.spec.compile_options, self.lang)) + tuple(impl.compile_options if impl else ())
         launch = LaunchSpec(grid=impl.grid, block=impl.block, shared_mem=impl.shared_mem) if impl else None
-        return KernelInstance(source=self.source, name=self.spec.kernel, lang=self.lang, options=options,
+        return KernelInstance(source=self.source, name=self.kernel_name, lang=self.lang, options=options,
                               launch=launch, label=label or self.path.name)
 
 
@@ -74,16 +81,17 @@ def device_source(path: Path, text: str, lang: str, kernel: str, dirs: list[Path
 def check_signature(kf: "KernelFile") -> None:
     """Refuse a spec whose arguments disagree with the kernel's parameters (exit 2, every problem listed)."""
     spec = kf.spec
-    if kf.lang == "opencl" and not spec.kernel_name.is_plain:
-        raise KerntuneError(ErrorCode.SPEC, f"{kf.loaded.origin}: kernel {spec.kernel!r} is a C++ name, but "
+    name = kf.kernel_name
+    if kf.lang == "opencl" and not parse_kernel_name(name).is_plain:
+        raise KerntuneError(ErrorCode.SPEC, f"{kf.loaded.origin}: kernel {name!r} is a C++ name, but "
                                             f"{kf.path.name} is OpenCL C: name the __kernel function")
     parsed = parse(kf.source, kf.lang)
     try:
-        k = parsed.find(spec.kernel)
+        k = parsed.find(name)
     except KerntuneError:
         return          # not found by the parser (e.g. defined through a macro): the compiler will tell
-    k = parsed.kernel(spec.kernel)   # template arguments against template parameters
-    bindings = bind(k, spec.kernel_name) if k.is_template else {}
+    k = parsed.kernel(name)   # template arguments against template parameters
+    bindings = bind(k, parse_kernel_name(name)) if k.is_template else {}
     mismatches = signature_problems(spec, k, bindings, kf.lang)
     if mismatches:
         problems = [Problem(("args", m.arg) if m.arg is not None else ("args",), m.message) for m in mismatches]
@@ -97,7 +105,9 @@ def load_kernel(path: Path, spec_path: Path | None = None, extra_include_dirs: l
     lang = language_of(path)
     text = read_text(path, "kernel file")
     loaded = load_for_kernel(path, spec_path)
-    source, extraction = device_source(path, text, lang, loaded.spec.kernel, include_dirs(loaded, list(extra_include_dirs)))
+    impl = loaded.spec.launches.get(path.name.split(".")[0])
+    name = impl.kernel if impl is not None and impl.kernel else loaded.spec.kernel
+    source, extraction = device_source(path, text, lang, name, include_dirs(loaded, list(extra_include_dirs)))
     kf = KernelFile(path=path, lang=lang, source=source, loaded=loaded, extraction=extraction)
     check_signature(kf)
     return kf

@@ -81,7 +81,7 @@ def check(
         if info.arch and info.arch.rstrip("a") != arch.rstrip("a"):
             err.print(f"[yellow]note:[/] profile {profile} is {info.arch}, the compile targets {arch}")
         try:
-            result = compile_offline(kf.source, kf.spec.kernel, arch=arch, options=inst.options, timeout_s=timeout)
+            result = compile_offline(kf.source, kf.kernel_name, arch=arch, options=inst.options, timeout_s=timeout)
         except CompileFailed as e:
             raise KerntuneError(ErrorCode.COMPILE, f"{kernel_file} does not compile for {arch}", detail=e.log) from None
         from kerntune.hardware import max_threads_for_registers
@@ -95,7 +95,7 @@ def check(
 
         ref, info = resolve(device, kf.lang)
         with DeviceWorker(ref) as worker:
-            res, log = worker.compile(kf.source, kf.spec.kernel, inst.options, timeout)
+            res, log = worker.compile(kf.source, kf.kernel_name, inst.options, timeout)
         mode = "device"
     require_fits(kf.spec, info)
     launches = []

@@ -108,5 +108,5 @@ def base_name(text: str) -> str:
     """The unqualified function name of a kernel name (lenient: any text)."""
     try:
         return parse_kernel_name(text).base
-    except KernelNameError:
-        return text
+    except KernelNameError:   # e.g. a template's kernel name with Jinja in its arguments
+        return text.split("<", 1)[0].split("::")[-1].strip()

@@ -105,6 +105,18 @@ class ImplementationLaunch(LaunchSpec):
     """How one implementation of the spec is launched (and, optionally, built)."""
 
     compile_options: list[str] = Field([], description="extra compiler options for this implementation")
+    kernel: str | None = Field(None, description="this implementation's entry point when it differs from the "
+                                                 "spec's `kernel` (a tuned template argument: ns::k<half, 256>)")
+
+    @field_validator("kernel")
+    @classmethod
+    def _kernel_name(cls, v: str | None) -> str | None:
+        if v is None:
+            return v
+        try:
+            return parse_kernel_name(v).text
+        except KernelNameError as e:
+            raise ValueError(str(e)) from None
 
 
 class FunctionRef(_Strict):
