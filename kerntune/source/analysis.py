@@ -56,7 +56,9 @@ class Analyzer:
     MAX_DEPTH = 6
 
     def __init__(self, source: str, kernel: KernelFunction, bindings: dict[str, str], block: tuple[int, ...],
-                 sizes: list[str]):
+                 sizes: list[str], load_bounds: dict[str, Poly] | None = None):
+        """``load_bounds``: arrays whose values are indices, with the bound they stay below."""
+        self.load_bounds = dict(load_bounds or {})
         self.data = source.encode()
         self.kernel = kernel
         root = kernel.node
@@ -75,7 +77,7 @@ class Analyzer:
         self.consts = consts
         self.types = TypeEnv(root, self.data, {k: v for k, v in bindings.items() if k not in consts}, consts)
         self.block = tuple(block) + (1,) * (3 - len(block))
-        self.samples = samples_for(sizes + list(GRID.values()))
+        self.samples = samples_for(sizes + list(GRID.values()) + [str(b) for b in self.load_bounds.values()])
         self.facts = Facts()
         self.env: dict[str, object] = {}
         self.guards: list[bool] = []
@@ -555,6 +557,8 @@ class Analyzer:
         self.facts.accesses.append(Access(q.root, lo, hi, read=ctx in ("r", "rw", "atomic"),
                                           write=ctx in ("w", "rw", "atomic"), atomic=ctx == "atomic",
                                           partial=partial, why=why))
+        if q.root in self.load_bounds and ctx == "r":
+            return Val(Poly.const(0), self.load_bounds[q.root] - 1, True, q.root)
         return Val(data=True, src=q.root if q.root != "@shared" else None)
 
     def assign(self, n):

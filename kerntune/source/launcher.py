@@ -48,9 +48,9 @@ def _constants(text: str) -> dict[str, str]:
 def default_type(param: str, text: str) -> str:
     if re.search(r"index|idx|int", param, re.I):
         return "int32_t" if re.search(r"\bint32_t\b", text) else "int"
-    if re.search(r"\b(__nv_bfloat16|nv_bfloat16)\b", text):
+    if re.search(r"\b(__nv_bfloat16|nv_bfloat16|BFloat16|kBFloat16)\b", text):   # CUDA or ATen spelling
         return "__nv_bfloat16"
-    if re.search(r"\b(__half|half)\b", text):
+    if re.search(r"\b(__half|half|Half|kHalf)\b", text):
         return "__half"
     return "float"
 

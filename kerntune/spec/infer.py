@@ -62,6 +62,7 @@ class Inference:
     shared_mem: str
     shapes: list[dict[str, int]]
     launch_why: str = ""
+    noalias: bool = False                     # every pointer parameter is restrict-qualified
     todos: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
@@ -127,6 +128,18 @@ def infer(source: str, kernel: KernelFunction, bindings: dict[str, str], lang: s
              .startswith(("int", "uint"))]
     block, block_why = choose_block(kernel, source, consts)
     facts = Analyzer(source, kernel, bindings, block, sizes).run()
+    bounds = _index_bounds(facts, sizes)           # index arrays -> a size their values stay below
+    first = facts
+    while bounds:
+        facts = Analyzer(source, kernel, bindings, block, sizes + list(bounds.values()),
+                         {src: Poly.sym(n) for src, n in bounds.items()}).run()
+        # keep a bound only where it made the indexed array's extent known
+        resolved = {src: n for src, n in bounds.items()
+                    if all(a.hi is not None for t, sv in first.index_sources.items() if sv == src
+                           for a in facts.accesses if a.root == t)}
+        if resolved == bounds:
+            break
+        bounds, facts = resolved, first
     order = list(sizes)
     text = source[kernel.node.start_byte:kernel.node.end_byte]
 
@@ -151,7 +164,6 @@ def infer(source: str, kernel: KernelFunction, bindings: dict[str, str], lang: s
             grid_exprs.append(best.to_expr(order))
             continue
         var = facts.grid_vars.get(axis)
-        pick = None
         if len(unused) == 1:
             pick = unused.pop()
             launch_notes.append(f"grid.{axis}: {pick} (the kernel never reads it; it counts the blocks)")
@@ -167,7 +179,7 @@ def infer(source: str, kernel: KernelFunction, bindings: dict[str, str], lang: s
         grid_exprs.append(pick)
     while len(grid_exprs) > 1 and grid_exprs[-1] == "1":
         grid_exprs.pop()
-    order = extra + order          # a size counting blocks (rows, tokens) is the outermost dimension
+    order = extra + list(bounds.values()) + order   # sizes counting blocks (rows) or indexed rows are outermost
 
     # --- what each array needs -------------------------------------------------------------------------
     def sub_grid(p: Poly | None) -> Poly | None:
@@ -181,15 +193,25 @@ def infer(source: str, kernel: KernelFunction, bindings: dict[str, str], lang: s
     by_root: dict[str, list[Access]] = {}
     for a in facts.accesses:
         by_root.setdefault(a.root, []).append(a)
+    ranged: dict[str, Poly] = {src: Poly.sym(n) for src, n in bounds.items()}   # index array -> values below
+    extents: dict[str, tuple[Poly | None, str]] = {}
+    for root in ["@shared"] + [p.name for p in params if p.pointer]:
+        acc = by_root.get(root, [])
+        src = facts.index_sources.get(root)
+        ext = _extent(acc, sub_grid, samples, src) if acc else (None, "the kernel never accesses it")
+        extents[root] = ext
+        if ext[0] is not None and src and src not in ranged:
+            ranged[src] = ext[0]
+    dense = _dense_strides(sizes, extents)
+    for st, row in dense.items():
+        extents = {k: (e.substitute(st, row) if e is not None else None, w) for k, (e, w) in extents.items()}
+        ranged = {k: v.substitute(st, row) for k, v in ranged.items()}
+        order.remove(st)
     args: list[ArgGuess] = []
     todos: list[str] = []
     shared_mem = "0"
-    ranged: dict[str, Poly] = {}          # index array -> the extent its values must stay below
-    if "@shared" in by_root:
-        src = facts.index_sources.get("@shared")
-        ext, why = _extent(by_root["@shared"], sub_grid, samples, src)
-        if ext is not None and src:
-            ranged[src] = ext
+    if by_root.get("@shared"):
+        ext, why = extents["@shared"]
         item = _shared_item(source, kernel)
         if ext is not None and item:
             shared_mem = (ext * item).to_expr(order)
@@ -203,12 +225,8 @@ def infer(source: str, kernel: KernelFunction, bindings: dict[str, str], lang: s
         if p.pointer:
             if p.space == "local":
                 continue
-            acc = by_root.get(p.name, [])
-            intent, why = _intent(p, acc)
-            src = facts.index_sources.get(p.name)
-            ext, ext_why = _extent(acc, sub_grid, samples, src) if acc else (None, "the kernel never accesses it")
-            if ext is not None and src:
-                ranged[src] = ext
+            intent, why = _intent(p, by_root.get(p.name, []))
+            ext, ext_why = extents[p.name]
             g = ArgGuess(p.name, ctype, dt if dt and dt != "bool" else TODO, True, intent=intent, why=why)
             if dt is None or dt == "bool":
                 g.todo = f"dtype: {ctype!r} is not one of kerntune's element types"
@@ -219,6 +237,9 @@ def infer(source: str, kernel: KernelFunction, bindings: dict[str, str], lang: s
             if g.todo:
                 todos.append(f"args.{p.name}: {g.todo}")
             args.append(g)
+        elif p.name in dense:
+            args.append(ArgGuess(p.name, ctype, dt, False, value=dense[p.name].to_expr(order),
+                                 why="a stride: dense rows (the row length the kernel reaches); any larger works"))
         elif p.name in sizes:
             g = ArgGuess(p.name, ctype, dt, False, value=p.name, why="a size")
             if re.search(r"stride|ld[abc]?$|pitch", p.name, re.I):
@@ -246,11 +267,46 @@ def infer(source: str, kernel: KernelFunction, bindings: dict[str, str], lang: s
         if len(bound.terms) == 1 and len(bound.symbols()) == 1:
             size_min[next(iter(bound.symbols()))] = low
     todos = [t for t in todos if not any(f"loaded from {r}" in t for r in ranged)]
+    for src, n in bounds.items():
+        size_min.setdefault(n, 1)
     launch_why = f"block: {block_why}" + ("; " + "; ".join(launch_notes) if launch_notes else "")
+    pointers = [p for p in params if p.pointer and p.space != "local"]
     return Inference(kernel=kernel.qualified_name, args=args, sizes={s: multiples.get(s, 1) for s in order},
-                     size_min=size_min,
+                     size_min=size_min, noalias=bool(pointers) and all(p.restrict for p in pointers),
                      extra_sizes=extra, grid=grid_exprs, block=list(block), shared_mem=shared_mem, shapes=shapes,
                      launch_why=launch_why, todos=todos, notes=sorted(set(facts.notes)))
+
+
+def _index_bounds(facts, sizes: list[str]) -> dict[str, str]:
+    """Arrays whose loaded values index another array that nothing else bounds: each gets a new
+    size its values stay below (``positions`` -> ``max_position``)."""
+    out: dict[str, str] = {}
+    for target, src in facts.index_sources.items():
+        if any(a.hi is not None for a in facts.accesses if a.root == target) or src in out:
+            continue
+        name = "max_" + re.sub(r"s$", "", src)
+        while name in sizes or name in out.values():
+            name += "_"
+        out[src] = name
+    return out
+
+
+def _dense_strides(sizes: list[str], extents: dict[str, tuple[Poly | None, str]]) -> dict[str, Poly]:
+    """Stride parameters an array's extent is linear in (``(T - 1) * stride + row``): dense rows,
+    the stride set to the row length ``row``."""
+    out: dict[str, Poly] = {}
+    for s in sizes:
+        if not re.search(r"stride|ld[abc]?$|pitch", s, re.I):
+            continue
+        for ext, _ in extents.values():
+            if ext is None or s not in ext.symbols():
+                continue
+            lin = ext.linear_in(s)
+            if lin is not None and lin[0] != Poly() and lin[1] != Poly() and not lin[1].is_const \
+                    and s not in lin[1].symbols():
+                out[s] = lin[1]
+                break
+    return out
 
 
 def _best_ceil(cov: list[_Ceil], sizes: list[str]) -> _Ceil:

@@ -68,6 +68,8 @@ def skeleton(inf: Inference, kernel_name: str, source_name: str, origin_note: st
         lines.append(f"  shared_mem: {_q(inf.shared_mem)}" + ("    # TODO the dynamic shared memory in bytes"
                                                                if inf.shared_mem == TODO else
                                                                "    # the kernel's extern __shared__ array"))
+    if inf.noalias:
+        lines.append("noalias: true                 # every pointer parameter is __restrict__: the arrays never overlap")
     lines.append("shapes:                       # defaults within 1 MiB and 64 MiB of arrays; use your real sizes")
     for sh in inf.shapes:
         lines.append("  - {" + ", ".join(f"{k}: {v}" for k, v in sh.items()) + "}")
