@@ -129,7 +129,10 @@ class Optimizer:
     def start(self) -> None:
         m = self.run_dir.read_json("run.json")
         if m is None:
-            shutil.copy(self.kf.path, self.run_dir.path / "original" / self.kf.path.name)
+            if self.kf.extraction is not None:     # an extension source: its device code is what runs
+                self.run_dir.write(f"original/{self.kf.path.name}", self.kf.source)
+            else:
+                shutil.copy(self.kf.path, self.run_dir.path / "original" / self.kf.path.name)
             self.run_dir.write("original/spec.yaml", self.kf.loaded.text)
             self.manifest = Manifest(created=now(), kernel_path=str(self.kf.path), kernel_name=self.spec.kernel,
                                      lang=self.kf.lang, spec_path=str(self.kf.loaded.origin),

@@ -7,7 +7,7 @@ from typing import List, Optional
 
 import typer
 
-from kerntune.cli.output import err, out, print_json, set_json
+from kerntune.cli.output import err, print_json, set_json
 from kerntune.errors import ErrorCode, KerntuneError
 from kerntune.results import Record
 
@@ -111,7 +111,7 @@ def extract(
         if json:
             print_json(report)
         else:
-            out.print(ex.source, end="", markup=False, highlight=False)
+            typer.echo(ex.source, nl=False)   # raw: no wrapping of long lines
             _summary(report)
         return
     dest = output or Path(choice.kernel.name + ".cu")

@@ -8,7 +8,7 @@ from typing import List, Optional
 
 import typer
 
-from kerntune.cli.output import err, out, print_json, set_json
+from kerntune.cli.output import err, print_json, set_json
 from kerntune.errors import ErrorCode, KerntuneError
 
 
@@ -93,7 +93,7 @@ def init(
         if json:
             print_json({"kernel": choice.name, "spec": text, "todos": inf.todos})
         else:
-            out.print(text, end="", markup=False, highlight=False)
+            typer.echo(text, nl=False)        # raw: no wrapping of long lines
         return
     if inline:
         if inline_block(source) is not None and not force:

@@ -537,7 +537,8 @@ class Analyzer:
     def access(self, p: Ptr, idx: Val | None, ctx: str, node) -> Val:
         q = p.shifted(idx, self.samples) if idx is not None else p
         ratio = q.ratio
-        partial = any(self.guards)
+        # a write under a condition on loaded data, or at an index loaded from memory, may skip elements
+        partial = any(self.guards) or q.off.data
         why = ""
         lo = hi = None
         if q.off.known and ratio is not None:

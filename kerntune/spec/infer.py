@@ -351,7 +351,8 @@ def _intent(p, acc: list[Access]) -> tuple[str, str]:
         return "inout", "read and written"
     if writes:
         if any(a.partial for a in acc if a.write):
-            return "inout", "written only where a condition on loaded data holds (other elements keep their values)"
+            return "inout", ("written only where loaded data says (a condition or an index from memory): the "
+                             "other elements keep their values")
         return "out", "only written"
     return "in", "const" if p.const else "only read"
 
