@@ -90,6 +90,8 @@ def check_signature(kf: "KernelFile") -> None:
         k = parsed.find(name)
     except KerntuneError:
         return          # not found by the parser (e.g. defined through a macro): the compiler will tell
+    if k.node.has_error:
+        return          # the kernel does not parse: the compiler's message says more than a comparison would
     k = parsed.kernel(name)   # template arguments against template parameters
     bindings = bind(k, parse_kernel_name(name)) if k.is_template else {}
     mismatches = signature_problems(spec, k, bindings, kf.lang)

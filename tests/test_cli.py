@@ -43,18 +43,21 @@ def test_init_writes_a_spec_that_checks(tmp_path):
 
 
 def test_init_inline_and_todo(tmp_path):
-    k = write(tmp_path, "gather.cu", """
-        extern "C" __global__ void gather(float* y, const float* table, const int* idx, float alpha, int n) {
+    k = write(tmp_path, "search.cu", """
+        extern "C" __global__ void search(float* y, int* hit, const float* x, float v, int n) {
             int i = blockIdx.x * blockDim.x + threadIdx.x;
-            if (i < n) y[i] += alpha * table[idx[i]];
+            if (i < n) y[i] += v * x[i];
+            int j = 0;
+            while (j < n && x[j] < v) j++;
+            hit[3 * j] = i;
         }
     """)
     r = run_cli("init", str(k), "--inline")
     assert r.returncode == 0, r.stderr
     text = k.read_text()
     assert text.startswith("/* kerntune\n") and "intent: inout" in text
-    # the table is indexed by loaded values: its length cannot be known, and init says so
-    assert "shape: [TODO]" in text and "loaded from idx" in text and "TODO" in r.stderr
+    # hit's index comes out of a data-dependent loop: its length cannot be known, and init says so
+    assert "shape: [TODO]" in text and "cannot bound" in text and "TODO" in r.stderr
     r = run_cli("check", str(k))
     assert r.returncode == 2 and "TODO" in r.stderr and "Traceback" not in r.stderr
 

@@ -144,3 +144,33 @@ def test_extract_refuses_what_it_cannot_do(tmp_path):
     assert r.returncode == 2 and "gives 1 template arguments" in r.stderr
     r = run_cli("extract", str(REPO / "kernels/examples/vector_add.cl"))
     assert r.returncode == 2 and "not CUDA" in r.stderr
+
+
+@needs_nvcc
+def test_include_dirs_travel_in_the_spec(tmp_path):
+    inc = tmp_path / "vendor" / "kernels"
+    inc.mkdir(parents=True)
+    write(inc, "scale.cuh", """
+        #pragma once
+        #define SCALE_BY 3.0f
+        __device__ __forceinline__ float scaled(float x) { return SCALE_BY * x; }
+    """)
+    src = tmp_path / "csrc"
+    src.mkdir()
+    k = write(src, "scale.cu", """
+        #include <torch/extension.h>
+        #include "scale.cuh"
+        extern "C" __global__ void scale(float* __restrict__ y, const float* __restrict__ x, int n) {
+            const int i = blockIdx.x * blockDim.x + threadIdx.x;
+            if (i < n) y[i] = scaled(x[i]);
+        }
+        torch::Tensor scale_op(torch::Tensor x) { return x; }
+    """)
+    r = run_cli("init", str(k))
+    assert r.returncode == 2 and "scale.cuh" in r.stderr and "--include-dir" in r.stderr
+    r = run_cli("init", str(k), "--include-dir", str(inc))
+    assert r.returncode == 0, r.stderr
+    text = (src / "scale.yaml").read_text()
+    assert "include_dirs: [\"../vendor/kernels\"]" in text and "intent: out" in text
+    r = run_cli("check", str(k), "--json")
+    assert r.returncode == 0, r.stderr

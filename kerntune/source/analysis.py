@@ -21,6 +21,7 @@ from dataclasses import replace
 from fractions import Fraction
 from math import gcd
 
+from kerntune.source.calls import GRID, Calls, _data, _int, function_name
 from kerntune.source.parse import KernelFunction, walk
 from kerntune.source.poly import Poly
 from kerntune.source.typeenv import TypeEnv
@@ -28,13 +29,6 @@ from kerntune.source.values import (
     DATA, UNKNOWN, Access, Facts, Ptr, Val, add, floordiv_bound, mul, neg, sub, union,
 )
 
-GRID = {"x": "@grid_x", "y": "@grid_y", "z": "@grid_z"}
-_OCL_AXIS = {"0": "x", "1": "y", "2": "z"}
-READS = {"__ldg", "__ldcg", "__ldca", "__ldcs", "__ldlu", "__ldcv"}
-WRITES = {"__stcg", "__stcs", "__stwb", "__stwt"}
-ATOMICS = re.compile(r"^atomic(Add|Sub|Max|Min|Exch|CAS|And|Or|Xor|Inc|Dec)(_block|_system)?$|^atomic_")
-_NAME_WRITE = re.compile(r"store|write|set|put", re.I)
-_NULL = Val(Poly.const(0), Poly.const(0))
 
 
 class _NullPtr:
@@ -52,9 +46,7 @@ def samples_for(names: list[str]) -> list[dict[str, int]]:
     return [{n: f(i) for i, n in enumerate(names)} for f in patterns]
 
 
-class Analyzer:
-    MAX_DEPTH = 6
-
+class Analyzer(Calls):
     def __init__(self, source: str, kernel: KernelFunction, bindings: dict[str, str], block: tuple[int, ...],
                  sizes: list[str], load_bounds: dict[str, Poly] | None = None):
         """``load_bounds``: arrays whose values are indices, with the bound they stay below."""
@@ -86,7 +78,7 @@ class Analyzer:
         self.params = {p.name for p in kernel.params}
         for n in walk(root):
             if n.type == "function_definition" and n is not kernel.node:
-                name = _function_name(n, self.data)
+                name = function_name(n, self.data)
                 if name:
                     self.functions.setdefault(name, []).append(n)
 
@@ -656,138 +648,6 @@ class Analyzer:
             old = self.facts.divisible.get(name, 1)
             self.facts.divisible[name] = old * need // gcd(old, need)
 
-    # --- calls -----------------------------------------------------------------------------
-    def call(self, n):
-        fn = n.child_by_field_name("function")
-        args = n.child_by_field_name("arguments")
-        arg_nodes = args.named_children if args is not None else []
-        name, targs = self.callee(fn)
-        if name in ("reinterpret_cast", "static_cast", "const_cast", "dynamic_cast") and arg_nodes:
-            v = self.ev(arg_nodes[0])
-            return self.cast(targs[0] if targs else "", v)
-        if fn is not None and fn.type == "field_expression" and not arg_nodes:
-            self.ev(fn.child_by_field_name("argument"))
-            return DATA
-        if fn is not None and fn.type == "field_expression":
-            self.ev(fn.child_by_field_name("argument"))
-            method = self.t(fn.child_by_field_name("field"))
-            values = [self.ev(a) for a in arg_nodes]
-            for v in values:
-                if isinstance(v, Ptr):
-                    self.access(v, None, "w" if _NAME_WRITE.search(method) else "r", n)
-                    self.facts.notes.append(f"{v.root}: passed to .{method}(); assumed to "
-                                            f"{'write' if _NAME_WRITE.search(method) else 'read'} one element")
-            return DATA
-        if name in ("min", "max", "umin", "umax", "llmin", "llmax") and len(arg_nodes) == 2:
-            a, b = self.ev(arg_nodes[0]), self.ev(arg_nodes[1])
-            if isinstance(a, Val) and isinstance(b, Val):
-                if name.endswith("min"):
-                    hi = a.hi if (a.hi is not None and (b.hi is None or self._smaller(a.hi, b.hi))) else b.hi
-                    return Val(None, hi, a.data or b.data)
-                return union(a, b, self.samples)
-            return UNKNOWN
-        if ATOMICS.match(name or "") and arg_nodes:
-            p = self.ev(arg_nodes[0])
-            for a in arg_nodes[1:]:
-                self.ev(a)
-            if isinstance(p, Ptr):
-                self.access(p, None, "atomic", n)
-            return DATA
-        if name in READS and arg_nodes:
-            p = self.ev(arg_nodes[0])
-            return self.access(p, None, "r", n) if isinstance(p, Ptr) else DATA
-        if name in WRITES and len(arg_nodes) >= 2:
-            p = self.ev(arg_nodes[0])
-            self.ev(arg_nodes[1])
-            if isinstance(p, Ptr):
-                self.access(p, None, "w", n)
-            return UNKNOWN
-        if name in ("get_global_id", "get_local_id", "get_group_id", "get_local_size", "get_num_groups",
-                    "get_global_size") and arg_nodes:
-            return self.opencl_index(name, self.t(arg_nodes[0]).strip())
-        values = [self.ev(a) for a in arg_nodes]
-        defs = self.functions.get(name or "", [])
-        if defs:
-            return self.follow(defs, values, targs)
-        for v in values:
-            if isinstance(v, Ptr):
-                self.access(v, None, "r", n)
-                self.facts.notes.append(f"{v.root}: passed to {name}(), which the source does not define; "
-                                        "assumed read")
-        return Val(data=any(_data(v) for v in values) or True)
-
-    def callee(self, fn) -> tuple[str | None, list[str]]:
-        targs: list[str] = []
-        node = fn
-        if node is not None and node.type == "qualified_identifier":
-            node = node.child_by_field_name("name")
-        if node is not None and node.type == "template_function":
-            al = node.child_by_field_name("arguments")
-            targs = [self.t(c) for c in al.named_children] if al is not None else []
-            node = node.child_by_field_name("name")
-        if node is not None and node.type == "identifier":
-            return self.t(node), targs
-        return None, targs
-
-    def opencl_index(self, name: str, arg: str) -> Val:
-        axis = _OCL_AXIS.get(arg.rstrip("uU"))
-        if axis is None:
-            return UNKNOWN
-        b = self.block["xyz".index(axis)]
-        g = Poly.sym(GRID[axis])
-        return {"get_local_id": Val(Poly.const(0), Poly.const(b - 1)),
-                "get_group_id": Val(Poly.const(0), g - 1),
-                "get_local_size": Val.const(b),
-                "get_num_groups": Val.exact(g),
-                "get_global_size": Val.exact(g * b),
-                "get_global_id": Val(Poly.const(0), g * b - 1)}[name]
-
-    def follow(self, defs: list, values: list, targs: list[str]):
-        if len(self.stack) >= self.MAX_DEPTH:
-            return Val(data=True)
-        for d in defs:
-            if d in self.stack:
-                continue
-            params = _params(d, self.data)
-            if len(params) < len(values):
-                continue
-            saved_env, saved_bind, saved_consts = self.env, dict(self.types.bindings), self.consts
-            tparams = _template_param_names(d, self.data)
-            for tp, ta in zip(tparams, targs):
-                self.types.bindings[tp] = self.types.resolve(ta)
-                v = self.ev_text_const(ta)
-                if v is not None:
-                    self.consts = {**self.consts, tp: v}
-            env: dict[str, object] = {}
-            for (pname, ptype, is_ptr), v in zip(params, values):
-                if is_ptr and isinstance(v, Ptr):
-                    size = self.types.size(ptype)
-                    env[pname] = v.retyped(size) if size is not None else v
-                elif isinstance(v, Val) and not is_ptr:
-                    env[pname] = v if self._is_int_type(ptype) or v.known else Val(data=v.data)
-                else:
-                    env[pname] = UNKNOWN
-            self.env = env
-            self.stack.append(d)
-            try:
-                self.stmt(d.child_by_field_name("body"))
-            finally:
-                self.stack.pop()
-                self.env = saved_env
-                self.types.bindings = saved_bind
-                self.consts = saved_consts
-        return Val(data=True)
-
-    def ev_text_const(self, text: str) -> int | None:
-        v = _int(text)
-        if v is not None:
-            return v
-        if text in self.consts:
-            return self.consts[text]
-        if text in ("true", "false"):
-            return 1 if text == "true" else 0
-        return None
-
 
 class _Ceil:
     """ceil(num / k) blocks."""
@@ -806,18 +666,6 @@ class _Ceil:
 
 def _has_grid(p: Poly | None) -> bool:
     return p is not None and any(s.startswith("@") for s in p.symbols())
-
-
-def _data(v) -> bool:
-    return isinstance(v, Val) and v.data
-
-
-def _int(text: str) -> int | None:
-    s = text.strip().rstrip("uUlL")
-    try:
-        return int(s, 0)
-    except ValueError:
-        return None
 
 
 def _strip_parens(n):
@@ -840,53 +688,3 @@ def _exits(n) -> bool:
     if n.type == "compound_statement" and n.named_children:
         return _exits(n.named_children[-1])
     return False
-
-
-def _function_name(n, data: bytes) -> str:
-    d = n.child_by_field_name("declarator")
-    while d is not None and d.type != "function_declarator":
-        d = d.child_by_field_name("declarator")
-    if d is None:
-        return ""
-    name = d.child_by_field_name("declarator")
-    if name is None:
-        return ""
-    text = data[name.start_byte:name.end_byte].decode()
-    text = re.sub(r"<.*", "", text).split("::")[-1]
-    words = re.findall(r"[A-Za-z_]\w*", text)
-    return words[-1] if words else ""
-
-
-def _params(n, data: bytes) -> list[tuple[str, str, bool]]:
-    d = n.child_by_field_name("declarator")
-    while d is not None and d.type != "function_declarator":
-        d = d.child_by_field_name("declarator")
-    plist = d.child_by_field_name("parameters") if d is not None else None
-    out = []
-    for p in plist.named_children if plist is not None else []:
-        if p.type not in ("parameter_declaration", "optional_parameter_declaration"):
-            continue
-        typ = p.child_by_field_name("type")
-        decl = p.child_by_field_name("declarator")
-        is_ptr = False
-        while decl is not None and decl.type in ("pointer_declarator", "reference_declarator", "array_declarator"):
-            is_ptr = is_ptr or decl.type != "reference_declarator"
-            nxt = decl.child_by_field_name("declarator")
-            decl = nxt if nxt is not None else next((c for c in decl.named_children if c.type == "identifier"), None)
-        name = data[decl.start_byte:decl.end_byte].decode() if decl is not None else ""
-        out.append((name, data[typ.start_byte:typ.end_byte].decode() if typ is not None else "", is_ptr))
-    return out
-
-
-def _template_param_names(n, data: bytes) -> list[str]:
-    parent = n.parent
-    if parent is None or parent.type != "template_declaration":
-        return []
-    plist = parent.child_by_field_name("parameters")
-    out = []
-    for p in plist.named_children if plist is not None else []:
-        nm = p.child_by_field_name("name") or p.child_by_field_name("declarator")
-        if nm is None:
-            nm = next((c for c in p.named_children if c.type in ("type_identifier", "identifier")), None)
-        out.append(data[nm.start_byte:nm.end_byte].decode() if nm is not None else "")
-    return out
