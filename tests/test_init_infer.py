@@ -196,3 +196,18 @@ def test_compare_counts_edits_by_meaning():
     written["launch"]["block"] = [100]
     edits = {e.field for e in compare(written, truth, free_block=True)}
     assert edits == {"args.input.intent", "args.out.shape", "launch.block"}
+
+
+def test_library_baselines_through_their_helpers():
+    """The SGLang baselines: extern "C" wrappers calling a templated __device__ helper with
+    overloads per dtype; num_tokens is passed on but never read (it counts the blocks)."""
+    src = (REPO / "kernels/sglang/merge_attn_states_lse/merge_attn_states_lse.cu").read_text()
+    truth = load_file(REPO / "kernels/sglang/merge_attn_states_lse/spec.yaml").spec
+    inf, a = _infer(src, "merge_attn_states_lse_bf16")
+    assert inf.grid == ["num_tokens"] and not inf.todos
+    assert a["v"].shape == ["num_tokens", "num_heads", "head_dim"] and a["v"].intent == "out"
+    assert a["s"].shape == ["num_tokens", "num_heads"] and a["v_a"].intent == "in"
+    assert [x.name for x in inf.args] == [x.name for x in truth.args]
+    src = (REPO / "kernels/sglang/silu_and_mul/silu_and_mul.cl").read_text()     # vload_half / vstore_half_rte
+    inf, a = _infer(src, "silu_and_mul_fp16", "opencl")
+    assert a["out"].intent == "out" and a["input"].shape[-1] == "2 * d"

@@ -73,6 +73,7 @@ class Analyzer(Calls):
         self.facts = Facts()
         self.env: dict[str, object] = {}
         self.guards: list[bool] = []
+        self.quotients: dict[str, tuple[str, str]] = {}     # q -> (i, d) for q = i / d
         self.functions: dict[str, list] = {}
         self.stack: list = []
         self.params = {p.name for p in kernel.params}
@@ -211,11 +212,13 @@ class Analyzer(Calls):
             if value_node is not None and value_node.type == "initializer_list":
                 value = UNKNOWN
             if isinstance(value, Ptr) and pointer and ctype not in ("auto",):
-                value = value.retyped(self.types.size(ctype))
+                size = self.types.size(ctype)
+                value = value.retyped(size) if size is not None else value   # T* of an unknown T: as given
             elif isinstance(value, Val) and not pointer and ctype not in ("auto",) \
                     and not self._is_int_type(ctype):
                 value = Val(data=value.data)
             self.env[name] = value
+            self._note_quotient(name, value_node)
             if isinstance(value, Val) and value.known:
                 self._note_grid_var(name, value)
 
@@ -499,8 +502,10 @@ class Analyzer(Calls):
                 if base == "blockDim":
                     return Val.const(b)
                 if base == "blockIdx":
+                    self.facts.grid_axes.add(axis)
                     return Val(Poly.const(0), Poly.sym(GRID[axis]) - 1)
                 if base == "gridDim":
+                    self.facts.grid_axes.add(axis)
                     return Val.exact(Poly.sym(GRID[axis]))
         op = next((c for c in n.children if c.type in ("->", ".")), None)
         if op is not None and op.type == "->":
@@ -581,8 +586,36 @@ class Analyzer(Calls):
             return Val(data=v.data, src=v.src)
         return v
 
+    def _note_quotient(self, name: str, value_node) -> None:
+        """``q = i / d``: remembered, so that ``i - q * d`` is known to be ``i % d``."""
+        v = _strip_parens(value_node)
+        if v is not None and v.type == "binary_expression" and self.t(v.child_by_field_name("operator")) == "/":
+            left, right = _strip_parens(v.child_by_field_name("left")), _strip_parens(v.child_by_field_name("right"))
+            if left is not None and right is not None and left.type == "identifier":
+                self.quotients[name] = (self.t(left), self.t(right))
+                return
+        self.quotients.pop(name, None)
+
+    def _remainder(self, n) -> Val | None:
+        """``i - q * d`` with ``q = i / d``: the remainder, in [0, d)."""
+        left, right = _strip_parens(n.child_by_field_name("left")), _strip_parens(n.child_by_field_name("right"))
+        if left is None or right is None or left.type != "identifier" or right.type != "binary_expression" \
+                or self.t(right.child_by_field_name("operator")) != "*":
+            return None
+        a, b = (self.t(x) for x in (right.child_by_field_name("left"), right.child_by_field_name("right")))
+        for q, d in ((a, b), (b, a)):
+            if self.quotients.get(q) == (self.t(left), d):
+                dv = self.ev_quiet(right.child_by_field_name("right" if q == a else "left"))
+                if isinstance(dv, Val) and dv.is_exact:
+                    return Val(Poly.const(0), dv.hi - 1)
+        return None
+
     def binary(self, n):
         op = self.t(n.child_by_field_name("operator"))
+        if op == "-":
+            rem = self._remainder(n)
+            if rem is not None:
+                return rem
         a = self.ev(n.child_by_field_name("left"))
         b = self.ev(n.child_by_field_name("right"))
         if op in ("+", "-"):

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import re
 
+from kerntune.source.parse import walk
 from kerntune.source.poly import Poly
-from kerntune.source.values import DATA, UNKNOWN, Ptr, Val, union
+from kerntune.source.types import strip
+from kerntune.source.values import DATA, UNKNOWN, Ptr, Val, mul, union
 
 READS = {"__ldg", "__ldcg", "__ldca", "__ldcs", "__ldlu", "__ldcv"}
 WRITES = {"__stcg", "__stcs", "__stwb", "__stwt"}
@@ -15,6 +17,7 @@ ATOMICS = re.compile(r"^atomic(Add|Sub|Max|Min|Exch|CAS|And|Or|Xor|Inc|Dec)(_blo
 _NAME_WRITE = re.compile(r"store|write|set|put", re.I)
 GRID = {"x": "@grid_x", "y": "@grid_y", "z": "@grid_z"}
 _OCL_AXIS = {"0": "x", "1": "y", "2": "z"}
+_VECTOR_IO = re.compile(r"^v(load|store)(a?_half)?(2|3|4|8|16)?(_rte|_rtz|_rtp|_rtn)?$")
 
 
 class Calls:
@@ -70,16 +73,40 @@ class Calls:
         if name in ("get_global_id", "get_local_id", "get_group_id", "get_local_size", "get_num_groups",
                     "get_global_size") and arg_nodes:
             return self.opencl_index(name, self.t(arg_nodes[0]).strip())
-        values = [self.ev(a) for a in arg_nodes]
+        vec = _VECTOR_IO.match(name or "")
+        if vec and len(arg_nodes) >= 2:
+            return self.vector_io(vec, arg_nodes, n)
         defs = self.functions.get(name or "", [])
+        used_before = set(self.facts.used_params)
+        values = [self.ev(a) for a in arg_nodes]
         if defs:
-            return self.follow(defs, values, targs)
+            # a kernel parameter passed on counts as used only if the helper uses it
+            passed = {i: self.t(a) for i, a in enumerate(arg_nodes) if a.type == "identifier"
+                      and self.t(a) in self.params and self.t(a) not in used_before}
+            self.facts.used_params -= set(passed.values())
+            return self.follow(defs, values, targs, passed)
         for v in values:
             if isinstance(v, Ptr):
                 self.access(v, None, "r", n)
                 self.facts.notes.append(f"{v.root}: passed to {name}(), which the source does not define; "
                                         "assumed read")
         return Val(data=any(_data(v) for v in values) or True)
+
+    def vector_io(self, m: re.Match, arg_nodes: list, n):
+        """OpenCL ``vloadN(offset, p)`` / ``vstoreN(data, offset, p)`` (``_half`` variants too):
+        N elements at ``p + offset * N`` (one for the scalar ``_half`` forms)."""
+        store = m.group(1) == "store"
+        width = int(m.group(3) or 1)
+        if store:
+            self.ev(arg_nodes[0])
+        offset, p = self.ev(arg_nodes[-2]), self.ev(arg_nodes[-1])
+        if not isinstance(p, Ptr):
+            return DATA
+        if not isinstance(offset, Val):
+            offset = UNKNOWN
+        q = p.shifted(mul(offset, Val.const(width), self.samples), self.samples)
+        q = q.retyped(q.root_item * width if q.root_item else None)
+        return self.access(q, None, "w" if store else "r", n)
 
     def callee(self, fn) -> tuple[str | None, list[str]]:
         targs: list[str] = []
@@ -100,6 +127,8 @@ class Calls:
             return UNKNOWN
         b = self.block["xyz".index(axis)]
         g = Poly.sym(GRID[axis])
+        if name in ("get_group_id", "get_num_groups", "get_global_size", "get_global_id"):
+            self.facts.grid_axes.add(axis)
         return {"get_local_id": Val(Poly.const(0), Poly.const(b - 1)),
                 "get_group_id": Val(Poly.const(0), g - 1),
                 "get_local_size": Val.const(b),
@@ -107,16 +136,21 @@ class Calls:
                 "get_global_size": Val.exact(g * b),
                 "get_global_id": Val(Poly.const(0), g * b - 1)}[name]
 
-    def follow(self, defs: list, values: list, targs: list[str]):
+    def follow(self, defs: list, values: list, targs: list[str], passed: dict[int, str] | None = None):
+        """Run the source's definitions of a called function with the arguments bound (each
+        overload with enough parameters); template type parameters deduced from pointer arguments
+        keep the pointee's size."""
+        passed = passed or {}
         if len(self.stack) >= self.MAX_DEPTH:
+            self.facts.used_params |= set(passed.values())
             return Val(data=True)
-        for d in defs:
-            if d in self.stack:
-                continue
+        candidates = [d for d in defs if d not in self.stack and len(_params(d, self.data)) >= len(values)]
+        # overloads: keep those whose pointer parameters take the arguments' element sizes
+        fitting = [d for d in candidates if self._fits(d, values)]
+        for d in fitting or candidates:
             params = _params(d, self.data)
-            if len(params) < len(values):
-                continue
             saved_env, saved_bind, saved_consts = self.env, dict(self.types.bindings), self.consts
+            saved_quot, self.quotients = self.quotients, {}
             tparams = _template_param_names(d, self.data)
             for tp, ta in zip(tparams, targs):
                 self.types.bindings[tp] = self.types.resolve(ta)
@@ -124,7 +158,16 @@ class Calls:
                 if v is not None:
                     self.consts = {**self.consts, tp: v}
             env: dict[str, object] = {}
+            body = d.child_by_field_name("body")
+            used_names = {self.t(x) for x in walk(body) if x.type == "identifier"} if body is not None else set()
+            for i, (pname, ptype, is_ptr) in enumerate(params[:len(values)]):
+                if i in passed and pname in used_names:
+                    self.facts.used_params.add(passed[i])
             for (pname, ptype, is_ptr), v in zip(params, values):
+                bare = strip(ptype)
+                if is_ptr and isinstance(v, Ptr) and bare in tparams and bare not in self.types.bindings \
+                        and v.item is not None:
+                    self.types.bindings[bare] = f"@bytes{v.item}"      # T deduced from the argument
                 if is_ptr and isinstance(v, Ptr):
                     size = self.types.size(ptype)
                     env[pname] = v.retyped(size) if size is not None else v
@@ -141,7 +184,18 @@ class Calls:
                 self.env = saved_env
                 self.types.bindings = saved_bind
                 self.consts = saved_consts
+                self.quotients = saved_quot
         return Val(data=True)
+
+    def _fits(self, d, values: list) -> bool:
+        tparams = set(_template_param_names(d, self.data))
+        for (_, ptype, is_ptr), v in zip(_params(d, self.data), values):
+            if not is_ptr or not isinstance(v, Ptr) or strip(ptype) in tparams:
+                continue
+            size = self.types.size(ptype)
+            if size is not None and v.item is not None and size != v.item:
+                return False
+        return True
 
     def ev_text_const(self, text: str) -> int | None:
         v = _int(text)

@@ -79,6 +79,8 @@ class TypeEnv:
         if depth > 8:
             return None
         base = self.resolve(ctype)
+        if base.startswith("@bytes"):           # a template type deduced from an argument: its size only
+            return int(base[6:])
         known = sizeof(base)
         if known is not None:
             return known

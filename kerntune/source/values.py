@@ -170,4 +170,5 @@ class Facts:
     grid_vars: dict[str, str] = field(default_factory=dict)    # grid axis -> the variable set to blockIdx.<axis>
     index_sources: dict[str, str] = field(default_factory=dict)  # array indexed by loaded values -> their array
     used_params: set[str] = field(default_factory=set)
+    grid_axes: set[str] = field(default_factory=set)           # axes whose block index or grid size is read
     notes: list[str] = field(default_factory=list)

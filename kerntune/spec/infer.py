@@ -84,7 +84,10 @@ def choose_block(kernel: KernelFunction, source: str, consts: dict[str, int]) ->
                 continue
             v = evaluate(m.group(1), cs, {})
             if isinstance(v, int) and 0 < v <= 1024 and not isinstance(v, bool):
-                return (v,), f"the kernel's index arithmetic uses {m.group(1)} = {v} threads per block"
+                why = f"the kernel's index arithmetic uses {m.group(1)} = {v} threads per block"
+                if re.search(r"threadIdx\.y|get_local_id\s*\(\s*1", body):
+                    return (v, max(1, min(8, 1024 // v))), why + " in x"
+                return (v,), why
     if re.search(r"threadIdx\.z|get_local_id\s*\(\s*2", body):
         return (16, 8, 4), "default"
     if re.search(r"threadIdx\.y|get_local_id\s*\(\s*1", body):
@@ -151,9 +154,7 @@ def infer(source: str, kernel: KernelFunction, bindings: dict[str, str], lang: s
     launch_notes = []
     for axis in "xyz":
         g = GRID[axis]
-        used = re.search(rf"blockIdx\.{axis}|gridDim\.{axis}|get_group_id\s*\(\s*{'xyz'.index(axis)}|"
-                         rf"get_global_id\s*\(\s*{'xyz'.index(axis)}", text)
-        if not used:
+        if axis not in facts.grid_axes:
             if axis == "x" or grid_exprs[-1:] != ["1"]:
                 grid_exprs.append("1")
             continue
