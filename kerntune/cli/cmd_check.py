@@ -34,6 +34,7 @@ class CheckReport(Record):
     resources: ResourceUsage
     compile_log: str = ""
     launches: list[LaunchCheck] = []
+    extracted: Optional[str] = None   # for an extension source: what extraction kept and dropped
 
     @property
     def ok(self) -> bool:
@@ -107,8 +108,14 @@ def check(
                                     dynamic_shared_bytes=shared, problems=problems,
                                     occupancy=occ.occupancy if occ else None,
                                     occupancy_limiter=occ.limiter if occ else None))
+    extracted = None
+    if kf.extraction is not None:
+        ex = kf.extraction
+        extracted = (f"device code of {kf.kernel_name} extracted: {len(ex.dropped)} items dropped (host code, "
+                     f"host-only includes), {len(ex.inlined)} local headers inlined; `kerntune extract` lists them")
     report = CheckReport(kernel=str(kernel_file), spec=str(kf.loaded.origin) + (" (inline)" if kf.loaded.inline else ""),
-                         mode=mode, device=info, resources=res, compile_log=log, launches=launches)
+                         mode=mode, device=info, resources=res, compile_log=log, launches=launches,
+                         extracted=extracted)
     if json:
         print_json(report)
     else:
@@ -136,6 +143,8 @@ def _render(r: CheckReport) -> None:
     where = f"{r.device.name} ({r.device.id})" if r.mode == "device" else \
         f"offline nvcc/ptxas for {res.arch}, limits of {r.device.name}"
     out.print(f"[bold]{r.kernel}[/]: spec {r.spec} is valid; compiled on {where}")
+    if r.extracted:
+        out.print(r.extracted, markup=False)
     t = Table(show_header=False, box=None, padding=(0, 2))
     rows = [
         ("registers / thread", res.registers),

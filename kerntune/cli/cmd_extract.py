@@ -63,7 +63,7 @@ def extract(
     dropped is listed. For a templated kernel the instantiation comes from
     --kernel NAME<ARGS>, --instantiate, or the launcher's own launches (the
     template stays a template in the output, so per-dtype specs can share it).
-    The result compiles on its own (nvcc, NVRTC) and is what `kerntune init`,
+    The result compiles on its own (checked offline with nvcc; --compile) and is what `kerntune init`,
     `check` and `optimize` work on; they also extract implicitly when given
     the extension source itself.
     """
