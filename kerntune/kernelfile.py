@@ -7,8 +7,13 @@ from pathlib import Path
 
 from kerntune.engine.evaluate import KernelInstance
 from kerntune.errors import ErrorCode, KerntuneError
-from kerntune.spec.load import LoadedSpec, load_for_kernel, read_text
-from kerntune.spec.model import LaunchSpec
+from kerntune.source.extract import Extraction, extract, needs_extraction
+from kerntune.source.instantiate import bind
+from kerntune.source.names import parse_kernel_name
+from kerntune.source.parse import parse
+from kerntune.spec.load import LoadedSpec, load_for_kernel, problems_error, read_text
+from kerntune.spec.model import LaunchSpec, Problem
+from kerntune.spec.signature import signature_problems
 
 LANG_BY_SUFFIX = {".cu": "cuda", ".cuh": "cuda", ".cl": "opencl"}
 
@@ -26,8 +31,9 @@ def language_of(path: Path) -> str:
 class KernelFile:
     path: Path
     lang: str
-    source: str
+    source: str                       # what is compiled: the file, or the device code extracted from it
     loaded: LoadedSpec
+    extraction: Extraction | None = None   # set when the file is an extension source (torch launcher, local headers)
 
     @property
     def spec(self):
@@ -37,18 +43,73 @@ class KernelFile:
     def stem(self) -> str:
         return self.path.name.split(".")[0]
 
+    @property
+    def kernel_name(self) -> str:
+        """This file's entry point: its ``launches`` entry's ``kernel``, else the spec's."""
+        impl = self.spec.launches.get(self.stem)
+        return impl.kernel if impl is not None and impl.kernel else self.spec.kernel
+
     def instance(self, label: str | None = None) -> KernelInstance:
         """This file as a kernel to run: the spec's launch and options, or its ``launches``
         entry for this file's stem (a launch, plus compile options for this file)."""
         impl = self.spec.launches.get(self.stem)
         options = tuple(getattr(self.spec.compile_options, self.lang)) + tuple(impl.compile_options if impl else ())
         launch = LaunchSpec(grid=impl.grid, block=impl.block, shared_mem=impl.shared_mem) if impl else None
-        return KernelInstance(source=self.source, name=self.spec.kernel, lang=self.lang, options=options,
+        return KernelInstance(source=self.source, name=self.kernel_name, lang=self.lang, options=options,
                               launch=launch, label=label or self.path.name)
 
 
-def load_kernel(path: Path, spec_path: Path | None = None) -> KernelFile:
+def include_dirs(loaded: LoadedSpec, extra: list[Path] = ()) -> list[Path]:
+    """The spec's ``include_dirs`` (relative to the spec) and any given on the command line."""
+    dirs = []
+    for d in [*(loaded.base_dir / x for x in loaded.spec.include_dirs), *extra]:
+        if not d.is_dir():
+            raise KerntuneError(ErrorCode.FILE, f"include folder not found: {d}",
+                                hint="include_dirs in the spec are relative to the spec file")
+        dirs.append(d)
+    return dirs
+
+
+def device_source(path: Path, text: str, lang: str, kernel: str, dirs: list[Path]) -> tuple[str, Extraction | None]:
+    """The code to compile for ``kernel``: an extension source's extracted device code, else the file."""
+    if lang == "cuda" and needs_extraction(text):
+        ex = extract(path, text, kernel, dirs)
+        return ex.source, ex
+    return text, None
+
+
+def check_signature(kf: "KernelFile") -> None:
+    """Refuse a spec whose arguments disagree with the kernel's parameters (exit 2, every problem listed)."""
+    spec = kf.spec
+    name = kf.kernel_name
+    if kf.lang == "opencl" and not parse_kernel_name(name).is_plain:
+        raise KerntuneError(ErrorCode.SPEC, f"{kf.loaded.origin}: kernel {name!r} is a C++ name, but "
+                                            f"{kf.path.name} is OpenCL C: name the __kernel function")
+    parsed = parse(kf.source, kf.lang)
+    try:
+        k = parsed.find(name)
+    except KerntuneError:
+        return          # not found by the parser (e.g. defined through a macro): the compiler will tell
+    if k.node.has_error:
+        return          # the kernel does not parse: the compiler's message says more than a comparison would
+    k = parsed.kernel(name)   # template arguments against template parameters
+    bindings = bind(k, parse_kernel_name(name)) if k.is_template else {}
+    mismatches = signature_problems(spec, k, bindings, kf.lang)
+    if mismatches:
+        problems = [Problem(("args", m.arg) if m.arg is not None else ("args",), m.message) for m in mismatches]
+        raise problems_error(kf.loaded, problems, f"the spec does not match the signature of {k.qualified_name} "
+                                                  f"in {kf.path.name}",
+                             hint="fix args in the spec (or write a fresh one with `kerntune init "
+                                  f"{kf.path}`)")
+
+
+def load_kernel(path: Path, spec_path: Path | None = None, extra_include_dirs: list[Path] = ()) -> KernelFile:
     lang = language_of(path)
-    source = read_text(path, "kernel file")
+    text = read_text(path, "kernel file")
     loaded = load_for_kernel(path, spec_path)
-    return KernelFile(path=path, lang=lang, source=source, loaded=loaded)
+    impl = loaded.spec.launches.get(path.name.split(".")[0])
+    name = impl.kernel if impl is not None and impl.kernel else loaded.spec.kernel
+    source, extraction = device_source(path, text, lang, name, include_dirs(loaded, list(extra_include_dirs)))
+    kf = KernelFile(path=path, lang=lang, source=source, loaded=loaded, extraction=extraction)
+    check_signature(kf)
+    return kf

@@ -103,9 +103,15 @@ def adversarial(device: str, work: Path, opts: argparse.Namespace) -> dict:
         return {"error": stderr.strip()[-2000:], "seconds": secs}
     db = sqlite3.connect(run / "tuning.db")
     rows = []
+    checks, check_s, eval_s = 0, 0.0, 0.0
     for key, status, message, result in db.execute("select key, status, message, result from evaluations"):
         variant = key.split("=", 1)[1].strip("'")
-        check = (json.loads(result).get("check") or {}) if result else {}
+        data = json.loads(result) if result else {}
+        check = data.get("check") or {}
+        eval_s += data.get("seconds") or 0.0
+        if check:
+            checks += 1
+            check_s += check.get("seconds") or 0.0
         expected = EXPECTED.get(variant, ("ok",))
         rows.append({"variant": variant, "status": status, "expected": list(expected), "message": message,
                      "check": check.get("status"), "as_expected": status in expected})
@@ -113,6 +119,7 @@ def adversarial(device: str, work: Path, opts: argparse.Namespace) -> dict:
     general = test.get("general") or {}
     return {"seconds": secs, "evaluations": rows, "cheats": len([r for r in rows if r["variant"] != HONEST]),
             "rejected_as_expected": sum(1 for r in rows if r["variant"] != HONEST and r["as_expected"]),
+            "checks": checks, "check_seconds": check_s, "evaluation_seconds": eval_s,
             "winner": general.get("key", ""), "winner_verdict": general.get("verdict", ""),
             "winner_interval": general.get("geomean"), "improved": test.get("improved"),
             "stop_reason": summary.get("stop_reason")}
@@ -206,7 +213,11 @@ def markdown(res: dict) -> str:
             lines += [f"{adv['rejected_as_expected']} of {adv['cheats']} wrong or cheating candidates rejected with an "
                       f"expected status; the run completed ({adv['stop_reason']}, {adv['seconds']:.0f} s); winner "
                       f"`{adv['winner']}`, {fmt_iv(adv['winner_interval'])} over the original "
-                      f"({adv['winner_verdict']}).", "",
+                      f"({adv['winner_verdict']}). The memory checker ran {adv['checks']} times (`--memcheck-all`: "
+                      f"every candidate that verified) in {adv['check_seconds']:.0f} s, "
+                      f"{adv['check_seconds'] / max(adv['checks'], 1):.1f} s each, beside "
+                      f"{adv['evaluation_seconds']:.0f} s of verification and timing for all "
+                      f"{len(adv['evaluations'])} candidates.", "",
                       "| variant | status | expected | caught by |", "| --- | --- | --- | --- |"]
             for r in adv["evaluations"]:
                 msg = r["message"].replace("|", "/")[:110]

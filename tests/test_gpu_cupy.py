@@ -81,3 +81,58 @@ def test_compile_error(gpu, tmp_path):
     spec = write(tmp_path, "scale.yaml", BF16_SPEC)
     r = gpu.evaluate(_req(spec, BF16_KERNEL.replace("alpha;", "alpha"), "scale_bf16"), 300)
     assert r.status is Status.COMPILE_ERROR and "error" in r.compile_log
+
+
+# --- templated kernels and extension sources (CuPy RawModule with name_expressions) ------------------
+TEMPLATED_SPEC = """
+kernel: "{kernel}"
+args:
+  - {{name: y, dtype: {dt}, shape: [n], intent: out}}
+  - {{name: x, dtype: {dt}, shape: [n], intent: in}}
+  - {{name: n, dtype: uint32, value: n}}
+launch: {{grid: ["ceil_div(n, {block})"], block: [{block}]}}
+shapes: [{{n: 4096}}, {{n: 100003}}]
+reference: {{code: "def ref(x):\\n    return 3 * x\\n", function: ref}}
+"""
+TEMPLATED_KERNEL = """
+#include <cuda_bf16.h>
+namespace ext {
+__device__ __forceinline__ float to_f(float x) { return x; }
+__device__ __forceinline__ float to_f(__nv_bfloat16 x) { return __bfloat162float(x); }
+template <typename T> __device__ __forceinline__ T from_f(float x);
+template <> __device__ __forceinline__ float from_f<float>(float x) { return x; }
+template <> __device__ __forceinline__ __nv_bfloat16 from_f<__nv_bfloat16>(float x) { return __float2bfloat16(x); }
+template <typename T, unsigned THREADS, int K = 3>
+__global__ void scale(T* y, const T* x, unsigned n) {
+  const unsigned i = blockIdx.x * THREADS + threadIdx.x;
+  if (i < n) y[i] = from_f<T>(K * to_f(x[i]));
+}
+}
+"""
+
+
+@pytest.mark.parametrize("kernel,dt,block", [("ext::scale<__nv_bfloat16, 128>", "bf16", 128),
+                                             ("scale<float, 256>", "fp32", 256)])
+def test_templated_kernel_through_name_expressions(gpu, tmp_path, kernel, dt, block):
+    spec = write(tmp_path, "s.yaml", TEMPLATED_SPEC.format(kernel=kernel, dt=dt, block=block))
+    r = gpu.evaluate(_req(spec, TEMPLATED_KERNEL, kernel, TimingOptions(warmup=2, repeats=5)), 300)
+    assert r.status is Status.OK, r.message
+    assert r.resources.registers > 0
+
+
+def test_extension_source_bench_and_optimize(tmp_path):
+    """The issue's kernel as an extension source: extracted implicitly, verified and timed, optimized."""
+    from tests.conftest import run_cli
+
+    src = REPO / "tests/data/extensions/csrc/attention/merge_attn_states.cu"
+    spec = REPO / "tests/data/extensions/expected/merge_attn_states_kernel.yaml"
+    r = run_cli("bench", str(src), "--spec", str(spec), "--device", "0", "--repeats", "10", "--warmup", "2")
+    assert r.returncode == 0, r.stderr
+    r = run_cli("optimize", str(src), "--spec", str(spec), "--device", "0", "--rounds", "1", "--evaluations", "12",
+                "--repeats", "10", "--final-repeats", "10", "--run-dir", str(tmp_path / "run"), "--json")
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "run" / "best.cu").exists() and (tmp_path / "run" / "spec.yaml").exists()
+    r = run_cli("bench", str(tmp_path / "run" / "original" / "merge_attn_states.cu"), "--against",
+                str(tmp_path / "run" / "best.cu"), "--spec", str(tmp_path / "run" / "spec.yaml"), "--device", "0",
+                "--repeats", "10")
+    assert r.returncode == 0, r.stderr

@@ -41,6 +41,7 @@ class GenerationRequest:
     measurements: str                   # a short text of the last measurements (times, % of copy, resources)
     history: tuple[RoundNote, ...] = ()
     llm_calls_left: Optional[int] = None  # the planner's LLM call budget left for the run (None: no limit)
+    kernel: Optional[str] = None        # kernel_source's entry point, when not the spec's (a tuned instantiation)
 
 
 @dataclass(frozen=True)
@@ -72,7 +73,7 @@ class RuleGenerator:
 
         def attempt(exclude: set[str]):
             rules = [r for r in default_rules() if r.name not in exclude]
-            return apply_catalog(req.kernel_source, req.lang, req.spec, launch=req.launch, rules=rules,
+            return apply_catalog(req.kernel_source, req.lang, req.spec, kernel=req.kernel, launch=req.launch, rules=rules,
                                  device_max_threads=req.device.max_threads_per_block, note=f"round {req.round}")
 
         result = attempt(set())

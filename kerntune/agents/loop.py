@@ -140,7 +140,10 @@ class Optimizer:
     def start(self) -> None:
         m = self.run_dir.read_json("run.json")
         if m is None:
-            shutil.copy(self.kf.path, self.run_dir.path / "original" / self.kf.path.name)
+            if self.kf.extraction is not None:     # an extension source: its device code is what runs
+                self.run_dir.write(f"original/{self.kf.path.name}", self.kf.source)
+            else:
+                shutil.copy(self.kf.path, self.run_dir.path / "original" / self.kf.path.name)
             self.run_dir.write("original/spec.yaml", self.kf.loaded.text)
             self.manifest = Manifest(created=now(), kernel_path=str(self.kf.path), kernel_name=self.spec.kernel,
                                      lang=self.kf.lang, spec_path=str(self.kf.loaded.origin),
@@ -192,6 +195,7 @@ class Optimizer:
         self.event("baseline", result=base)
         current_src, current_launch, current_speedup = self.kf.source, self.spec.launches.get(self.kf.stem) \
             or self.spec.launch, 1.0
+        current_kernel = self.kf.kernel_name
         last_eval: EvalResult = base
         stop_reason = ""
         rounds = list(self.manifest.rounds)
@@ -203,7 +207,8 @@ class Optimizer:
                 if rec.status == "done":
                     self._load_round(rec.round)
                     if rec.best_speedup and rec.best_speedup > current_speedup * (1 + self.settings.min_gain):
-                        current_src, current_launch = self._round_best_kernel(rec.round, rec.best_config)
+                        current_src, current_launch, current_kernel = self._round_best_kernel(rec.round,
+                                                                                              rec.best_config)
                         current_speedup = rec.best_speedup
         r = len([rec for rec in rounds if rec.status != "running"]) + 1
         while True:
@@ -216,7 +221,7 @@ class Optimizer:
             t0 = time.monotonic()
             calls_before = self._llm_calls()
             self.event("round", round=r, plan=plan)
-            proposal = self._proposal(r, plan, current_src, current_launch, base, last_eval, rounds)
+            proposal = self._proposal(r, plan, current_src, current_launch, base, last_eval, rounds, current_kernel)
             if proposal is None:
                 rec = rec.model_copy(update={"status": "no-proposal", "message": "the generator had nothing to propose",
                                              "plan": plan.model_dump() | {"llm_calls": self._llm_calls() - calls_before}})
@@ -249,7 +254,7 @@ class Optimizer:
                                       max(speedup or 1.0, current_speedup))
             self.event("round_done", round=r, summary=summary)
             if best is not None and speedup and speedup > current_speedup * (1 + self.settings.min_gain):
-                current_src, current_launch = self._round_best_kernel(r, best.config)
+                current_src, current_launch, current_kernel = self._round_best_kernel(r, best.config)
                 current_speedup = speedup
                 last_eval = self._round_best_eval(r, best.key) or last_eval
             r += 1
@@ -280,7 +285,7 @@ class Optimizer:
         return usage() if callable(usage) else {}
 
     def _proposal(self, r: int, plan, src: str, launch: LaunchSpec, base: EvalResult, last: EvalResult,
-                  rounds: list[RoundRecord]) -> Proposal | None:
+                  rounds: list[RoundRecord], kernel: str | None = None) -> Proposal | None:
         d = self.run_dir.round_dir(r)
         tfile = d / f"template{EXT[self.kf.lang]}.j2"
         pfile = d / "proposal.json"
@@ -297,7 +302,7 @@ class Optimizer:
         req = GenerationRequest(round=r, lang=self.kf.lang, kernel_source=src, original_source=self.kf.source,
                                 launch=launch, spec=self.spec, spec_text=self.kf.loaded.text, device=self.worker.info,
                                 directions=tuple(plan.directions), measurements=self._measurements(last),
-                                history=history, llm_calls_left=self._llm_calls_left())
+                                history=history, llm_calls_left=self._llm_calls_left(), kernel=kernel)
         self.event("step", text=f"round {r}: the {self.generator.name} generator is writing a template")
         proposal = self.generator.propose(req, self._validate)
         if proposal is None:
@@ -350,12 +355,14 @@ class Optimizer:
     def _instance(self, r: int, config: dict[str, Any], label: str) -> KernelInstance:
         return self.templates[r].instance(config, self.spec, label=label)
 
-    def _round_best_kernel(self, r: int, config: dict[str, Any]) -> tuple[str, LaunchSpec]:
+    def _round_best_kernel(self, r: int, config: dict[str, Any]) -> tuple[str, LaunchSpec, str]:
+        """A round's best kernel: source (parameters baked in), launch and entry point (a templated
+        kernel's instantiation may be one of the parameters)."""
         t = self.templates[r]
         src = bake(t.render(config, self.spec), self.kf.lang)
         launch = resolve_launch_params(t.decl.launch, config)
         self.run_dir.write(f"rounds/{r:02d}/best{EXT[self.kf.lang]}", src)
-        return src, launch
+        return src, launch, t.kernel_name(self.spec, config)
 
     def _round_best_eval(self, r: int, key: str) -> EvalResult | None:
         store = RunStore.in_dir(self.run_dir.round_dir(r))

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from kerntune.agents.bake import bake
-from kerntune.tuner.kernel_files import EXT, file_stem, instance_file, launch_dict, with_header
+from kerntune.tuner.kernel_files import EXT, file_stem, instance_file, launch_dict, own_kernel, with_header
 
 if TYPE_CHECKING:
     from kerntune.agents.loop import Optimizer
@@ -29,17 +29,24 @@ def write_outputs(opt: "Optimizer", report: "TestReport | None") -> dict[str, st
     original_launch = spec.launches.get(opt.kf.stem) or spec.launch
     base_options = tuple(getattr(spec.compile_options, lang))
 
-    def kernel_text(r: int | None, config: dict[str, Any], what: str) -> tuple[str, Any, tuple[str, ...]]:
+    kernels: dict[str, str] = {}       # launches key -> entry point, where it is not the spec's
+
+    def kernel_text(r: int | None, config: dict[str, Any], what: str, key: str) -> tuple[str, Any, tuple[str, ...]]:
         """The kernel, its launch, and the compile options it needs beyond the spec's own."""
         if r is None:
             launch = original_launch
             src = opt.kf.source
             extra: tuple[str, ...] = tuple(spec.launches[opt.kf.stem].compile_options) \
                 if opt.kf.stem in spec.launches else ()
+            if opt.kf.kernel_name != spec.kernel:
+                kernels[key] = opt.kf.kernel_name
         else:
             text, launch, options = instance_file(opt.templates[r], config, spec, what,
                                                   finish=lambda s: bake(s, lang))
             extra = options[len(base_options):] if options[:len(base_options)] == base_options else options
+            name = own_kernel(opt.templates[r], config, spec)
+            if name:
+                kernels[key] = name
             return text, launch, extra
         return with_header(src, what, launch, base_options + extra), launch, extra
 
@@ -47,25 +54,25 @@ def write_outputs(opt: "Optimizer", report: "TestReport | None") -> dict[str, st
     if g is not None:
         text, launch, extra = kernel_text(g.round, g.config, f"kerntune: general configuration {g.key} from round "
                                                              f"{g.round}, {g.geomean_speedup:.3f}x geomean over the "
-                                                             "original")
+                                                             "original", "best")
     else:
         text, launch, extra = kernel_text(None, {}, "kerntune: no candidate beat the original; this is the original "
-                                                    "kernel")
+                                                    "kernel", "best")
     run.write("best" + ext, text)
-    launches["best"] = launch_dict(launch, extra)
+    launches["best"] = launch_dict(launch, extra, kernels.get("best"))
     files["best"] = "best" + ext
     dispatch = []
     for w in (report.per_shape if report is not None else []):
         stem = file_stem(w.label)
         if w.winner == "original":
             text, launch, extra = kernel_text(None, {}, f"kerntune: shape {w.label}: the original kernel is the "
-                                                        "fastest")
+                                                        "fastest", stem)
         else:
             cand = next(c for c in report.candidates if c.key == w.winner and c.round == w.round)
             text, launch, extra = kernel_text(cand.round, cand.config, f"kerntune: shape {w.label}: {cand.key} from "
-                                                                       f"round {cand.round}, {w.speedup:.3f}x")
+                                                                       f"round {cand.round}, {w.speedup:.3f}x", stem)
         run.write(f"per_shape/{stem}{ext}", text)
-        launches[stem] = launch_dict(launch, extra)
+        launches[stem] = launch_dict(launch, extra, kernels.get(stem))
         dispatch.append({"label": w.label, "shape": w.shape, "kernel": f"per_shape/{stem}{ext}",
                          "launch": launches[stem], "speedup": w.speedup, "winner": w.winner})
     run.write_json("per_shape/dispatch.json", dispatch)
@@ -79,7 +86,8 @@ def write_outputs(opt: "Optimizer", report: "TestReport | None") -> dict[str, st
             if src.exists():
                 shutil.copy(src, run.path / "original" / src.name)
                 data[key] = {"file": f"original/{src.name}", "function": ref.function}
-    data["launches"] = {**{k: launch_dict(v, tuple(v.compile_options)) for k, v in spec.launches.items()}, **launches}
+    data["launches"] = {**{k: launch_dict(v, tuple(v.compile_options), v.kernel) for k, v in spec.launches.items()},
+                        **launches}
     run.write("spec.yaml", "# the original spec, with the launch of every kernel this run wrote\n" +
               yaml.safe_dump(data, sort_keys=False))
     files["spec"] = "spec.yaml"

@@ -69,6 +69,10 @@ class Backend(ABC):
     def copy(self, dst: Any, src: Any, nbytes: int) -> Any:
         """Enqueue a device-to-device copy; return what :meth:`elapsed_ms` needs."""
 
+    def bandwidth_copy(self, dst: Any, src: Any, nbytes: int) -> Any:
+        """The device-to-device copy that measures what the device moves (default: :meth:`copy`)."""
+        return self.copy(dst, src, nbytes)
+
     # --- execution ----------------------------------------------------------
     @abstractmethod
     def launch(self, kernel: Any, grid: tuple[int, int, int], block: tuple[int, int, int],

@@ -11,6 +11,8 @@ import numpy as np
 from kerntune.backends.base import Backend, CompileFailed, LaunchFailed
 from kerntune.errors import ErrorCode, KerntuneError
 from kerntune.results import DeviceInfo, ResourceUsage
+from kerntune.source.instantiate import lowered_expression, type_includes
+from kerntune.source.names import parse_kernel_name
 
 # CUDA errors after which the context is unusable (same numbers in the driver
 # and runtime APIs): illegal address, launch timeout, assert, hardware stack
@@ -97,14 +99,20 @@ class CupyBackend(Backend):
     def compile(self, source: str, kernel_name: str, options: Sequence[str] = ()) -> Any:
         cp = self.cp
         opts = tuple(options)
+        expression = lowered_expression(source, kernel_name)
         try:
+            if expression != kernel_name or not parse_kernel_name(kernel_name).is_plain:
+                # a template instantiation or a namespaced kernel: NVRTC instantiates the name
+                # expression and CuPy looks its lowered (mangled) name up by the same string
+                return cp.RawModule(code=type_includes(expression) + source, options=opts,
+                                    name_expressions=[expression]).get_function(expression)
             try:
                 return cp.RawModule(code=source, options=opts).get_function(kernel_name)
             except cp.cuda.driver.CUDADriverError as e:
                 if getattr(e, "status", None) != CUDA_ERROR_NOT_FOUND:
                     raise
                 # not extern "C": look the C++ name up through NVRTC's lowered names
-                return cp.RawModule(code=source, options=opts, name_expressions=(kernel_name,)).get_function(kernel_name)
+                return cp.RawModule(code=source, options=opts, name_expressions=[kernel_name]).get_function(kernel_name)
         except cp.cuda.compiler.CompileException as e:
             raise CompileFailed(str(e)) from None
         except cp.cuda.driver.CUDADriverError as e:

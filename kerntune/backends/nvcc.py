@@ -19,6 +19,8 @@ from typing import Sequence
 from kerntune.backends.base import CompileFailed
 from kerntune.errors import ErrorCode, KerntuneError
 from kerntune.results import ResourceUsage
+from kerntune.source.instantiate import instantiation_stub, lowered_expression, mangled_prefix
+from kerntune.source.names import KernelNameError, parse_kernel_name, split_args
 
 DEFAULT_ARCH = "sm_90"
 _ENTRY = re.compile(r"Compiling entry function '([^']+)' for '([^']+)'")
@@ -51,16 +53,90 @@ class OfflineCompile:
     entry: str            # the (possibly mangled) entry name ptxas reported
 
 
-def _entry_matches(entry: str, name: str) -> bool:
-    return entry == name or entry.startswith(f"_Z{len(name)}{name}")
+def _candidates(entries: list[str], kernel_name: str) -> list[str]:
+    """Entries that may be ``kernel_name``: the symbol itself (extern "C"), or C++ names
+    whose mangled form starts with the (qualified) name; a template's instantiations
+    continue with ``I``."""
+    try:
+        kn = parse_kernel_name(kernel_name)
+    except KernelNameError:
+        return [e for e in entries if e == kernel_name]
+    if kn.is_plain and kn.text in entries:
+        return [kn.text]
+    prefix = mangled_prefix(kn.qualified)
+    nested = "::" in kn.qualified
+    out = []
+    for e in entries:
+        if not e.startswith(prefix):
+            continue
+        rest = e[len(prefix):]
+        if kn.template_args is not None:
+            ok = rest.startswith("I")
+        else:
+            ok = rest.startswith("E") if nested else not rest[:1].isdigit()
+        if ok:
+            out.append(e)
+    return out
+
+
+_ALIASES = {"half": "__half", "nv_bfloat16": "__nv_bfloat16", "uint": "unsigned int", "unsigned": "unsigned int",
+            "int32_t": "int", "uint32_t": "unsigned int", "int64_t": "long", "uint64_t": "unsigned long",
+            "int8_t": "signed char", "uint8_t": "unsigned char", "int16_t": "short", "uint16_t": "unsigned short",
+            "1": "1", "true": "1", "false": "0"}
+
+
+def _norm_arg(a: str) -> str:
+    a = " ".join(a.replace(" >", ">").split())
+    a = re.sub(r"^\((?:unsigned |signed )?\w+\)", "", a)        # (unsigned char)3 -> 3
+    a = re.sub(r"^(-?\d+)[uUlL]*$", r"\1", a)                        # 128u -> 128
+    return _ALIASES.get(a, a)
+
+
+def demangled_args(entry: str) -> tuple[str, ...] | None:
+    """The template arguments of a mangled kernel name, through c++filt (None without it)."""
+    tool = shutil.which("c++filt") or shutil.which("cu++filt")
+    if tool is None:
+        return None
+    try:
+        text = subprocess.run([tool, entry], capture_output=True, text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    head = text.split("(", 1)[0]
+    if "<" not in head:
+        return None
+    inner = head[head.index("<") + 1:head.rindex(">")]
+    try:
+        return tuple(split_args(inner))
+    except KernelNameError:
+        return None
+
+
+def pick_entry(entries: list[str], kernel_name: str) -> str | None:
+    """The entry of ``kernel_name`` among ptxas's entries; ambiguous template instantiations are
+    told apart by their demangled template arguments."""
+    cands = _candidates(entries, kernel_name)
+    if len(cands) <= 1:
+        return cands[0] if cands else None
+    kn = parse_kernel_name(kernel_name)
+    if kn.template_args is None:
+        return cands[0]
+    want = [_norm_arg(a) for a in kn.template_args]
+    for e in cands:
+        got = demangled_args(e)
+        if got is not None and [_norm_arg(a) for a in got[:len(want)]] == want:
+            return e
+    return None
 
 
 def parse_ptxas(log: str, kernel_name: str, arch: str) -> tuple[str, ResourceUsage] | None:
     """The resource report of ``kernel_name`` in a ``-Xptxas -v`` log."""
     lines = log.splitlines()
+    entry = pick_entry([m.group(1) for m in _ENTRY.finditer(log)], kernel_name)
+    if entry is None:
+        return None
     for i, line in enumerate(lines):
         m = _ENTRY.search(line)
-        if not m or not _entry_matches(m.group(1), kernel_name):
+        if not m or m.group(1) != entry:
             continue
         block = []
         for nxt in lines[i + 1:]:
@@ -107,6 +183,9 @@ def compile_offline(source: str, kernel_name: str, arch: str = DEFAULT_ARCH, opt
     """
     nvcc = require_nvcc()
     opts = nvcc_options(options)
+    kernel_name = lowered_expression(source, kernel_name)
+    if parse_kernel_name(kernel_name).template_args is not None:
+        source = source + instantiation_stub(kernel_name)
     key = hashlib.sha256("\0".join([source, kernel_name, arch, *opts]).encode()).hexdigest()[:24]
     cache = (cache_dir or _default_cache()) / f"{key}.log"
     if cache.exists():

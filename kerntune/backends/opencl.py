@@ -17,7 +17,12 @@ from kerntune.errors import ErrorCode, KerntuneError
 from kerntune.results import DeviceInfo, ResourceUsage
 
 
-FLUSH_SOURCE = "__kernel void kerntune_flush(__global uint4* p) { p[get_global_id(0)] = (uint4)(0); }"
+# read and written, so that no store can bypass the caches (a CPU may write zeros with streaming stores)
+FLUSH_SOURCE = "__kernel void kerntune_flush(__global uint4* p) { p[get_global_id(0)] += (uint4)(1); }"
+# the copy whose bandwidth kernels are compared with: a kernel, parallel like theirs (a CPU runtime's
+# copy command may be one thread's memcpy, a fraction of what the device moves)
+COPY_SOURCE = ("__kernel void kerntune_copy(__global uint4* d, __global const uint4* s) "
+               "{ d[get_global_id(0)] = s[get_global_id(0)]; }")
 PROBE_SOURCE = "__kernel void kerntune_probe(__global float* a) { a[get_global_id(0)] = 1.0f; }"
 SYSTEM_ICD_DIR = Path("/etc/OpenCL/vendors")
 
@@ -146,6 +151,7 @@ class OpenCLBackend(Backend):
         self.ctx = cl.Context([self.dev])
         self.queue = cl.CommandQueue(self.ctx, properties=cl.command_queue_properties.PROFILING_ENABLE)
         self._flush_buf = None
+        self._copy_kernel = None
         self._logs: dict[int, str] = {}
 
     def info(self) -> DeviceInfo:
@@ -198,6 +204,14 @@ class OpenCLBackend(Backend):
 
     def copy(self, dst: Any, src: Any, nbytes: int) -> Any:
         return self.cl.enqueue_copy(self.queue, dst, src, byte_count=int(nbytes))
+
+    def bandwidth_copy(self, dst: Any, src: Any, nbytes: int) -> Any:
+        if nbytes % 16:
+            return self.copy(dst, src, nbytes)
+        if self._copy_kernel is None:
+            self._copy_kernel = self.cl.Kernel(self.cl.Program(self.ctx, COPY_SOURCE).build(), "kerntune_copy")
+        self._copy_kernel.set_args(dst, src)
+        return self.cl.enqueue_nd_range_kernel(self.queue, self._copy_kernel, (nbytes // 16,), None)
 
     def launch(self, kernel: Any, grid: tuple[int, ...], block: tuple[int, ...], args: Sequence[Any],
                shared_mem: int = 0) -> Any:

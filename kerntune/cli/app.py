@@ -41,9 +41,10 @@ def root(
 
 
 def _register() -> None:
-    from kerntune.cli import cmd_bench, cmd_check, cmd_devices, cmd_init, cmd_ktcache, cmd_optimize, cmd_tune
+    from kerntune.cli import (cmd_bench, cmd_check, cmd_devices, cmd_extract, cmd_init, cmd_ktcache, cmd_optimize,
+                              cmd_tune)
 
-    for module in (cmd_optimize, cmd_devices, cmd_init, cmd_check, cmd_bench, cmd_tune, cmd_ktcache):
+    for module in (cmd_optimize, cmd_devices, cmd_extract, cmd_init, cmd_check, cmd_bench, cmd_tune, cmd_ktcache):
         module.register(app)
     from kerntune.cli import cmd_export, cmd_regress, cmd_score   # the CI gate, training data, scores
 

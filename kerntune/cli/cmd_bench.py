@@ -74,7 +74,10 @@ def bench(
     if opts.only and not select_shapes(spec_shapes(a.spec, shape_set), opts.only):
         labels = ", ".join(s.label for s in spec_shapes(a.spec, shape_set))
         raise KerntuneError(ErrorCode.USAGE, f"no spec shape matches {', '.join(opts.only)}", hint=f"shapes: {labels}")
-    ref, _ = resolve(device, a.lang)
+    ref, info = resolve(device, a.lang)
+    from kerntune.spec.signature import require_fits
+
+    require_fits(a.spec, info, [shape_set])
     with DeviceWorker(ref) as worker:
         if json:
             report = run_bench(worker, a, b, opts)

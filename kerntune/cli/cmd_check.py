@@ -34,6 +34,7 @@ class CheckReport(Record):
     resources: ResourceUsage
     compile_log: str = ""
     launches: list[LaunchCheck] = []
+    extracted: Optional[str] = None   # for an extension source: what extraction kept and dropped
 
     @property
     def ok(self) -> bool:
@@ -66,6 +67,7 @@ def check(
     from kerntune.hardware import launch_problems, load_profile, occupancy
     from kerntune.kernelfile import load_kernel
     from kerntune.spec.shapes import verification_shapes
+    from kerntune.spec.signature import require_fits
 
     kf = load_kernel(kernel_file, spec)
     inst = kf.instance()
@@ -80,7 +82,7 @@ def check(
         if info.arch and info.arch.rstrip("a") != arch.rstrip("a"):
             err.print(f"[yellow]note:[/] profile {profile} is {info.arch}, the compile targets {arch}")
         try:
-            result = compile_offline(kf.source, kf.spec.kernel, arch=arch, options=inst.options, timeout_s=timeout)
+            result = compile_offline(kf.source, kf.kernel_name, arch=arch, options=inst.options, timeout_s=timeout)
         except CompileFailed as e:
             raise KerntuneError(ErrorCode.COMPILE, f"{kernel_file} does not compile for {arch}", detail=e.log) from None
         from kerntune.hardware import max_threads_for_registers
@@ -94,8 +96,9 @@ def check(
 
         ref, info = resolve(device, kf.lang)
         with DeviceWorker(ref) as worker:
-            res, log = worker.compile(kf.source, kf.spec.kernel, inst.options, timeout)
+            res, log = worker.compile(kf.source, kf.kernel_name, inst.options, timeout)
         mode = "device"
+    require_fits(kf.spec, info)
     launches = []
     for shape in verification_shapes(kf.spec):
         grid, block, shared = resolve_launch(kf.spec, inst, shape)
@@ -105,8 +108,14 @@ def check(
                                     dynamic_shared_bytes=shared, problems=problems,
                                     occupancy=occ.occupancy if occ else None,
                                     occupancy_limiter=occ.limiter if occ else None))
+    extracted = None
+    if kf.extraction is not None:
+        ex = kf.extraction
+        extracted = (f"device code of {kf.kernel_name} extracted: {len(ex.dropped)} items dropped (host code, "
+                     f"host-only includes), {len(ex.inlined)} local headers inlined; `kerntune extract` lists them")
     report = CheckReport(kernel=str(kernel_file), spec=str(kf.loaded.origin) + (" (inline)" if kf.loaded.inline else ""),
-                         mode=mode, device=info, resources=res, compile_log=log, launches=launches)
+                         mode=mode, device=info, resources=res, compile_log=log, launches=launches,
+                         extracted=extracted)
     if json:
         print_json(report)
     else:
@@ -134,6 +143,8 @@ def _render(r: CheckReport) -> None:
     where = f"{r.device.name} ({r.device.id})" if r.mode == "device" else \
         f"offline nvcc/ptxas for {res.arch}, limits of {r.device.name}"
     out.print(f"[bold]{r.kernel}[/]: spec {r.spec} is valid; compiled on {where}")
+    if r.extracted:
+        out.print(r.extracted, markup=False)
     t = Table(show_header=False, box=None, padding=(0, 2))
     rows = [
         ("registers / thread", res.registers),

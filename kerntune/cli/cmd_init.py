@@ -1,19 +1,28 @@
-"""`kerntune init`: write a spec skeleton from a kernel's signature."""
+"""`kerntune init`: write a spec from what a kernel's code does."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
-from typing import Optional
+from typing import List, Optional
 
 import typer
 
-from kerntune.cli.output import err, out, print_json, set_json
+from kerntune.cli.output import err, print_json, set_json
 from kerntune.errors import ErrorCode, KerntuneError
 
 
 def init(
-    kernel_file: Path = typer.Argument(..., help="The kernel source (.cu or .cl)."),
-    kernel: Optional[str] = typer.Option(None, "--kernel", "-k", help="Which kernel, when the file defines several."),
+    kernel_file: Path = typer.Argument(..., help="The kernel source (.cu or .cl); an extension source with its "
+                                                 "PyTorch launcher works as it is."),
+    kernel: Optional[str] = typer.Option(None, "--kernel", "-k", help="Which kernel, when the file defines several: "
+                                                                      "NAME, ns::NAME or NAME<ARGS>."),
+    instantiate: Optional[str] = typer.Option(None, "--instantiate", "-i",
+                                              help="Template arguments of a templated kernel, e.g. "
+                                                   "'__nv_bfloat16, 128' (default: what the launcher uses)."),
+    include_dir: Optional[List[Path]] = typer.Option(None, "--include-dir", "-I",
+                                                     help="A folder of local headers (repeatable); written into the "
+                                                          "spec's include_dirs."),
     output: Optional[Path] = typer.Option(None, "--output", "-o",
                                           help="Where to write the spec (default: KERNEL's stem + .yaml beside it)."),
     inline: bool = typer.Option(False, "--inline", help="Put the spec in a /* kerntune ... */ block at the top of "
@@ -22,63 +31,93 @@ def init(
     force: bool = typer.Option(False, "--force", "-f", help="Overwrite an existing spec."),
     json: bool = typer.Option(False, "--json", help="Print machine-readable JSON."),
 ) -> None:
-    """Write a spec skeleton for a kernel, inferred from its signature.
+    """Write a spec for a kernel, inferred from its code.
 
-    Argument types, intents (in / out / inout, from how the body uses each
-    pointer) and sizes (integer scalars) are filled in; what cannot be
-    inferred is marked TODO. Complete it, then run `kerntune check`.
+    Argument types come from the signature (template arguments substituted).
+    Intents come from how the body uses each pointer, followed through casts,
+    pointer arithmetic, helper functions and atomics (only written: out;
+    written only under a condition on loaded data, or atomically: inout).
+    Array shapes are the elements the kernel's index arithmetic reaches, as
+    expressions of its integer parameters; divisions by constants become
+    `multiple_of` constraints; the launch comes from __launch_bounds__ and the
+    bounds the kernel checks its indices against. Default shapes fit in 1 MiB
+    and 64 MiB of arrays. What cannot be inferred is marked TODO. For an
+    extension source the kernel's device code is extracted first (see
+    `kerntune extract`). Complete the spec, then run `kerntune check`.
     """
     set_json(json)
     from kerntune.kernelfile import language_of
+    from kerntune.source.extract import extract, needs_extraction
+    from kerntune.source.includes import flatten
+    from kerntune.source.instantiate import resolve
+    from kerntune.source.launcher import choose
     from kerntune.source.parse import parse
+    from kerntune.spec.infer import infer
     from kerntune.spec.load import inline_block, read_text, sidecar_for
     from kerntune.spec.skeleton import skeleton
 
     lang = language_of(kernel_file)
     source = read_text(kernel_file, "kernel file")
-    parsed = parse(source, lang)
-    if not parsed.kernels:
-        what = "__global__ function" if lang == "cuda" else "__kernel function"
-        raise KerntuneError(ErrorCode.USAGE, f"no {what} found in {kernel_file}")
-    if kernel is None:
-        if len(parsed.kernels) > 1:
-            names = ", ".join(k.name for k in parsed.kernels)
-            raise KerntuneError(ErrorCode.USAGE, f"{kernel_file} defines several kernels: {names}",
-                                hint="choose one with --kernel NAME")
-        target = parsed.kernels[0]
+    dirs = list(include_dir or [])
+    for d in dirs:
+        if not d.is_dir():
+            raise KerntuneError(ErrorCode.FILE, f"--include-dir {d} is not a folder")
+    extension = lang == "cuda" and needs_extraction(source)
+    if extension:
+        flat = flatten(kernel_file, source, dirs)
+        choice = choose(parse(flat.text, lang), flat.text, kernel, instantiate, str(kernel_file), flat.origin)
+        device = extract(kernel_file, source, choice.name, dirs, flat=flat).source
     else:
-        target = parsed.kernel(kernel)
-    text = skeleton(parsed, target, kernel_file.name)
+        if instantiate and lang != "cuda":
+            raise KerntuneError(ErrorCode.USAGE, "--instantiate is for templated CUDA kernels")
+        choice = choose(parse(source, lang), source, kernel, instantiate, str(kernel_file))
+        device = source
+    resolved = resolve(device, lang, choice.name)
+    inf = infer(device, resolved.kernel, resolved.bindings, lang)
+    note = ""
+    if choice.instantiation is not None:
+        note = f"instantiation from {choice.instantiation.where}"
+        if choice.instantiation.guessed:
+            note += f"; {', '.join(choice.instantiation.guessed)} chosen (the launcher dispatches over types)"
+        if choice.others:
+            note += f"; also used: {', '.join(choice.others)}"
+    if inline and extension:
+        raise KerntuneError(ErrorCode.USAGE, "--inline would put the spec into an extension source",
+                            hint="write a sidecar spec (the default) or use --output")
+    dest = None if stdout else (kernel_file if inline else
+                                output or kernel_file.with_name(kernel_file.name.split(".")[0] + ".yaml"))
+    spec_dir = (dest.parent if dest is not None else kernel_file.parent).resolve()
+    rel_dirs = [os.path.relpath(d.resolve(), spec_dir) for d in dirs]
+    text = skeleton(inf, choice.name, kernel_file.name, note, rel_dirs)
     if stdout:
         if json:
-            print_json({"kernel": target.name, "spec": text})
+            print_json({"kernel": choice.name, "spec": text, "todos": inf.todos})
         else:
-            out.print(text, end="", markup=False)
+            typer.echo(text, nl=False)        # raw: no wrapping of long lines
         return
     if inline:
         if inline_block(source) is not None and not force:
             raise KerntuneError(ErrorCode.USAGE, f"{kernel_file} already has an inline spec block",
                                 hint="edit it, or pass --force to replace it")
-        block = inline_block(source)
         body = source
-        if block is not None:
+        if inline_block(source) is not None:
             start = source.index("/*")
             body = source[source.index("*/", start) + 2:].lstrip("\n")
-        dest = kernel_file
-        dest.write_text("/* kerntune\n" + text + "*/\n" + body)
+        kernel_file.write_text("/* kerntune\n" + text + "*/\n" + body)
     else:
-        dest = output or kernel_file.with_name(kernel_file.name.split(".")[0] + ".yaml")
         existing = dest if dest.exists() else (None if output else sidecar_for(kernel_file))
         if existing is not None and not force:
             raise KerntuneError(ErrorCode.USAGE, f"{existing} already exists", hint="pass --force to overwrite it")
         dest.write_text(text)
     if json:
-        print_json({"kernel": target.name, "written": str(dest), "spec": text})
-    else:
-        todo = text.count("TODO")
-        err.print(f"wrote the spec for [bold]{target.name}[/] to {dest}"
-                  + (f" ({todo} TODOs to fill in)" if todo else ""))
-        err.print(f"next: check the guesses, then `kerntune check {kernel_file}`")
+        print_json({"kernel": choice.name, "written": str(dest), "spec": text, "todos": inf.todos})
+        return
+    err.print(f"wrote the spec for [bold]{choice.name}[/] to {dest}"
+              + (f" ({len(inf.todos)} TODOs to fill in)" if inf.todos else ""), highlight=False)
+    for t in inf.todos:
+        err.print(f"  TODO {t}", markup=False)
+    check = f"kerntune check {kernel_file}" + (f" --spec {dest}" if output else "")
+    err.print(f"next: check the guesses, then `{check}`", markup=False)
 
 
 def register(app: typer.Typer) -> None:

@@ -142,10 +142,15 @@ def optimize(
                                     final_repeats=final_repeats, timeout_s=timeout,
                                     memcheck=("all" if memcheck_all else "best") if memcheck else "off",
                                     generator="rules" if llm == "rules" else "llm", llm=llm_settings)
+        from kerntune.spec.signature import require_fits
+
+        ref, info = resolve(device, kf.lang)
+        require_fits(kf.spec, info, [shape_set])     # before the run directory exists
         path = run_dir or Path("runs") / f"{kf.stem}-{time.strftime('%Y%m%d-%H%M%S')}"
         run = RunDir.create(path)
+    if resume is not None:
+        ref, info = resolve(device, kf.lang)
     generator = make_generator(settings, run)
-    ref, info = resolve(device, kf.lang)
     with DeviceWorker(ref) as worker:
         if json:
             opt = Optimizer(kf, settings, run, worker, generator)

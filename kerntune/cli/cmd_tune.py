@@ -172,6 +172,9 @@ def _run(template, loaded, store, settings, original, device, compile_workers, r
         from kerntune.engine.supervisor import DeviceWorker
 
         ref, info = resolve(device, template.lang)
+        from kerntune.spec.signature import require_fits
+
+        require_fits(loaded.spec, info, [settings.shape_set])
         workers = compile_workers if compile_workers is not None else (2 if info.kind == "gpu" else 0)
         settings = replace(settings, lookahead=2 * workers)
         worker = DeviceWorker(ref)

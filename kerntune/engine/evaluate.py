@@ -70,6 +70,9 @@ class EvalRequest:
     use_numpy_reference: bool = True           # the spec's reference function when there is no kernel
     timing: TimingOptions | None = field(default_factory=TimingOptions)
     distributions: tuple[str, ...] | None = None   # None: the spec's (every shape is verified on each)
+    # verify every distribution only on these shapes (keys), the first distribution on the others
+    # (the search's economy: all distributions on the small shapes; None: on every shape)
+    all_distributions_on: tuple[str, ...] | None = None
 
 
 def shape_seed(seed: int, shape: Shape, distribution: str = dist.SPEC) -> int:
@@ -208,7 +211,8 @@ class Evaluator:
         checks = []
         for shape in req.verify_shapes:
             base_rms: dict[str, float] = {}       # output sizes on the first distribution (the spec's own)
-            for d in names:
+            everything = req.all_distributions_on is None or shape.key in req.all_distributions_on
+            for d in names if everything else names[:1]:
                 checks.append(self._verify_one(req, kernel, ref_kernel, shape, d, cache, base_rms))
         return Verification(ok=all(c.ok for c in checks), reference=self.mode(req), seed=req.seed, shapes=checks,
                             distributions=list(names))

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
-from kerntune.backends.base import CompileFailed, LaunchFailed
+from kerntune.backends.base import Backend, CompileFailed, LaunchFailed
 from kerntune.dtypes import filled
 from kerntune.engine.inputs import HostArgs, bytes_moved, make_host_args
 from kerntune.engine.judge import Expected, Poison, judge_single
@@ -81,10 +81,15 @@ class Timer:
             nbytes = min(max(4 * cache, 64 * 2**20), 256 * 2**20)
         src, dst = be.alloc(nbytes), be.alloc(nbytes)
         be.upload(src, np.ones(nbytes // 4, dtype=np.uint32))
-        samples, _ = be.measure(lambda: be.copy(dst, src, nbytes), min(opts.warmup, 5), max(min(opts.repeats, 30), 3),
-                                flush=opts.flush_l2)
-        self._copy = CopyBandwidth(bytes_per_copy=nbytes, stats=TimingStats.from_samples(samples, min(opts.warmup, 5),
-                                                                                          opts.flush_l2))
+        warmup, repeats = min(opts.warmup, 5), max(min(opts.repeats, 30), 3)
+        # the faster of the copy command and the backend's copy kernel: what the device can move
+        ways = [be.copy] if type(be).bandwidth_copy is Backend.bandwidth_copy else [be.copy, be.bandwidth_copy]
+        best: list[float] | None = None
+        for way in ways:
+            samples, _ = be.measure(lambda: way(dst, src, nbytes), warmup, repeats, flush=opts.flush_l2)
+            if best is None or float(np.median(samples)) < float(np.median(best)):
+                best = samples
+        self._copy = CopyBandwidth(bytes_per_copy=nbytes, stats=TimingStats.from_samples(best, warmup, opts.flush_l2))
         return self._copy
 
     # --- buffers -----------------------------------------------------------------

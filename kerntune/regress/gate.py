@@ -246,7 +246,7 @@ def run_gate(kernels: list[tuple[KernelFile, DeviceWorker]], baseline_path: Path
 
 def _judge(j: _Job, opts: GateOptions, seed: int, now: float) -> tuple[KernelResult, Optional[bl.KernelRecord]]:
     info = j.worker.info
-    common = dict(key=j.key, path=str(j.kf.path), kernel=j.kf.spec.kernel, lang=j.kf.lang, device=info.name,
+    common = dict(key=j.key, path=str(j.kf.path), kernel=j.kf.kernel_name, lang=j.kf.lang, device=info.name,
                   seed=seed, settings=j.settings,
                   source_changed=None if j.record is None else j.record.source_sha256 != _sha(j.kf.source))
     notes = []
@@ -308,7 +308,7 @@ def _judge(j: _Job, opts: GateOptions, seed: int, now: float) -> tuple[KernelRes
         what = "this kernel" if j.record is None else "any of these shapes"
         msg = f"no baseline for {what}" + ("; recorded" if opts.update else "; record one with --update")
     record = bl.KernelRecord(
-        path=j.key, kernel=j.kf.spec.kernel, lang=j.kf.lang, device=info.name, device_id=info.id,
+        path=j.key, kernel=j.kf.kernel_name, lang=j.kf.lang, device=info.name, device_id=info.id,
         backend=info.backend, driver=info.driver, kerntune_version=__version__, seed=seed, recorded=now,
         shape_set=opts.shape_set, settings=j.settings, source_sha256=_sha(j.kf.source), spec_digest=j.kf.loaded.digest,
         source=j.kf.source, options=list(getattr(j.kf.spec.compile_options, j.kf.lang)),

@@ -14,6 +14,7 @@ from functools import lru_cache
 from typing import Iterator
 
 from kerntune.errors import ErrorCode, KerntuneError
+from kerntune.source.names import KernelName, KernelNameError, parse_kernel_name
 
 OPENCL_KERNEL = ("__kernel", "kernel")
 OPENCL_SPACES = {"__global": "global", "global": "global", "__local": "local", "local": "local",
@@ -44,6 +45,14 @@ class Param:
     end: int = 0
 
 
+@dataclass(frozen=True)
+class TemplateParam:
+    name: str
+    kind: str                  # "type" (typename/class T) or "value" (int N, bool B, ...)
+    ctype: str = ""            # the value parameter's type
+    default: str | None = None
+
+
 @dataclass
 class KernelFunction:
     name: str
@@ -52,10 +61,27 @@ class KernelFunction:
     body: object = field(repr=False)       # its compound_statement
     extern_c: bool = False
     launch_bounds: str | None = None
+    namespace: tuple[str, ...] = ()        # enclosing namespaces, outermost first
+    template_params: tuple[TemplateParam, ...] | None = None   # None: not a template
 
     @property
     def start(self) -> int:
         return self.node.start_byte
+
+    @property
+    def qualified_name(self) -> str:
+        return "::".join((*self.namespace, self.name))
+
+    @property
+    def is_template(self) -> bool:
+        return self.template_params is not None
+
+    def matches(self, name: KernelName) -> bool:
+        """Whether a spec's kernel name refers to this function (a plain name matches in any namespace)."""
+        if name.base != self.name:
+            return False
+        ns = name.namespace
+        return not ns or tuple(self.namespace[len(self.namespace) - len(ns):]) == ns
 
     def text(self, source: bytes) -> str:
         return source[self.node.start_byte:self.node.end_byte].decode()
@@ -74,12 +100,42 @@ class ParsedSource:
     def has_errors(self) -> bool:
         return self.tree.root_node.has_error
 
+    def find(self, name: str) -> KernelFunction:
+        """The kernel function ``name`` refers to (``k`` or ``ns::k``; template arguments are ignored)."""
+        try:
+            kn = parse_kernel_name(name)
+        except KernelNameError as e:
+            raise KerntuneError(ErrorCode.SPEC, f"bad kernel name: {e}") from None
+        found = [k for k in self.kernels if k.matches(kn)]
+        if not found:
+            names = ", ".join(k.qualified_name + ("<...>" if k.is_template else "") for k in self.kernels) or "none"
+            raise KerntuneError(ErrorCode.SPEC, f"no kernel named {kn.qualified!r} in the source (kernels found: {names})")
+        if len(found) > 1:
+            raise KerntuneError(ErrorCode.SPEC, f"{kn.qualified!r} names {len(found)} kernels in the source: "
+                                                f"{', '.join(k.qualified_name for k in found)}",
+                                hint="qualify it with its namespace (ns::kernel)")
+        return found[0]
+
     def kernel(self, name: str) -> KernelFunction:
-        for k in self.kernels:
-            if k.name == name:
-                return k
-        names = ", ".join(k.name for k in self.kernels) or "none"
-        raise KerntuneError(ErrorCode.SPEC, f"no kernel named {name!r} in the source (kernels found: {names})")
+        """The kernel a spec names: ``k``, ``ns::k`` or ``ns::k<float, 128>`` (template arguments are
+        checked against the template's parameters)."""
+        k = self.find(name)
+        kn = parse_kernel_name(name)
+        if k.is_template and kn.template_args is None:
+            raise KerntuneError(ErrorCode.SPEC, f"{k.qualified_name} is a template: name an instantiation, e.g. "
+                                                f"{example_instantiation(k)}",
+                                hint="`kerntune extract FILE --kernel NAME` lists the instantiations the launcher uses")
+        if not k.is_template and kn.template_args is not None:
+            raise KerntuneError(ErrorCode.SPEC, f"{k.qualified_name} is not a template, but the spec gives template "
+                                                f"arguments: {kn.text}", hint=f"write kernel: {k.qualified_name}")
+        if k.is_template:
+            required = [p for p in k.template_params if p.default is None]
+            if not len(required) <= len(kn.template_args) <= len(k.template_params):
+                want = ", ".join(("typename " if p.kind == "type" else p.ctype + " ") + p.name
+                                 for p in k.template_params)
+                raise KerntuneError(ErrorCode.SPEC, f"{kn.text} gives {len(kn.template_args)} template arguments; "
+                                                    f"{k.qualified_name} takes <{want}>")
+        return k
 
 
 def _blank_opencl(text: str) -> tuple[str, dict[int, str]]:
@@ -152,9 +208,55 @@ def _kernel_of(node, data: bytes, keywords: dict[int, str], lang: str) -> Kernel
     extern_c = parent is not None and parent.type == "linkage_specification" or (
         parent is not None and parent.type == "declaration_list" and parent.parent is not None
         and parent.parent.type == "linkage_specification")
+    template = None
+    if parent is not None and parent.type == "template_declaration":
+        plist_node = parent.child_by_field_name("parameters")
+        template = tuple(_template_params(plist_node, data)) if plist_node is not None else ()
     return KernelFunction(name=name, params=params, node=node, body=node.child_by_field_name("body"),
                           extern_c=bool(extern_c),
-                          launch_bounds=data[lb.start_byte:lb.end_byte].decode() if lb is not None else None)
+                          launch_bounds=data[lb.start_byte:lb.end_byte].decode() if lb is not None else None,
+                          namespace=namespace_of(node, data), template_params=template)
+
+
+def namespace_of(node, data: bytes) -> tuple[str, ...]:
+    """The names of the namespaces enclosing ``node``, outermost first (anonymous ones skipped)."""
+    names = []
+    n = node.parent
+    while n is not None:
+        if n.type == "namespace_definition":
+            nm = n.child_by_field_name("name")
+            if nm is not None:
+                names.extend(reversed(data[nm.start_byte:nm.end_byte].decode().replace(" ", "").split("::")))
+        n = n.parent
+    return tuple(reversed(names))
+
+
+def _template_params(plist, data: bytes) -> list[TemplateParam]:
+    text = lambda n: data[n.start_byte:n.end_byte].decode()  # noqa: E731
+    out = []
+    for c in plist.named_children:
+        if c.type in ("type_parameter_declaration", "optional_type_parameter_declaration",
+                      "variadic_type_parameter_declaration"):
+            name_node = c.child_by_field_name("name") or next(
+                (x for x in c.named_children if x.type == "type_identifier"), None)
+            default = c.child_by_field_name("default_type")
+            out.append(TemplateParam(text(name_node) if name_node is not None else "", "type",
+                                     default=text(default) if default is not None else None))
+        elif c.type in ("parameter_declaration", "optional_parameter_declaration"):
+            t = c.child_by_field_name("type")
+            d = c.child_by_field_name("declarator")
+            default = c.child_by_field_name("default_value")
+            out.append(TemplateParam(text(d) if d is not None else "", "value",
+                                     ctype=" ".join(text(t).split()) if t is not None else "",
+                                     default=text(default) if default is not None else None))
+    return out
+
+
+def example_instantiation(k: KernelFunction) -> str:
+    args = [p.default or ("__nv_bfloat16" if p.kind == "type" else "128" if "int" in p.ctype else "true"
+                          if p.ctype == "bool" else "1")
+            for p in k.template_params or () if p.default is None]
+    return f"{k.qualified_name}<{', '.join(args)}>"
 
 
 def _param(p, data: bytes, keywords: dict[int, str]) -> Param:
@@ -187,26 +289,3 @@ def _param(p, data: bytes, keywords: dict[int, str]) -> Param:
             space = OPENCL_SPACES[kw]
     return Param(name=name, ctype=" ".join(ctype.split()), pointer=pointer, const=const, restrict=restrict,
                  space=space, start=p.start_byte, end=p.end_byte)
-
-
-def param_uses(kernel: KernelFunction, data: bytes, name: str) -> tuple[bool, bool]:
-    """(read, written) for a pointer parameter, from its uses in the body: a
-    store is ``p[i] = ...`` (or ``*p = ...``); any other use counts as a read,
-    including compound assignments and passing the pointer on."""
-    read = written = False
-    for node in walk(kernel.body):
-        if node.type != "identifier" or data[node.start_byte:node.end_byte].decode() != name:
-            continue
-        parent = node.parent
-        access = parent if parent is not None and parent.type in ("subscript_expression", "pointer_expression") else None
-        if access is not None and access.parent is not None and access.parent.type == "assignment_expression":
-            assign = access.parent
-            op = assign.child_by_field_name("operator")
-            if assign.child_by_field_name("left") == access:
-                if op is not None and data[op.start_byte:op.end_byte].decode() == "=":
-                    written = True
-                    continue
-                written = read = True
-                continue
-        read = True
-    return read, written

@@ -141,15 +141,29 @@ def parse(text: str, origin: Path, base_dir: Path, inline: bool = False, line_of
     return LoadedSpec(spec=spec, origin=origin, base_dir=base_dir, inline=inline, text=text)
 
 
-def _spec_error(where: str, problems: list[Problem], lines: dict[tuple, int], offset: int) -> KerntuneError:
+def problems_error(loaded: LoadedSpec, problems: list[Problem], head: str, hint: str) -> KerntuneError:
+    """A SPEC error for problems found after loading (e.g. against the kernel's signature), each
+    with the spec file's line."""
+    offset = 0
+    if loaded.inline:
+        try:
+            block = inline_block(loaded.origin.read_text(encoding="utf-8"))
+            offset = block[1] - 1 if block else 0
+        except OSError:
+            pass
+    return _spec_error(str(loaded.origin), problems, _line_map(loaded.text), offset, head=head, hint=hint)
+
+
+def _spec_error(where: str, problems: list[Problem], lines: dict[tuple, int], offset: int,
+                head: str = "invalid kernel spec",
+                hint: str = "the spec format is documented in the README (section 'The kernel spec')") -> KerntuneError:
     rows = []
     for p in problems:
         line = _line_for(p.path, lines)
         loc = f"{where}:{line + offset}" if line else where
         rows.append(f"{loc}: {format_path(p.path)}: {p.message}")
-    head = "invalid kernel spec" + (f" ({len(rows)} problems)" if len(rows) > 1 else "")
-    return KerntuneError(ErrorCode.SPEC, head + "\n  " + "\n  ".join(rows),
-                         hint="the spec format is documented in the README (section 'The kernel spec')")
+    head = head + (f" ({len(rows)} problems)" if len(rows) > 1 else "")
+    return KerntuneError(ErrorCode.SPEC, head + "\n  " + "\n  ".join(rows), hint=hint)
 
 
 def _line_map(text: str) -> dict[tuple, int]:

@@ -15,6 +15,7 @@ from typing import Any, Literal, Union
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from kerntune.dtypes import DTYPE_NAMES, DTYPES, DType
+from kerntune.source.names import KernelName, KernelNameError, parse_kernel_name
 from kerntune.spec import expr
 
 IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -104,6 +105,18 @@ class ImplementationLaunch(LaunchSpec):
     """How one implementation of the spec is launched (and, optionally, built)."""
 
     compile_options: list[str] = Field([], description="extra compiler options for this implementation")
+    kernel: str | None = Field(None, description="this implementation's entry point when it differs from the "
+                                                 "spec's `kernel` (a tuned template argument: ns::k<half, 256>)")
+
+    @field_validator("kernel")
+    @classmethod
+    def _kernel_name(cls, v: str | None) -> str | None:
+        if v is None:
+            return v
+        try:
+            return parse_kernel_name(v).text
+        except KernelNameError as e:
+            raise ValueError(str(e)) from None
 
 
 class FunctionRef(_Strict):
@@ -138,7 +151,8 @@ class CompileOptions(_Strict):
 
 
 class KernelSpec(_Strict):
-    kernel: str = Field(description="name of the kernel entry function")
+    kernel: str = Field(description="the kernel entry function: an identifier, a qualified name (ns::kernel) or a "
+                                    "template instantiation (ns::kernel<__nv_bfloat16, 128>)")
     sizes: dict[str, SizeSpec] = {}
     args: list[ArgSpec] = Field(min_length=1)
     launch: LaunchSpec
@@ -155,6 +169,8 @@ class KernelSpec(_Strict):
     compile_options: CompileOptions = CompileOptions()
     noalias: bool = Field(False, description="the array arguments never overlap in memory (for every caller), so "
                                              "rewrites may mark pointers restrict")
+    include_dirs: list[str] = Field([], description="folders searched for the kernel file's local headers "
+                                                     "(relative to the spec), for extension sources")
     distributions: list[str] | None = Field(None, description="input distributions every shape is verified on "
                                                               "(default: all of spec, shifted, negative, large, small)")
     special_values: bool = Field(False, description="also verify on inputs mixed with 0, -0, inf, -inf, NaN, "
@@ -176,10 +192,11 @@ class KernelSpec(_Strict):
 
     @field_validator("kernel")
     @classmethod
-    def _kernel_ident(cls, v: str) -> str:
-        if not IDENT.match(v):
-            raise ValueError(f"expected a C identifier, found {v!r}")
-        return v
+    def _kernel_name(cls, v: str) -> str:
+        try:
+            return parse_kernel_name(v).text
+        except KernelNameError as e:
+            raise ValueError(str(e)) from None
 
     @model_validator(mode="after")
     def _fill_sizes(self) -> "KernelSpec":
@@ -192,6 +209,10 @@ class KernelSpec(_Strict):
                 sizes[n] = SizeSpec()
             object.__setattr__(self, "sizes", sizes)
         return self
+
+    @property
+    def kernel_name(self) -> KernelName:
+        return parse_kernel_name(self.kernel)
 
     def arg(self, name: str) -> ArgSpec:
         for a in self.args:

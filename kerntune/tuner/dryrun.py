@@ -90,7 +90,7 @@ def dry_run(template: Template, spec: KernelSpec, device: DeviceInfo, arch: str,
 
     def work(p: _Pending) -> DryRunEntry:
         try:
-            result = compile_offline(p.source, template.kernel_name(spec), arch=arch, options=p.options)
+            result = compile_offline(p.source, template.kernel_name(spec, p.config), arch=arch, options=p.options)
         except CompileFailed as e:
             first = next((ln for ln in e.log.splitlines() if "error" in ln), e.log[:200])
             return DryRunEntry(config=p.config, key=p.key, status="compile_error", message=first.strip(),

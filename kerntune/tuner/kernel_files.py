@@ -47,11 +47,21 @@ def with_header(source: str, what: str, launch: LaunchSpec, options: tuple[str, 
                           options=" ".join(options) or "none") + source
 
 
-def launch_dict(launch: LaunchSpec, options: tuple[str, ...] = ()) -> dict[str, Any]:
+def launch_dict(launch: LaunchSpec, options: tuple[str, ...] = (), kernel: str | None = None) -> dict[str, Any]:
+    """A spec ``launches`` entry; ``kernel`` when the file's entry point differs from the spec's
+    (a templated kernel whose instantiation is a tuned parameter)."""
     out: dict[str, Any] = {"grid": list(launch.grid), "block": list(launch.block), "shared_mem": launch.shared_mem}
     if options:
         out["compile_options"] = list(options)
+    if kernel:
+        out["kernel"] = kernel
     return out
+
+
+def own_kernel(template, config: dict[str, Any], spec: KernelSpec) -> str | None:
+    """The instance's entry point when it is not the spec's own."""
+    name = template.kernel_name(spec, config)
+    return name if name != spec.kernel else None
 
 
 def file_stem(label: str) -> str:
@@ -66,6 +76,8 @@ def instance_file(template, config: dict[str, Any], spec: KernelSpec, what: str,
     launch = resolve_launch_params(template.decl.launch, config)
     src = template.render(config, spec)
     options = template.options(config, spec)
+    name = own_kernel(template, config, spec)
+    what += f"\n// entry point: {name}" if name else ""
     return with_header(finish(src) if finish else src, what, launch, options), launch, options
 
 
@@ -86,7 +98,7 @@ def write_tuned_kernels(run_path: Path, template, spec: KernelSpec, summary) -> 
         dest = run_path / rel
         dest.parent.mkdir(parents=True, exist_ok=True)
         write_atomic(dest, text)
-        launches[rel] = launch_dict(launch, options) | {"config": config}
+        launches[rel] = launch_dict(launch, options, own_kernel(template, config, spec)) | {"config": config}
         written.append(rel)
 
     g = summary.general

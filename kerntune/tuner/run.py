@@ -103,6 +103,10 @@ class Tuner:
         self.space = Space.of(template)
         self.time_shapes = tuple(spec_shapes(self.spec, settings.shape_set))
         self.verify_shapes = self.time_shapes + tuple(holdout_shapes(self.spec, settings.shape_set))
+        # every input distribution on the held-out shapes and the smallest listed one; the spec's own
+        # inputs on the others (the final test verifies everything everywhere)
+        smallest = min(self.time_shapes, key=lambda sh: math.prod(v for _, v in sh.sizes))
+        self.all_distributions_on = tuple(sh.key for sh in self.verify_shapes if sh.holdout) + (smallest.key,)
         self.progress = Progress(budget=settings.budget, time_limit_s=settings.time_limit_s)
         self.known: dict[str, Evaluation] = {}
         self.by_instance: dict[str, int] = {}
@@ -170,7 +174,8 @@ class Tuner:
                                flush_l2=self.settings.flush_l2, stop_after_ms=stop)
         return EvalRequest(candidate=inst, spec=self.spec, base_dir=str(self.loaded.base_dir),
                            verify_shapes=self.verify_shapes, time_shapes=self.time_shapes, seed=seed,
-                           reference=reference, timing=timing, distributions=self.settings.distributions)
+                           reference=reference, timing=timing, distributions=self.settings.distributions,
+                           all_distributions_on=self.all_distributions_on)
 
     def _baseline(self) -> None:
         """Time the original kernel (or the template's baseline configuration)."""

@@ -38,6 +38,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from kerntune.engine.evaluate import KernelInstance
 from kerntune.errors import ErrorCode, KerntuneError
 from kerntune.kernelfile import language_of
+from kerntune.source.names import KernelNameError, base_name, parse_kernel_name
 from kerntune.spec import expr
 from kerntune.spec.load import read_text
 from kerntune.spec.model import IDENT, Dim, KernelSpec, LaunchSpec
@@ -148,13 +149,23 @@ class Template:
         """The first value of every parameter: the original kernel's choices."""
         return {k: v[0] for k, v in self.decl.params.items()}
 
-    def kernel_name(self, spec: KernelSpec) -> str:
-        return self.decl.kernel or spec.kernel
+    def kernel_name(self, spec: KernelSpec, config: dict[str, Value] | None = None) -> str:
+        """The entry point: the declaration's ``kernel`` (which may use parameters, e.g. a template
+        argument ``ns::k<__nv_bfloat16, {{ BLOCK }}>``, rendered for ``config``), else the spec's."""
+        name = self.decl.kernel or spec.kernel   # spec is only read when the declaration names no kernel
+        if "{{" in name:
+            try:
+                name = _ENV.from_string(name).render(config if config is not None else self.baseline)
+            except (TemplateError, SecurityError, ArithmeticError, TypeError, ValueError) as e:
+                raise TemplateRenderError("error", f"the kernel name {self.decl.kernel!r} does not render: {e}") \
+                    from None
+        return " ".join(name.split())
 
     def context(self, config: dict[str, Value], spec: KernelSpec) -> dict[str, Any]:
         args = {a.name: {"dtype": a.dtype, "ctype": a.dt.ctype(self.lang), "itemsize": a.dt.itemsize}
                 for a in spec.args}
-        return {**config, "args": args, "lang": self.lang, "kernel_name": self.kernel_name(spec)}
+        name = self.kernel_name(spec, config)
+        return {**config, "args": args, "lang": self.lang, "kernel_name": name, "kernel_function": base_name(name)}
 
     def render(self, config: dict[str, Value], spec: KernelSpec) -> str:
         try:
@@ -184,7 +195,7 @@ class Template:
         return tuple(base)
 
     def instance(self, config: dict[str, Value], spec: KernelSpec, label: str | None = None) -> KernelInstance:
-        return KernelInstance(source=self.render(config, spec), name=self.kernel_name(spec), lang=self.lang,
+        return KernelInstance(source=self.render(config, spec), name=self.kernel_name(spec, config), lang=self.lang,
                               options=self.options(config, spec), launch=self.decl.launch,
                               params=tuple(config.items()), label=label or config_key(config))
 
@@ -231,7 +242,13 @@ def parse_template(text: str, lang: str, origin: str = "<template>") -> Template
         _ENV.parse(body)
     except TemplateSyntaxError as e:
         raise KerntuneError(ErrorCode.TEMPLATE, f"{origin}: Jinja syntax error at body line {e.lineno}: {e.message}") from None
-    return Template(origin=origin, lang=lang, body=body, decl=decl, text=text)
+    t = Template(origin=origin, lang=lang, body=body, decl=decl, text=text)
+    if decl.kernel is not None:
+        try:
+            parse_kernel_name(t.kernel_name(None, t.baseline))   # type: ignore[arg-type]
+        except (KernelNameError, TemplateRenderError) as e:
+            raise KerntuneError(ErrorCode.TEMPLATE, f"{origin}: kernel: {e}") from None
+    return t
 
 
 def load_template(path: Path) -> Template:

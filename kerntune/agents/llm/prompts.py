@@ -6,6 +6,7 @@ unusable, the reason is sent back as the next user message."""
 
 from __future__ import annotations
 
+from kerntune.source.names import base_name
 from kerntune.agents.generator import GenerationRequest, RoundNote
 from kerntune.results import DeviceInfo
 from kerntune.spec.model import LaunchSpec
@@ -144,11 +145,16 @@ def _fence(text: str, lang: str) -> str:
 
 
 def user_message(req: GenerationRequest) -> str:
-    name = req.spec.kernel
+    name = req.kernel or req.spec.kernel
+    if "<" in name:       # a C++ template instantiation: the template stays a template
+        entry = (f"its entry point is the instantiation `{name}`: keep the C++ template and its parameters, define "
+                 f"it as `{{{{ kernel_function }}}}` (= `{base_name(name)}`), and set the declaration's `kernel` to "
+                 "the instantiation (its template arguments may use parameters, e.g. `ns::k<float, {{{{ BLOCK }}}}>`)")
+    else:
+        entry = f"its entry point is `{{{{ kernel_name }}}}` (= `{name}`)"
     parts: list[str] = [f"Round {req.round}. Write a template for the {LANG_NAME.get(req.lang, req.lang)} kernel "
                         f"`{name}` below: its FIRST parameter values must reproduce this kernel exactly, launched "
-                        f"with {_launch(req.launch)}; its entry point is `{{{{ kernel_name }}}}` (= `{name}`); its "
-                        "launch is given in the declaration."]
+                        f"with {_launch(req.launch)}; {entry}; its launch is given in the declaration."]
     parts += ["", "The current kernel (the best so far, parameters baked in):", _fence(req.kernel_source, req.lang)]
     if req.original_source.strip() != req.kernel_source.strip():
         parts += ["", "The original kernel (the reference every candidate is verified against):",

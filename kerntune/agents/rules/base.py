@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from kerntune.source.names import base_name
 from kerntune.source.parse import ParsedSource, parse, walk
 from kerntune.spec.model import KernelSpec, LaunchSpec
 
@@ -89,6 +90,11 @@ class RewriteState:
     def text(self, node) -> str:
         return self.raw[node.start_byte:node.end_byte].decode()
 
+    @property
+    def kernel_fn(self) -> str:
+        """The function the kernel name refers to (``ns::k<float, 128>`` -> ``k``)."""
+        return base_name(self.kernel)
+
     def add_param(self, p: Param) -> None:
         self.params[p.name] = p
 
@@ -109,9 +115,9 @@ class RewriteState:
                 name = function_name(self, n)
                 if name:
                     defs.setdefault(name, []).append(n)
-        if self.kernel not in defs:
+        if self.kernel_fn not in defs:
             return [n for group in defs.values() for n in group]
-        seen, order, todo = set(), [], [self.kernel]
+        seen, order, todo = set(), [], [self.kernel_fn]
         while todo:
             name = todo.pop()
             if name in seen or name not in defs:

@@ -4,10 +4,12 @@
 from __future__ import annotations
 
 import ast
+import re
 
 from kerntune.agents.rules.base import (
     Applied, Edit, Param, Rule, RuleDeclined, RewriteState, apply_edits, builtin_dim, int_literal, marker,
 )
+from kerntune.source.names import KernelNameError, parse_kernel_name
 from kerntune.source.parse import walk
 from kerntune.spec.model import LaunchSpec
 
@@ -68,6 +70,41 @@ def _indexes_dims(st: RewriteState, literal, dims: set[str]) -> bool:
             if d is not None and d in dims:
                 return True
     return False
+
+
+def _tie_template_argument(st: RewriteState, dims: list[int], tunable: list[int], names: dict[int, str]) -> list[str]:
+    """A templated kernel written for its block size (``template <int NUM_THREADS>`` with
+    ``blockIdx.x * NUM_THREADS`` or ``__launch_bounds__(NUM_THREADS)``): the instantiation's
+    argument becomes the block parameter, so kernel and launch change together."""
+    try:
+        kn = parse_kernel_name(st.kernel)
+    except KernelNameError:
+        return []
+    k = next((k for k in st.parsed.kernels if k.name == st.kernel_fn and k.is_template), None)
+    if kn.template_args is None or k is None:
+        return []
+    body = st.text(k.node)
+    args, tied = list(kn.template_args), []
+    for idx, (tp, a) in enumerate(zip(k.template_params, kn.template_args)):
+        v = int_literal_text(a)
+        hits = [i for i in tunable if v is not None and dims[i] == v]
+        if tp.kind != "value" or not hits:
+            continue
+        name = re.escape(tp.name)
+        if re.search(rf"__launch_bounds__\s*\(\s*{name}\b|blockIdx\.[xyz]\s*\*\s*{name}\b|\b{name}\s*\*\s*blockIdx"
+                     rf"|\+=\s*{name}\s*\)", body):
+            args[idx] = "{{ " + names[hits[0]] + " }}"
+            tied.append(tp.name)
+    if tied:
+        st.kernel = f"{kn.qualified}<{', '.join(args)}>"
+    return tied
+
+
+def int_literal_text(text: str) -> int | None:
+    try:
+        return int(text.strip().rstrip("uUlL"), 0)
+    except ValueError:
+        return None
 
 
 class LaunchConfig(Rule):
@@ -151,6 +188,7 @@ class LaunchConfig(Rule):
                                why=f"the original block {'xyz'[i]} size {d}"
                                    + (f"; it also appears as a literal {len(literals[i])} time(s) in the code, "
                                       "assumed to denote the block size" if coupled else "")))
+        tied = _tie_template_argument(st, dims, tunable, names)
         grid = list(st.launch.grid)
         shared = st.launch.shared_mem
         for i in tunable:
@@ -162,7 +200,8 @@ class LaunchConfig(Rule):
             st.restrictions.append(" * ".join(names.values()) + f" <= {limit}")
         coupled_note = sum(len(v) for v in literals.values())
         return Applied(self.name, f"block {'x'.join(map(str, dims))} -> parameters {', '.join(dict.fromkeys(names.values()))}"
-                                  + (f"; {coupled_note} literal(s) rewritten" if coupled_note else ""),
+                                  + (f"; {coupled_note} literal(s) rewritten" if coupled_note else "")
+                                  + (f"; template argument {', '.join(tied)} follows it" if tied else ""),
                        tuple(dict.fromkeys(names.values())))
 
 
@@ -172,7 +211,7 @@ class LaunchBounds(Rule):
     langs = ("cuda",)
 
     def check(self, st: RewriteState) -> str:
-        k = next((k for k in st.parsed.kernels if k.name == st.kernel), None)
+        k = next((k for k in st.parsed.kernels if k.name == st.kernel_fn), None)
         if k is None:
             return f"no kernel {st.kernel} in the source"
         if k.launch_bounds:
@@ -182,7 +221,7 @@ class LaunchBounds(Rule):
         return ""
 
     def apply(self, st: RewriteState) -> Applied:
-        k = next(k for k in st.parsed.kernels if k.name == st.kernel)
+        k = next(k for k in st.parsed.kernels if k.name == st.kernel_fn)
         declarator = k.node.child_by_field_name("declarator")
         while declarator.type != "function_declarator":
             declarator = declarator.child_by_field_name("declarator")

@@ -296,7 +296,7 @@ def _global_index(st: RewriteState, value) -> bool:
 
 def _elementwise(st: RewriteState):
     """(function, index declaration, index name, guard if, kind) for the element-wise pattern."""
-    kernel = next((k for k in st.parsed.kernels if k.name == st.kernel), None)
+    kernel = next((k for k in st.parsed.kernels if k.name == st.kernel_fn), None)
     if kernel is None:
         return None, "no kernel named " + st.kernel
     body = kernel.node.child_by_field_name("body")
@@ -612,7 +612,7 @@ PRIVATE_LIMIT = 4096           # elements of a privatized copy (16 KB of 32-bit 
 
 def _atomic_targets(st: RewriteState):
     """(kernel, {array: [(call, subscript)]}, why) for additive atomics on kernel parameters."""
-    kernel = next((k for k in st.parsed.kernels if k.name == st.kernel), None)
+    kernel = next((k for k in st.parsed.kernels if k.name == st.kernel_fn), None)
     if kernel is None:
         return None, {}, f"no kernel named {st.kernel}"
     body = kernel.node.child_by_field_name("body")

@@ -1,0 +1,417 @@
+"""From a kernel's code to the parts of a spec: what ``kerntune init`` writes.
+
+:mod:`kerntune.source.analysis` says which elements of which arrays the
+kernel reads and writes; this module turns that into intents, array shapes
+(element counts as expressions of the kernel's sizes), size constraints
+(``multiple_of`` from the divisions the kernel makes), a launch (block size
+from ``__launch_bounds__`` or the index arithmetic, grid from the bounds the
+kernel checks its indices against) and default shapes that fit a small memory
+budget. Whatever it cannot determine is returned as a TODO with the reason.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from kerntune.source.analysis import GRID, Analyzer, _Ceil
+from kerntune.source.launcher import evaluate
+from kerntune.source.parse import KernelFunction
+from kerntune.source.poly import Poly, max_at
+from kerntune.source.types import dtype_of, substitute
+from kerntune.source.values import Access
+
+TODO = "TODO"
+SMALL_BUDGET = 1 << 20          # bytes of all arrays in the small default shape
+LARGE_BUDGET = 64 << 20         # ... and in the larger one
+DEFAULT_BLOCK = 256
+
+# typical values of sizes, by name (serving shapes: head_dim 128, heads 8..64, hidden 4096)
+_TYPICAL = [
+    (r"head_?(size|dim)|rot_?dim", 128), (r"kv_?heads", 8), (r"heads", 32), (r"experts", 8),
+    (r"top_?k", 2), (r"block_?size|page_?size", 16), (r"vocab", 32000), (r"words", 1000),
+    (r"tokens|seqs?|batch|rows|num_?t\b|^t$|^m$|^b$", 64), (r"numel|^n$|count|elems", 1 << 20),
+    (r"hidden|cols|^d$|dim|size|width|^k$", 4096),
+]
+_SCALABLE = re.compile(r"tokens|seq|batch|rows|numel|^n$|count|elems|blocks|grid|hidden|cols|^d$|vocab|width", re.I)
+
+
+@dataclass
+class ArgGuess:
+    name: str
+    ctype: str
+    dtype: str                      # a spec dtype or TODO
+    array: bool
+    shape: list[str] | None = None  # None with array=True: unknown (TODO)
+    intent: str = "in"
+    value: str | None = None        # scalars
+    range: tuple[int, int] | None = None   # input values (an index array's values must stay in bounds)
+    why: str = ""                   # comment: how the guess was made
+    todo: str = ""                  # what the user must decide
+
+
+@dataclass
+class Inference:
+    kernel: str
+    args: list[ArgGuess]
+    sizes: dict[str, int]                     # size -> multiple_of (1: none)
+    size_min: dict[str, int]                  # size -> smallest value (index ranges rely on it)
+    extra_sizes: list[str]                    # sizes that are not kernel parameters (e.g. the number of rows)
+    grid: list[str]
+    block: list[int]
+    shared_mem: str
+    shapes: list[dict[str, int]]
+    launch_why: str = ""
+    noalias: bool = False                     # every pointer parameter is restrict-qualified
+    todos: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def choose_block(kernel: KernelFunction, source: str, consts: dict[str, int]) -> tuple[tuple[int, ...], str]:
+    """The block the kernel is written for: __launch_bounds__, a constant it multiplies
+    blockIdx by, or a constant loop stride; else a default."""
+    body = source[kernel.node.start_byte:kernel.node.end_byte] if kernel.node is not None else source
+    cs = {k: str(v) for k, v in consts.items()}
+    if kernel.launch_bounds:
+        m = re.search(r"\(\s*([^,)]+)", kernel.launch_bounds)
+        v = evaluate(m.group(1), cs, {}) if m else None
+        if isinstance(v, int) and v > 0:
+            return (v,), "__launch_bounds__"
+    for pat in (r"blockIdx\.x\s*\*\s*([A-Za-z_]\w*|\d+)", r"([A-Za-z_]\w*|\d+)\s*\*\s*blockIdx\.x",
+                r"threadIdx\.x\s*;[^;]*;[^)]*\+=\s*([A-Za-z_]\w*|\d+)\s*\)"):
+        for m in re.finditer(pat, body):
+            if m.group(1) in ("blockDim",):
+                continue
+            v = evaluate(m.group(1), cs, {})
+            if isinstance(v, int) and 0 < v <= 1024 and not isinstance(v, bool):
+                why = f"the kernel's index arithmetic uses {m.group(1)} = {v} threads per block"
+                if re.search(r"threadIdx\.y|get_local_id\s*\(\s*1", body):
+                    return (v, max(1, min(8, 1024 // v))), why + " in x"
+                return (v,), why
+    if re.search(r"threadIdx\.z|get_local_id\s*\(\s*2", body):
+        return (16, 8, 4), "default"
+    if re.search(r"threadIdx\.y|get_local_id\s*\(\s*1", body):
+        return (32, 8), "default"
+    return (DEFAULT_BLOCK,), "default"
+
+
+def _typical(name: str) -> int:
+    for pat, v in _TYPICAL:
+        if re.search(pat, name, re.I):
+            return v
+    return 1024
+
+
+def _dims(extent: Poly, order: list[str]) -> list[str]:
+    """An extent as dimensions: ``[num_tokens, num_heads, head_size]`` for a product of sizes."""
+    if len(extent.terms) == 1:
+        (mono, coef), = extent.terms
+        if coef.denominator == 1 and coef > 0 and mono:
+            names = sorted((s for s, p in mono for _ in range(p)), key=lambda s: order.index(s) if s in order else 99)
+            dims = list(names)
+            if coef != 1:
+                dims[-1] = f"{int(coef)} * {dims[-1]}"
+            return dims
+        if not mono and coef > 0 and coef.denominator == 1:
+            return [str(int(coef))]
+    return [extent.to_expr(order)]
+
+
+def infer(source: str, kernel: KernelFunction, bindings: dict[str, str], lang: str) -> Inference:
+    params = kernel.params
+    consts = {}
+    for p in kernel.template_params or ():
+        if p.kind == "value" and p.name in bindings:
+            v = evaluate(bindings[p.name], {}, {})
+            if isinstance(v, (int, bool)):
+                consts[p.name] = int(v)
+    for m in re.finditer(r"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)[ \t]+\(?\s*(-?\d+)[uUlL]*\s*\)?[ \t]*$", source, re.M):
+        consts.setdefault(m.group(1), int(m.group(2)))
+    sizes = [p.name for p in params if not p.pointer and (dtype_of(substitute(p.ctype, bindings)) or "")
+             .startswith(("int", "uint"))]
+    block, block_why = choose_block(kernel, source, consts)
+    facts = Analyzer(source, kernel, bindings, block, sizes).run()
+    bounds = _index_bounds(facts, sizes)           # index arrays -> a size their values stay below
+    first = facts
+    while bounds:
+        facts = Analyzer(source, kernel, bindings, block, sizes + list(bounds.values()),
+                         {src: Poly.sym(n) for src, n in bounds.items()}).run()
+        # keep a bound only where it made the indexed array's extent known
+        resolved = {src: n for src, n in bounds.items()
+                    if all(a.hi is not None for t, sv in first.index_sources.items() if sv == src
+                           for a in facts.accesses if a.root == t)}
+        if resolved == bounds:
+            break
+        bounds, facts = resolved, first
+    order = list(sizes)
+
+    # --- the grid ----------------------------------------------------------------------------------
+    extra: list[str] = []
+    grid_polys: dict[str, Poly] = {}
+    grid_exprs: list[str] = []
+    unused = [s for s in sizes if s not in facts.used_params]
+    launch_notes = []
+    for axis in "xyz":
+        g = GRID[axis]
+        if axis not in facts.grid_axes:
+            if axis == "x" or grid_exprs[-1:] != ["1"]:
+                grid_exprs.append("1")
+            continue
+        cov = facts.coverage.get(axis, [])
+        if cov:
+            best = _best_ceil(cov, sizes)
+            grid_polys[g] = best.poly_bound()
+            grid_exprs.append(best.to_expr(order))
+            continue
+        var = facts.grid_vars.get(axis)
+        if len(unused) == 1:
+            pick = unused.pop()
+            launch_notes.append(f"grid.{axis}: {pick} (the kernel never reads it; it counts the blocks)")
+        else:
+            stem = re.sub(r"_?(idx|id|index)$", "", var or "")
+            pick = f"num_{stem}s" if var and stem and len(stem) > 2 else f"grid_{axis}"
+            if pick in sizes or pick in extra:
+                pick = f"grid_{axis}"
+            extra.append(pick)
+            launch_notes.append(f"grid.{axis}: {pick}, one block per {stem or 'block index'} (blockIdx.{axis} "
+                                "is not checked against any size)")
+        grid_polys[g] = Poly.sym(pick)
+        grid_exprs.append(pick)
+    while len(grid_exprs) > 1 and grid_exprs[-1] == "1":
+        grid_exprs.pop()
+    order = extra + list(bounds.values()) + order   # sizes counting blocks (rows) or indexed rows are outermost
+
+    # --- what each array needs -------------------------------------------------------------------------
+    def sub_grid(p: Poly | None) -> Poly | None:
+        if p is None:
+            return None
+        for g, v in grid_polys.items():
+            p = p.substitute(g, v)
+        return None if any(s.startswith("@") for s in p.symbols()) else p
+
+    samples = _samples(order)
+    by_root: dict[str, list[Access]] = {}
+    for a in facts.accesses:
+        by_root.setdefault(a.root, []).append(a)
+    ranged: dict[str, Poly] = {src: Poly.sym(n) for src, n in bounds.items()}   # index array -> values below
+    extents: dict[str, tuple[Poly | None, str]] = {}
+    for root in ["@shared"] + [p.name for p in params if p.pointer]:
+        acc = by_root.get(root, [])
+        src = facts.index_sources.get(root)
+        ext = _extent(acc, sub_grid, samples, src) if acc else (None, "the kernel never accesses it")
+        extents[root] = ext
+        if ext[0] is not None and src and src not in ranged:
+            ranged[src] = ext[0]
+    dense = _dense_strides(sizes, extents)
+    for st, row in dense.items():
+        extents = {k: (e.substitute(st, row) if e is not None else None, w) for k, (e, w) in extents.items()}
+        ranged = {k: v.substitute(st, row) for k, v in ranged.items()}
+        order.remove(st)
+    args: list[ArgGuess] = []
+    todos: list[str] = []
+    shared_mem = "0"
+    if by_root.get("@shared"):
+        ext, why = extents["@shared"]
+        item = _shared_item(source, kernel)
+        if ext is not None and item:
+            shared_mem = (ext * item).to_expr(order)
+        else:
+            shared_mem = TODO
+            todos.append(f"launch.shared_mem: the dynamic shared memory the kernel indexes ({why or 'unknown size'})")
+    multiples = dict(facts.divisible)
+    for p in params:
+        ctype = substitute(p.ctype, bindings)
+        dt = dtype_of(ctype)
+        if p.pointer:
+            if p.space == "local":
+                continue
+            intent, why = _intent(p, by_root.get(p.name, []))
+            ext, ext_why = extents[p.name]
+            g = ArgGuess(p.name, ctype, dt if dt and dt != "bool" else TODO, True, intent=intent, why=why)
+            if dt is None or dt == "bool":
+                g.todo = f"dtype: {ctype!r} is not one of kerntune's element types"
+            if ext is not None:
+                g.shape = _dims(ext, order)
+            else:
+                g.todo = (g.todo + "; " if g.todo else "") + f"shape: {ext_why}"
+            if g.todo:
+                todos.append(f"args.{p.name}: {g.todo}")
+            args.append(g)
+        elif p.name in dense:
+            args.append(ArgGuess(p.name, ctype, dt, False, value=dense[p.name].to_expr(order),
+                                 why="a stride: dense rows (the row length the kernel reaches); any larger works"))
+        elif p.name in sizes:
+            g = ArgGuess(p.name, ctype, dt, False, value=p.name, why="a size")
+            if re.search(r"stride|ld[abc]?$|pitch", p.name, re.I):
+                g.todo = "a stride: make it at least the row length the kernel assumes"
+                todos.append(f"args.{p.name}: {g.todo}")
+            args.append(g)
+        elif dt == "bool":
+            args.append(ArgGuess(p.name, ctype, "uint8", False, value="1", why="a C bool travels as one byte"))
+        elif dt is not None:
+            value, why = _scalar_guess(p.name, dt)
+            args.append(ArgGuess(p.name, ctype, dt, False, value=value, why=why))
+        else:
+            g = ArgGuess(p.name, ctype, TODO, False, value=TODO, todo=f"{ctype!r} is not a kerntune scalar type")
+            todos.append(f"args.{p.name}: {g.todo}")
+            args.append(g)
+    shapes = default_shapes(args, order, multiples, grid_polys)
+    size_min: dict[str, int] = {}
+    for a in args:
+        bound = ranged.get(a.name)
+        if bound is None or not a.array or not a.dtype.startswith(("int", "uint")):
+            continue
+        low = min(int(bound.evaluate({k: v for k, v in sh.items() if k != "label"})) for sh in shapes)
+        a.range = (0, low)
+        a.why += f"; its values index another array: drawn from [0, {low})"
+        if len(bound.terms) == 1 and len(bound.symbols()) == 1:
+            size_min[next(iter(bound.symbols()))] = low
+    todos = [t for t in todos if not any(f"loaded from {r}" in t for r in ranged)]
+    for src, n in bounds.items():
+        size_min.setdefault(n, 1)
+    launch_why = f"block: {block_why}" + ("; " + "; ".join(launch_notes) if launch_notes else "")
+    pointers = [p for p in params if p.pointer and p.space != "local"]
+    return Inference(kernel=kernel.qualified_name, args=args, sizes={s: multiples.get(s, 1) for s in order},
+                     size_min=size_min, noalias=bool(pointers) and all(p.restrict for p in pointers),
+                     extra_sizes=extra, grid=grid_exprs, block=list(block), shared_mem=shared_mem, shapes=shapes,
+                     launch_why=launch_why, todos=todos, notes=sorted(set(facts.notes)))
+
+
+def _index_bounds(facts, sizes: list[str]) -> dict[str, str]:
+    """Arrays whose loaded values index another array that nothing else bounds: each gets a new
+    size its values stay below (``positions`` -> ``max_position``)."""
+    out: dict[str, str] = {}
+    for target, src in facts.index_sources.items():
+        if any(a.hi is not None for a in facts.accesses if a.root == target) or src in out:
+            continue
+        name = "max_" + re.sub(r"s$", "", src)
+        while name in sizes or name in out.values():
+            name += "_"
+        out[src] = name
+    return out
+
+
+def _dense_strides(sizes: list[str], extents: dict[str, tuple[Poly | None, str]]) -> dict[str, Poly]:
+    """Stride parameters an array's extent is linear in (``(T - 1) * stride + row``): dense rows,
+    the stride set to the row length ``row``."""
+    out: dict[str, Poly] = {}
+    for s in sizes:
+        if not re.search(r"stride|ld[abc]?$|pitch", s, re.I):
+            continue
+        for ext, _ in extents.values():
+            if ext is None or s not in ext.symbols():
+                continue
+            lin = ext.linear_in(s)
+            if lin is not None and lin[0] != Poly() and lin[1] != Poly() and not lin[1].is_const \
+                    and s not in lin[1].symbols():
+                out[s] = lin[1]
+                break
+    return out
+
+
+def _best_ceil(cov: list[_Ceil], sizes: list[str]) -> _Ceil:
+    samples = _samples(sizes)
+    best = cov[0]
+    for c in cov[1:]:
+        if sum(c.poly_bound().evaluate(s) for s in samples) > sum(best.poly_bound().evaluate(s) for s in samples):
+            best = c
+    return best
+
+
+def _samples(names: list[str]) -> list[dict[str, int]]:
+    return [{n: base + 7 * i for i, n in enumerate(names)} for base in (1009, 4096, 65537)]
+
+
+def _extent(acc: list[Access], sub_grid, samples, indexed_by: str | None = None) -> tuple[Poly | None, str]:
+    """Elements an array needs: one past the largest element any access touches. Accesses
+    indexed by values of another array (``indexed_by``) are left to that array's range when
+    the other accesses bound the array."""
+    his, unknown = [], None
+    for a in acc:
+        hi = sub_grid(a.hi) if a.hi is not None else None
+        if hi is None:
+            unknown = unknown or (a.why or "an index bounded only by the grid")
+            continue
+        his.append(hi + 1)
+    if unknown and not (indexed_by and his and unknown.endswith(f"loaded from {indexed_by}")):
+        return None, unknown
+    if not his:
+        return None, "the kernel never accesses it"
+    return max_at(his, samples), ""
+
+
+def _intent(p, acc: list[Access]) -> tuple[str, str]:
+    reads = any(a.read for a in acc)
+    writes = any(a.write for a in acc)
+    if not acc:
+        return "in", "never accessed"
+    if any(a.atomic for a in acc):
+        return "inout", "updated with atomics"
+    if writes and reads:
+        return "inout", "read and written"
+    if writes:
+        if any(a.partial for a in acc if a.write):
+            return "inout", ("written only where loaded data says (a condition or an index from memory): the "
+                             "other elements keep their values")
+        return "out", "only written"
+    return "in", "const" if p.const else "only read"
+
+
+def _scalar_guess(name: str, dt: str) -> tuple[str, str]:
+    if dt.startswith("fp"):
+        if re.search(r"eps", name, re.I):
+            return "1.0e-6", "epsilon"
+        return "1.0", "a guess: any finite value exercises the kernel"
+    return "1", "a guess"
+
+
+def _shared_item(source: str, kernel: KernelFunction) -> int | None:
+    from kerntune.source.types import sizeof
+
+    body = source[kernel.node.start_byte:kernel.node.end_byte]
+    m = re.search(r"extern\s+__shared__\s+(?:__align__\(\d+\)\s+)?([\w:]+)\s+\w+\s*\[\s*\]", body)
+    return sizeof(m.group(1)) if m else None
+
+
+def default_shapes(args: list[ArgGuess], order: list[str], multiples: dict[str, int],
+                   grid: dict[str, Poly]) -> list[dict[str, int]]:
+    """Two shapes that fit the memory budgets (1 MiB and 64 MiB of arrays) and respect ``multiples``."""
+    from kerntune.dtypes import DTYPES
+
+    def bytes_at(values: dict[str, int]) -> int | None:
+        total = 0
+        for a in args:
+            if not a.array or a.shape is None or a.dtype not in DTYPES:
+                continue
+            n = 1
+            for d in a.shape:
+                v = evaluate(d.replace("//", "/"), {k: str(x) for k, x in values.items()}, {})
+                if not isinstance(v, int):
+                    return None
+                n *= max(v, 0)
+            total += n * DTYPES[a.dtype].itemsize
+        return total
+
+    def fit(budget: int, grow: int) -> dict[str, int]:
+        values = {s: _round(_typical(s) * (grow if _SCALABLE.search(s) else 1), multiples.get(s, 1)) for s in order}
+        for _ in range(200):
+            b = bytes_at(values)
+            if b is None or b <= budget:
+                break
+            scalable = [s for s in order if _SCALABLE.search(s) and values[s] > multiples.get(s, 1)] or \
+                [s for s in order if values[s] > multiples.get(s, 1)]
+            if not scalable:
+                break
+            s = max(scalable, key=lambda k: values[k])
+            values[s] = max(multiples.get(s, 1), _round(values[s] // 2, multiples.get(s, 1)))
+        return values
+
+    small, large = fit(SMALL_BUDGET, 1), fit(LARGE_BUDGET, 16)
+    shapes = [{"label": "small", **small}]
+    if large != small:
+        shapes.append({"label": "large", **large})
+    return shapes
+
+
+def _round(v: int, m: int) -> int:
+    return max(m, (v // m) * m)

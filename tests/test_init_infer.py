@@ -1,0 +1,213 @@
+"""`kerntune init`: a spec inferred from the kernel's code (intents through casts, pointer
+arithmetic, helpers and atomics; extents; divisibility; launch; budgeted shapes), checked
+against small kernels with a known answer and against the issue's own example."""
+
+import shutil
+
+import pytest
+import yaml
+
+from kerntune.source.instantiate import resolve
+from kerntune.spec.compare import compare
+from kerntune.spec.infer import infer
+from kerntune.spec.load import load_file
+from kerntune.spec.shapes import verification_shapes
+from kerntune.spec.signature import shape_bytes
+from tests.conftest import REPO, run_cli
+
+CORPUS = REPO / "tests/data/extensions"
+needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on PATH")
+
+
+def _infer(src: str, name: str, lang: str = "cuda"):
+    r = resolve(src, lang, name)
+    inf = infer(src, r.kernel, r.bindings, lang)
+    return inf, {a.name: a for a in inf.args}
+
+
+def test_intents_follow_real_data_flow():
+    src = """
+    __device__ void store_pair(float* dst, int i, float v) { dst[2 * i] = v; dst[2 * i + 1] = v; }
+    extern "C" __global__ void k(float* out, float* lse, float* acc, float* hist, float* upd,
+                                 const float* x, const int* idx, int n) {
+        const int i = blockIdx.x * blockDim.x + threadIdx.x;
+        if (i >= n) return;
+        float* row = out + 2 * i;                       // pointer arithmetic: an alias of out
+        *reinterpret_cast<float2*>(row) = make_float2(x[i], x[i]);   // a store through a cast
+        if (lse != nullptr) lse[i] = x[i];              // a null check is not a read
+        atomicAdd(&hist[idx[i] & 7], 1.0f);             // atomics update: inout
+        store_pair(acc, i, x[i]);                       // written inside a helper
+        if (x[i] > 0.0f) upd[i] = 0.0f;                 // written only where loaded data says so
+    }"""
+    inf, a = _infer(src, "k")
+    assert a["out"].intent == "out" and a["lse"].intent == "out" and a["acc"].intent == "out"
+    assert a["hist"].intent == "inout" and a["upd"].intent == "inout"
+    assert a["x"].intent == "in" and a["idx"].intent == "in"
+    assert a["out"].shape == ["2 * n"] and a["acc"].shape == ["2 * n"] and a["lse"].shape == ["n"]
+    assert a["hist"].shape == ["8"]                    # idx & 7 < 8
+    assert inf.grid == ["ceil_div(n, 256)"] and inf.block == [256]
+
+
+def test_templated_pack_kernel_extents_divisibility_and_launch():
+    src = """
+    template <typename scalar_t, unsigned NUM_THREADS>
+    __global__ void pack_copy(scalar_t* out, const scalar_t* in, unsigned rows, unsigned cols) {
+        const unsigned pack = 16 / sizeof(scalar_t);
+        const unsigned per_row = cols / pack;
+        const unsigned g = blockIdx.x * NUM_THREADS + threadIdx.x;
+        if (g >= rows * per_row) return;
+        const unsigned r = g / per_row, p = g % per_row;
+        reinterpret_cast<uint4*>(out + r * cols)[p] = reinterpret_cast<const uint4*>(in + r * cols)[p];
+    }"""
+    inf, a = _infer(src, "pack_copy<__nv_bfloat16, 64>")
+    assert a["out"].dtype == "bf16" and a["out"].intent == "out" and a["out"].shape == ["rows", "cols"]
+    assert inf.sizes["cols"] == 8                      # cols / (16 / sizeof(bf16))
+    assert inf.block == [64] and inf.grid == ["ceil_div((rows * cols) // 8, 64)"]
+    inf32, a32 = _infer(src, "pack_copy<float, 128>")
+    assert inf32.sizes["cols"] == 4 and a32["in"].dtype == "fp32" and inf32.block == [128]
+
+
+def test_block_per_row_grids():
+    src = """
+    extern "C" __global__ void __launch_bounds__(128) rows_norm(float* y, const float* x, int num_tokens, int d) {
+        const int token_idx = blockIdx.x;
+        for (int i = threadIdx.x; i < d; i += blockDim.x) y[token_idx * d + i] = x[token_idx * d + i];
+    }
+    extern "C" __global__ void act(float* y, const float* x, int d) {
+        const long token_idx = blockIdx.x;
+        for (long i = threadIdx.x; i < d; i += blockDim.x) y[token_idx * d + i] = x[token_idx * 2 * d + d + i];
+    }"""
+    inf, a = _infer(src, "rows_norm")
+    # num_tokens is never read: it counts the blocks
+    assert inf.grid == ["num_tokens"] and inf.block == [128] and a["y"].shape == ["num_tokens", "d"]
+    inf, a = _infer(src, "act")
+    # no parameter counts the blocks: a size named after the row variable
+    assert inf.grid == ["num_tokens"] and inf.extra_sizes == ["num_tokens"]
+    assert a["x"].shape == ["num_tokens", "2 * d"] and a["y"].shape == ["num_tokens", "d"]
+
+
+def test_index_arrays_get_ranges_and_shared_memory_its_size():
+    src = """
+    extern "C" __global__ void count(const int* __restrict__ ids, int* __restrict__ counts, long numel, int bins) {
+        extern __shared__ int local[];
+        for (int e = threadIdx.x; e < bins; e += blockDim.x) local[e] = 0;
+        __syncthreads();
+        for (long i = blockIdx.x * blockDim.x + threadIdx.x; i < numel; i += (long)blockDim.x * gridDim.x)
+            atomicAdd(&local[ids[i]], 1);
+        __syncthreads();
+        for (int e = threadIdx.x; e < bins; e += blockDim.x) atomicAdd(counts + e, local[e]);
+    }
+    extern "C" __global__ void lookup(float* out, const float* table, const long* pos, int dim, int n) {
+        const int t = blockIdx.x;
+        for (int i = threadIdx.x; i < dim; i += blockDim.x) out[t * dim + i] = table[pos[t] * dim + i];
+    }"""
+    inf, a = _infer(src, "count")
+    assert inf.shared_mem == "4 * bins" and a["counts"].intent == "inout" and inf.noalias
+    low = a["ids"].range[1]
+    assert a["ids"].range[0] == 0 and inf.size_min["bins"] == low and all(s["bins"] >= low for s in inf.shapes)
+    inf, a = _infer(src, "lookup")
+    # nothing else bounds table: its rows get a size of their own, and pos a range below it
+    assert a["table"].shape == ["max_po", "dim"] and a["pos"].range == (0, inf.size_min["max_po"])
+    assert not inf.todos and not inf.noalias
+
+
+def test_scatter_writes_are_inout_and_unbounded_indices_a_todo():
+    src = """
+    extern "C" __global__ void scatter(float* dst, const float* src, const int* slot, int n) {
+        const int i = blockIdx.x * blockDim.x + threadIdx.x;
+        if (i < n) dst[slot[i] / 3 * 2] = src[i];
+    }
+    extern "C" __global__ void search(int* dst, const float* x, float v, int n) {
+        int j = 0;
+        while (j < n && x[j] < v) j++;
+        dst[3 * j] = 1;
+    }"""
+    inf, a = _infer(src, "scatter")
+    # an index loaded from memory: the slots get a size, and the writes may skip elements
+    assert a["dst"].intent == "inout" and a["dst"].shape == ["(2 * max_slot + 1) // 3"]
+    assert a["slot"].range == (0, inf.size_min["max_slot"])
+    inf, a = _infer(src, "search")
+    assert a["dst"].shape is None and "cannot bound" in a["dst"].todo
+    assert any(t.startswith("args.dst: shape:") for t in inf.todos)
+
+
+def test_default_shapes_fit_the_budgets_and_the_divisibility():
+    src = (CORPUS / "expected/../csrc/attention/merge_attn_states.cu").read_text()
+    r = run_cli("init", str(CORPUS / "csrc/attention/merge_attn_states.cu"), "--stdout")
+    assert r.returncode == 0, r.stderr
+    spec = yaml.safe_load(r.stdout)
+    assert "1048576" not in r.stdout and "TODO" not in r.stdout
+    small, large = spec["shapes"]
+    assert small["head_size"] % 8 == 0 and large["head_size"] % 8 == 0
+    assert src  # the file read above is the one init saw
+
+
+def test_init_on_the_issue_example_is_right_the_first_time(tmp_path):
+    """The issue: init guessed `output` (written through a reinterpret_cast store) as `in`, `output_lse`
+    (only written) as `inout`, and shapes of 10^18 elements."""
+    src = CORPUS / "csrc/attention/merge_attn_states.cu"
+    out = tmp_path / "merge.yaml"
+    r = run_cli("init", str(src), "--output", str(out))
+    assert r.returncode == 0, r.stderr
+    written = yaml.safe_load(out.read_text())
+    args = {a["name"]: a for a in written["args"]}
+    assert args["output"]["intent"] == "out" and args["output_lse"]["intent"] == "out"
+    assert written["kernel"] == "ext::merge_attn_states_kernel<__nv_bfloat16, 128>"
+    spec = load_file(out).spec
+    assert all(shape_bytes(spec, s) <= 64 << 20 for s in verification_shapes(spec))
+    truth = load_file(CORPUS / "expected/merge_attn_states_kernel.yaml").spec
+    assert compare(written, truth) == []
+
+
+@needs_nvcc
+def test_init_then_check_on_the_extension_source(tmp_path):
+    """The user's command line: init and check on the extension source as it is."""
+    tree = tmp_path / "ext"
+    shutil.copytree(CORPUS, tree)
+    src = tree / "csrc/layernorm/fused_add_rms_norm.cu"
+    r = run_cli("init", str(src))
+    assert r.returncode == 0, r.stderr
+    text = (tree / "csrc/layernorm/fused_add_rms_norm.yaml").read_text()
+    assert "hidden_size: {multiple_of: 8}" in text and "intent: inout" in text and "noalias: true" in text
+    r = run_cli("check", str(src), "--json")
+    assert r.returncode == 0, r.stderr
+    rep = yaml.safe_load(r.stdout)
+    assert rep["mode"] == "offline" and all(not launch["problems"] for launch in rep["launches"])
+
+
+def test_opencl_kernels_too():
+    src = (REPO / "kernels/examples/row_sum.cl").read_text()
+    inf, a = _infer(src, "row_sum", "opencl")
+    assert a["out"].intent == "out" and a["x"].intent == "in"
+    assert a["out"].shape == ["rows"] and a["x"].shape == ["rows", "cols"]
+
+
+def test_compare_counts_edits_by_meaning():
+    truth = load_file(CORPUS / "expected/silu_and_mul_kernel.yaml").spec
+    written = {"kernel": "ext::silu_and_mul_kernel<nv_bfloat16, 1>",       # aliases of the same instantiation
+               "args": [{"name": "out", "dtype": "bf16", "shape": ["num_rows", "d"], "intent": "out"},
+                        {"name": "input", "dtype": "bf16", "shape": ["2 * num_rows * d"], "intent": "in"},
+                        {"name": "d", "dtype": "int32", "value": "d"}],
+               "launch": {"grid": ["num_rows"], "block": [128]},
+               "shapes": [{"num_rows": 4, "d": 64}]}
+    assert compare(written, truth, free_block=True) == []        # num_rows matched to num_tokens by the grid
+    written["args"][1]["intent"] = "inout"
+    written["args"][0]["shape"] = ["TODO"]
+    written["launch"]["block"] = [100]
+    edits = {e.field for e in compare(written, truth, free_block=True)}
+    assert edits == {"args.input.intent", "args.out.shape", "launch.block"}
+
+
+def test_library_baselines_through_their_helpers():
+    """The SGLang baselines: extern "C" wrappers calling a templated __device__ helper with
+    overloads per dtype; num_tokens is passed on but never read (it counts the blocks)."""
+    src = (REPO / "kernels/sglang/merge_attn_states_lse/merge_attn_states_lse.cu").read_text()
+    truth = load_file(REPO / "kernels/sglang/merge_attn_states_lse/spec.yaml").spec
+    inf, a = _infer(src, "merge_attn_states_lse_bf16")
+    assert inf.grid == ["num_tokens"] and not inf.todos
+    assert a["v"].shape == ["num_tokens", "num_heads", "head_dim"] and a["v"].intent == "out"
+    assert a["s"].shape == ["num_tokens", "num_heads"] and a["v_a"].intent == "in"
+    assert [x.name for x in inf.args] == [x.name for x in truth.args]
+    src = (REPO / "kernels/sglang/silu_and_mul/silu_and_mul.cl").read_text()     # vload_half / vstore_half_rte
+    inf, a = _infer(src, "silu_and_mul_fp16", "opencl")
+    assert a["out"].intent == "out" and a["input"].shape[-1] == "2 * d"
