@@ -108,9 +108,9 @@ def test_existing_run_dir_is_not_overwritten(kernel, tmp_path):
     assert r.returncode == 2 and "already holds an optimize run" in r.stderr
 
 
-def _timing(label, ms, pct):
+def _timing(label, ms, pct, moved=1 << 30):
     stats = TimingStats.from_samples([ms], warmup=0)
-    return ShapeTiming(shape={"n": 1}, label=label, stats=stats, bytes_moved=1, achieved_gbs=1.0, pct_of_copy=pct)
+    return ShapeTiming(shape={"n": 1}, label=label, stats=stats, bytes_moved=moved, achieved_gbs=1.0, pct_of_copy=pct)
 
 
 def test_planner_stopping_rules():
@@ -127,6 +127,11 @@ def test_planner_stopping_rules():
     assert "no gain of 5%" in q.decide(3, slow, None, "cuda").reason
     fast = EvalResult(status=Status.OK, timings=[_timing("a", 1.0, 95.0)])
     assert "hardware limit" in Planner(Budget()).decide(1, fast, None, "cuda").reason
+    # a shape small enough to stay in the caches can look faster than the copy: it does not decide
+    cached = EvalResult(status=Status.OK, timings=[_timing("a", 1.0, 150.0, moved=1 << 20), _timing("b", 1.0, 40.0)])
+    assert Planner(Budget()).decide(1, cached, None, "cuda").stop is False
+    only_cached = EvalResult(status=Status.OK, timings=[_timing("a", 1.0, 150.0, moved=1 << 20)])
+    assert Planner(Budget()).decide(1, only_cached, None, "cuda").stop is False
     assert Planner(Budget(rounds=1, evaluations=None)).decide(1, slow, None, "cuda").stop is False
     assert Planner.strategy_for(50, 60) == "exhaustive" and Planner.strategy_for(500, 60) == "local"
 

@@ -403,6 +403,13 @@ class Optimizer:
         self.run_dir.write_json("test.json", report)
         return report
 
+    @staticmethod
+    def _original_rows(base: EvalResult) -> list[ShapeWinner]:
+        """With no candidate to test, every shape's winner is the original, as measured."""
+        return [ShapeWinner(label=t.label, shape=t.shape, baseline_ms=t.stats.median_ms, winner="original",
+                            best_ms=t.stats.median_ms, speedup=1.0, interval=sp.identical(), pct_of_copy=t.pct_of_copy)
+                for t in base.timings]
+
     def _finish(self, rounds: list[RoundRecord], base: EvalResult, report: TestReport | None,
                 stop_reason: str) -> OptimizeResult:
         from kerntune.agents.outputs import write_outputs
@@ -416,7 +423,7 @@ class Optimizer:
             improved=g is not None, general_round=g.round if g else None, general_key=g.key if g else "",
             general_config=g.config if g else {}, general_speedup=g.geomean_speedup if g else None,
             general_interval=g.geomean if g else None,
-            per_shape=report.per_shape if report else [], llm=self._llm_usage(), files=files,
+            per_shape=report.per_shape if report else self._original_rows(base), llm=self._llm_usage(), files=files,
             checker=self.checker.tool if self.checker.available else self.checker.why_not, notes=list(self.notes))
         self.run_dir.write_json("results.json", result)
         from kerntune.agents.report import write_report

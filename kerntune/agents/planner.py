@@ -65,6 +65,21 @@ def directions_from(baseline: EvalResult, resources: ResourceUsage | None, lang:
     return out, "; ".join(why) or "no timing yet: the generic directions"
 
 
+def cache_floor(device) -> int:
+    """Bytes a call must move to leave the device's caches: below that, a kernel can look faster
+    than the copy (measured on a buffer larger than the caches) without being at any limit."""
+    cache = (device.l2_bytes or 0) if device is not None else 0
+    if device is not None and device.kind == "cpu":
+        return max(4 * cache, 128 * 2**20)      # a CPU's last-level cache is not what OpenCL reports
+    return max(2 * cache, 8 * 2**20)
+
+
+def roofline_timings(last: EvalResult) -> list:
+    """The timings the hardware-limit stop may judge by: shapes that move more than the caches hold."""
+    floor = cache_floor(last.device)
+    return [t for t in last.timings if t.bytes_moved >= floor]
+
+
 class Planner:
     def __init__(self, budget: Budget, min_gain: float = 0.02, patience: int = 1, roofline: float = 0.9):
         self.budget = budget
@@ -87,9 +102,9 @@ class Planner:
             return Decision(stop=True, reason="time limit reached")
         if b.llm_calls is not None and p.llm_calls >= b.llm_calls:
             return Decision(stop=True, reason="LLM call budget spent")
-        pct = [t.pct_of_copy for t in last.timings if t.pct_of_copy is not None]
+        pct = [t.pct_of_copy for t in roofline_timings(last) if t.pct_of_copy is not None]
         if pct and min(pct) >= 100 * self.roofline:
-            return Decision(stop=True, reason=f"at the hardware limit: every shape runs at >= "
+            return Decision(stop=True, reason=f"at the hardware limit: every shape that leaves the caches runs at >= "
                                               f"{100 * self.roofline:.0f}% of the measured copy bandwidth")
         if len(p.gains) > self.patience:
             recent = p.gains[-(self.patience + 1):]
