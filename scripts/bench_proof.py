@@ -36,6 +36,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 PROOF = REPO / "bench" / "proof"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from kernel_library import LIBRARY  # noqa: E402
 
 # every cheat of the adversarial template, and the statuses it may honestly end in
 OOB = ("memory_error", "crash")                  # the checker's finding, or a segfault on the device itself
@@ -54,21 +56,6 @@ HONEST = "honest"
 
 FLAT = ["copy", "scale", "axpy", "xor", "add_rows"]
 
-# (name, kernel file without extension, spec, CPU shape set): the library's baselines
-LIBRARY = [
-    ("silu_and_mul (bf16)", "kernels/sglang/silu_and_mul/silu_and_mul", "kernels/sglang/silu_and_mul/spec.yaml", "cpu"),
-    ("fused_add_rmsnorm (bf16)", "kernels/sglang/fused_add_rmsnorm/fused_add_rmsnorm",
-     "kernels/sglang/fused_add_rmsnorm/spec.yaml", "cpu"),
-    ("merge_attn_states_lse (bf16)", "kernels/sglang/merge_attn_states_lse/merge_attn_states_lse",
-     "kernels/sglang/merge_attn_states_lse/spec.yaml", "cpu"),
-    ("sgemm naive", "kernels/classic/sgemm/naive", "kernels/classic/sgemm/spec.yaml", "cpu"),
-    ("stencil7 naive", "kernels/classic/stencil7/naive", "kernels/classic/stencil7/spec.yaml", "cpu"),
-    ("reduce_sum naive", "kernels/classic/reduce_sum/naive", "kernels/classic/reduce_sum/spec.yaml", "cpu"),
-    ("transpose naive", "kernels/classic/transpose/naive", "kernels/classic/transpose/spec.yaml", "cpu"),
-    ("histogram naive", "kernels/classic/histogram/naive", "kernels/classic/histogram/spec.yaml", "cpu"),
-    ("spmv_csr naive", "kernels/classic/spmv_csr/naive", "kernels/classic/spmv_csr/spec.yaml", "cpu"),
-    ("row_sum (example)", "kernels/examples/row_sum", "kernels/examples/row_sum.yaml", None),
-]
 
 
 def kerntune(*args: str, timeout: float = 3600) -> tuple[int, dict | None, str, float]:
