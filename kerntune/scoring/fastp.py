@@ -8,6 +8,11 @@ geometric-mean speedup, or the original itself, correct with speedup 1.0,
 when nothing beat it), pair files from ``kerntune export pairs`` (one kernel
 per line, its ``speedup``), or any records with ``correct`` and ``speedup``
 (e.g. :class:`~kerntune.scoring.reward.Reward`).
+
+"Faster than p" is kerntune's one decision (:mod:`kerntune.speedup`): when a
+kernel's speedup comes with a confidence interval (optimize runs, pairs,
+rewards), it counts only when the interval's lower bound is above p; a bare
+number counts by itself. fast_0 and fast_1 are therefore never earned by noise.
 """
 
 from __future__ import annotations
@@ -33,12 +38,23 @@ class KernelOutcome(Record):
     source: str                      # the run directory, or FILE:LINE of a pair
     correct: bool
     speedup: Optional[float] = None
+    speedup_lo: Optional[float] = None   # the lower bound of its 95% confidence interval, when it has one
     note: str = ""
+
+
+def _beats(o: Scored, p: float) -> bool:
+    if not o.correct or o.speedup is None:
+        return False
+    lo = getattr(o, "speedup_lo", None)
+    if lo is None:
+        interval = getattr(o, "interval", None)          # a Reward
+        lo = interval.lo if interval is not None else None
+    return (lo if lo is not None else o.speedup) > p
 
 
 class FastP(Record):
     p: float
-    count: int                       # correct and speedup > p
+    count: int                       # correct and faster than p (the interval's lower bound, when there is one)
     fraction: float
 
 
@@ -55,7 +71,7 @@ def fast_p(outcomes: Iterable[Scored], p: float) -> float:
     items = list(outcomes)
     if not items:
         return 0.0
-    return sum(1 for o in items if o.correct and o.speedup is not None and o.speedup > p) / len(items)
+    return sum(1 for o in items if _beats(o, p)) / len(items)
 
 
 def from_run(run: Run) -> KernelOutcome | Skip:
@@ -64,8 +80,10 @@ def from_run(run: Run) -> KernelOutcome | Skip:
     name = f"{run.manifest.kernel_name} ({Path(run.manifest.kernel_path).name})"
     test = run.test
     if test is not None and test.improved and test.general is not None and test.general.verified:
-        return KernelOutcome(name=name, source=str(run.path), correct=True, speedup=test.general.geomean_speedup,
-                             note=f"round {test.general.round}: {test.general.key}")
+        g = test.general
+        return KernelOutcome(name=name, source=str(run.path), correct=True, speedup=g.geomean_speedup,
+                             speedup_lo=g.geomean.lo if g.geomean is not None else None,
+                             note=f"round {g.round}: {g.key}")
     return KernelOutcome(name=name, source=str(run.path), correct=True, speedup=1.0,
                          note="no verified improvement: the original is handed back")
 
@@ -90,7 +108,8 @@ def from_pairs(path: Path) -> list[KernelOutcome]:
         label = f" for {d['specialized_for']}" if d.get("specialized_for") else ""
         out.append(KernelOutcome(name=f"{d.get('kernel', '?')} {d.get('kind', '')}{label}".strip(),
                                  source=f"{path}:{i}", correct=bool((d.get("verification") or {}).get("verified")),
-                                 speedup=d.get("speedup")))
+                                 speedup=d.get("speedup"),
+                                 speedup_lo=(d.get("speedup_interval") or {}).get("lo")))
     return out
 
 
@@ -109,7 +128,7 @@ def collect(paths: list[Path]) -> tuple[list[KernelOutcome], list[Skip]]:
 
 
 def report(kernels: list[KernelOutcome], skipped: list[Skip], ps: Iterable[float] = DEFAULT_PS) -> FastPReport:
-    rows = [FastP(p=p, count=sum(1 for k in kernels if k.correct and k.speedup is not None and k.speedup > p),
+    rows = [FastP(p=p, count=sum(1 for k in kernels if _beats(k, p)),
                   fraction=fast_p(kernels, p)) for p in ps]
     return FastPReport(total=len(kernels), correct=sum(1 for k in kernels if k.correct), fast_p=rows,
                        kernels=kernels, excluded=skipped)
