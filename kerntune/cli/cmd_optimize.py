@@ -188,6 +188,9 @@ def _render(r) -> None:
                   f"[bold]{r.general_speedup:.3f}x[/] geomean over the original")
     else:
         out.print("[yellow]no candidate beat the original[/]; best.* is the original kernel")
+    for rd in r.rounds:
+        for v in rd.set_aside:
+            out.print(f"[yellow]round {rd.round} set aside[/] {v}")
     if r.llm:
         out.print(f"LLM: {r.llm.get('calls', 0)} calls, {r.llm.get('prompt_tokens', 0)} prompt + "
                   f"{r.llm.get('completion_tokens', 0)} completion tokens")
