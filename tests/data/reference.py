@@ -12,3 +12,11 @@ def softmax(x, rows, cols):
     x = x.reshape(rows, cols).astype(np.float64)
     e = np.exp(x - x.max(axis=1, keepdims=True))
     return e / e.sum(axis=1, keepdims=True)
+
+
+
+def poly(c, x, n, degree):
+    acc = np.zeros_like(x, dtype=np.float64) + c[degree]
+    for k in range(degree - 1, -1, -1):
+        acc = acc * x.astype(np.float64) + c[k]
+    return acc
