@@ -80,3 +80,56 @@ def test_launch_config_declines_or_every_block_size_verifies(worker, kernel: Pat
             if res.status is not Status.OK:
                 bad.append(((lo, hi), c, res.status.value, res.message[:200]))
     assert bad == [], f"{kernel.stem}: {len(bad)} instance(s) wrong: {bad[:4]}"
+
+
+CUDA_TREE = """
+extern "C" __global__ void row_sum(float* out, const float* x, int rows, int cols)
+{
+    SHARED
+    const int r = blockIdx.x;
+    const int t = threadIdx.x;
+    float acc = 0.0f;
+    for (int c = t; c < cols; c += blockDim.x)
+        acc += x[(long long)r * cols + c];
+    sm[t] = acc;
+    __syncthreads();
+    TREE
+    if (t == 0)
+        out[r] = sm[0];
+}
+"""
+HALF = """for (int s = 128; s > 0; s >>= 1) {
+        if (t < s) sm[t] += sm[t + s];
+        __syncthreads();
+    }"""
+PARAMETRIC = """for (int s = blockDim.x / 2; s > 0; s >>= 1) {
+        if (t < s) sm[t] += sm[t + s];
+        __syncthreads();
+    }"""
+TAIL = """for (int s = blockDim.x / 2; s > 32; s >>= 1) {
+        if (t < s) sm[t] += sm[t + s];
+        __syncthreads();
+    }
+    for (int s = 32; s > 0; s >>= 1) {
+        if (t < s) sm[t] += sm[t + s];
+        __syncthreads();
+    }"""
+
+
+@pytest.mark.parametrize("shared,tree,shared_mem,expect", [
+    ("__shared__ float sm[256];", HALF, 0, None),
+    ("__shared__ float sm[256];", PARAMETRIC, 0, (256, 32, 64, 128, 512, 1024)),
+    ("__shared__ float sm[256];", TAIL, 0, (256, 64, 128, 512, 1024)),
+    ("extern __shared__ float sm[];", PARAMETRIC, "4 * 256", (256, 32, 64, 128, 512, 1024)),
+    ("extern __shared__ float sm[];", PARAMETRIC, 1024, None),
+], ids=["literal-half", "parametric", "tail-from-32", "dynamic-follows", "dynamic-fixed"])
+def test_cuda_spellings(shared, tree, shared_mem, expect):
+    """The same analysis on CUDA (threadIdx/blockDim, __shared__, __syncthreads, dynamic shared memory)."""
+    spec = load_for_kernel(REPO / "tests/data/block_trees/tree_stride_literal.cl").spec
+    spec = spec.model_copy(update={"launch": spec.launch.model_copy(update={"shared_mem": shared_mem})})
+    source = CUDA_TREE.replace("SHARED", shared).replace("TREE", tree)
+    result = apply_catalog(source, "cuda", spec)
+    if expect is None:
+        assert "launch-config" not in result.applied_names, result.params
+    else:
+        assert result.params.get("BLOCK") == expect, dict(result.skipped).get("launch-config")

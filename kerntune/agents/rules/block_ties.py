@@ -597,9 +597,11 @@ def _check_local_arrays(a: _Analysis, ties: Ties, derived: dict[int, int], fract
                 while n is not None and n.type == "array_declarator":
                     sizes.append(n.child_by_field_name("size"))
                     n = n.child_by_field_name("declarator")
+                if any(size is None for size in sizes):
+                    continue          # dynamic shared memory: sized by the launch (checked by launch-config)
                 follows, total = False, 1
                 for size in sizes:
-                    v, mentions = a.const_value(size) if size is not None else (None, False)
+                    v, mentions = a.const_value(size)
                     if mentions:
                         follows = True
                     elif v is not None and (v in derived or v in fractions):
