@@ -6,9 +6,9 @@ odd-sized row: once a value of a parameter has failed verification the same
 way in ``SET_ASIDE_AFTER`` measured configurations and passed in none, the
 tuner answers every later proposal that contains it with that failure,
 without compiling or measuring (a pruned row with reason ``set_aside`` in the
-run database), for every strategy alike. So a round spends at most
-``SET_ASIDE_AFTER`` measured evaluations on such a value, plus the
-configurations already compiled ahead when it was set aside.
+run database), for every strategy alike; configurations already compiled
+ahead (``lookahead``) are checked again before they are measured. So a round
+spends at most ``SET_ASIDE_AFTER`` measured evaluations on such a value.
 
 "The same reason" is structured, not read from messages: the status is
 ``wrong_result`` and one (output argument, check) pair (``ArgCheck.reason``:
