@@ -16,14 +16,15 @@ _OBJECT_LIKE = re.compile(r"^[A-Za-z0-9_.]+$")
 
 
 def _macros(source: str) -> dict[str, str]:
-    """Object-like KT_* macros (function-like ones, e.g. KT_VEC_DECL(...), stay as they are)."""
-    out = {}
+    """Object-like KT_* macros defined once (function-like ones, e.g. KT_VEC_DECL(...), stay as
+    they are; one defined in both branches of an ``#if`` waits until that ``#if`` is resolved)."""
+    found: dict[str, set[str]] = {}
     for m in _DEFINE.finditer(source):
         name, value = m.group(1), m.group(2)
         if name.startswith("KT_HAVE_") or not value or not _OBJECT_LIKE.match(value):
             continue   # include guards of helper code stay; only parameter macros are baked
-        out[name] = value
-    return out
+        found.setdefault(name, set()).add(value)
+    return {name: values.pop() for name, values in found.items() if len(values) == 1}
 
 
 def _eval_condition(text: str, macros: dict[str, str]) -> bool | None:
@@ -45,12 +46,13 @@ def _eval_condition(text: str, macros: dict[str, str]) -> bool | None:
 
 
 def bake(rendered: str, lang: str) -> str:
-    macros = _macros(rendered)
-    if not macros:
+    if not _macros(rendered):
         return rendered
     text = rendered
-    # resolve #if blocks that only test KT_ macros, innermost last (re-parse after each pass)
-    for _ in range(20):
+    # resolve #if blocks that only test KT_ macros, outermost first (re-parse after each pass; a
+    # macro defined differently in the two branches of an #if is known once that #if is resolved)
+    for _ in range(200):
+        macros = _macros(text)
         parsed = parse(text, lang)
         data = text.encode()
         target = None
@@ -76,6 +78,7 @@ def bake(rendered: str, lang: str) -> str:
             keep = ""
         text = (data[:n.start_byte].decode() + keep.strip("\n") + "\n" + data[n.end_byte:].decode())
     # drop the object-like KT_ defines and substitute their values
+    macros = _macros(text)
     text = _DEFINE.sub(lambda m: "" if m.group(1) in macros else m.group(0), text)
     for name in sorted(macros, key=len, reverse=True):
         text = re.sub(r"\b" + re.escape(name) + r"\b", macros[name], text)

@@ -25,6 +25,7 @@ class RoundNote:
     best_speedup: Optional[float]
     failures: dict[str, int] = field(default_factory=dict)
     best_config: dict[str, Any] = field(default_factory=dict)
+    set_aside: tuple[str, ...] = ()     # parameter values the tuner stopped measuring: they kept failing verification
 
 
 @dataclass(frozen=True)

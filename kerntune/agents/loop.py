@@ -29,6 +29,7 @@ from kerntune.spec.shapes import holdout_shapes, spec_shapes
 from kerntune.tuner.evaluators import LiveEvaluator
 from kerntune.tuner.kernel_files import EXT, resolve_launch_params
 from kerntune.tuner.run import TuneSettings, Tuner
+from kerntune.tuner.setaside import EARLIER_KEY
 from kerntune.tuner.space import Space
 from kerntune.tuner.store import RunStore
 from kerntune.tuner.summary import TuneSummary, summarize
@@ -203,7 +204,7 @@ class Optimizer:
         for rec in rounds:
             if rec.status != "running":
                 self.planner.record_round(rec.measured, int(rec.plan.get("llm_calls", 0) or 0),
-                                          rec.best_speedup or 1.0)
+                                          rec.best_speedup or 1.0, [f"round {rec.round}: {v}" for v in rec.set_aside])
                 if rec.status == "done":
                     self._load_round(rec.round)
                     if rec.best_speedup and rec.best_speedup > current_speedup * (1 + self.settings.min_gain):
@@ -245,13 +246,14 @@ class Optimizer:
             best = summary.general
             speedup = best.geomean_speedup if best and best.geomean_speedup else None
             rec = rec.model_copy(update={
+                "set_aside": [v.describe() for v in summary.set_aside],
                 "status": "done", "measured": summary.measured, "tuner_stop": summary.stop_reason,
                 "best_key": best.key if best else "", "best_config": best.config if best else {},
                 "best_speedup": speedup, "seconds": time.monotonic() - t0,
                 "plan": plan.model_dump() | {"llm_calls": self._llm_calls() - calls_before}})
             self._put(rounds, rec)
             self.planner.record_round(summary.measured, self._llm_calls() - calls_before,
-                                      max(speedup or 1.0, current_speedup))
+                                      max(speedup or 1.0, current_speedup), [f"round {r}: {v}" for v in rec.set_aside])
             self.event("round_done", round=r, summary=summary)
             if best is not None and speedup and speedup > current_speedup * (1 + self.settings.min_gain):
                 current_src, current_launch, current_kernel = self._round_best_kernel(r, best.config)
@@ -297,7 +299,8 @@ class Optimizer:
         self.run_dir.write(f"rounds/{r:02d}/input{EXT[self.kf.lang]}", src)
         history = tuple(RoundNote(round=x.round, source=x.source, description=x.rationale, space_size=x.space_size,
                                   measured=x.measured, best_speedup=x.best_speedup,
-                                  failures=self._failures(x.round), best_config=x.best_config)
+                                  failures=self._failures(x.round), best_config=x.best_config,
+                                  set_aside=tuple(x.set_aside))
                         for x in rounds if x.status == "done")
         req = GenerationRequest(round=r, lang=self.kf.lang, kernel_source=src, original_source=self.kf.source,
                                 launch=launch, spec=self.spec, spec_text=self.kf.loaded.text, device=self.worker.info,
@@ -314,6 +317,15 @@ class Optimizer:
             "plan": plan.model_dump()})
         return proposal
 
+    def _set_aside_earlier(self, r: int) -> list[dict[str, Any]]:
+        """Values earlier rounds set aside, for this round's tuner (it confirms them with one failure)."""
+        out = {}
+        for rr, s in sorted(self.summaries.items()):
+            if rr < r:
+                for v in s.set_aside:
+                    out[(v.param, repr(v.value), v.reason)] = {"param": v.param, "value": v.value, "reason": v.reason}
+        return list(out.values())
+
     def _failures(self, r: int) -> dict[str, int]:
         s = self.summaries.get(r)
         return dict(s.failed_by_status) if s else {}
@@ -322,6 +334,8 @@ class Optimizer:
         d = self.run_dir.round_dir(r)
         create = not (d / "tuning.db").exists()
         store = RunStore.in_dir(d, create=create)
+        if create:
+            store.set(EARLIER_KEY, self._set_aside_earlier(r))
         if store.get("baseline") is None:
             store.set("baseline", base.model_dump(mode="json"))
         s = self.settings

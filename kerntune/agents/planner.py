@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Optional, Sequence
 
 from kerntune.results import EvalResult, Record, ResourceUsage
 
@@ -41,6 +41,7 @@ class Progress:
     llm_calls: int = 0
     best_speedup: float = 1.0
     gains: list[float] = field(default_factory=list)     # best speedup after each round
+    set_aside: list[str] = field(default_factory=list)   # parameter values set aside in the rounds so far
     started: float = field(default_factory=time.monotonic)
 
 
@@ -119,6 +120,9 @@ class Planner:
         if b.time_s is not None:
             time_s = max(30.0, (b.time_s - self.elapsed()) / rounds_left)
         directions, why = directions_from(last, resources, lang)
+        if p.set_aside:
+            why += ("; set aside after failing verification in earlier rounds (confirmed by one failure in this "
+                    "round, then not measured again): " + "; ".join(p.set_aside))
         plan = RoundPlan(round=round_no, directions=directions, evaluations=evals or 100, time_s=time_s,
                          why=why + (f"; budget for this round: {evals} evaluations" if evals else ""))
         if space_size_hint is not None:
@@ -131,8 +135,10 @@ class Planner:
         (the current best kernel), which spends its budget around what already works."""
         return "exhaustive" if space_size <= evaluations else "local"
 
-    def record_round(self, evaluations: int, llm_calls: int, best_speedup: float) -> None:
+    def record_round(self, evaluations: int, llm_calls: int, best_speedup: float,
+                     set_aside: Sequence[str] = ()) -> None:
         p = self.progress
+        p.set_aside += [v for v in set_aside if v not in p.set_aside]
         p.rounds_done += 1
         p.evaluations += evaluations
         p.llm_calls += llm_calls

@@ -42,6 +42,8 @@ def write_report(run: "RunDir", r: "OptimizeResult") -> None:
         if rd.plan:
             lines += ["", f"Round {rd.round} plan: {rd.plan.get('why', '')} (strategy {rd.plan.get('strategy')}, "
                           f"budget {rd.plan.get('evaluations')} evaluations)"]
+        for v in rd.set_aside:
+            lines += ["", f"Round {rd.round} set aside {v}; later proposals with it were answered without measuring."]
     if r.test is not None:
         lines += ["", "## Final test", "",
                   f"Every candidate was verified again with fresh inputs (seed {r.test.seed}) on every shape, the "

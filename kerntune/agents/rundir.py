@@ -42,6 +42,7 @@ class RoundRecord(Record):
     rationale: str = ""
     message: str = ""
     seconds: float = 0.0
+    set_aside: list[str] = []             # parameter values the tuner stopped measuring, and why
 
 
 class Manifest(Record):

@@ -213,6 +213,9 @@ def _render(r) -> None:
     out.print(f"memory checker: {r.checker}")
     for note in r.notes:
         out.print(f"[yellow]note[/]: {note}")
+    for rd in r.rounds:
+        for v in rd.set_aside:
+            out.print(f"[yellow]round {rd.round} set aside[/] {v}")
     if r.llm:
         out.print(f"LLM: {r.llm.get('calls', 0)} calls, {r.llm.get('prompt_tokens', 0)} prompt + "
                   f"{r.llm.get('completion_tokens', 0)} completion tokens")

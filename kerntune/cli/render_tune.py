@@ -61,6 +61,8 @@ def render_summary(s: TuneSummary) -> None:
         out.print("pruned: " + ", ".join(f"{k} {v}" for k, v in sorted(s.pruned_by_reason.items(), key=lambda x: -x[1])))
     if s.failed_by_status:
         out.print("failed: " + ", ".join(f"{k} {v}" for k, v in sorted(s.failed_by_status.items(), key=lambda x: -x[1])))
+    for v in s.set_aside:
+        out.print(f"[yellow]set aside[/] {v.describe()}; {v.answered} later proposal(s) answered without measuring")
     if not s.shapes:
         return
     if s.test is not None:

@@ -49,8 +49,9 @@ def caption(pid: str, r: RunReport) -> str:
         test = (" The final test re-verifies the top candidates on fresh inputs, the held-out shapes and shapes "
                 "no candidate saw." if tested else "")
         return ("How every configuration the search tried ended: valid, failed (by the status that ended it), "
-                "pruned before compiling (by the hardware limit or restriction it broke; pruned ones do not count "
-                "against the budget), or a duplicate of a kernel already measured." + test)
+                "pruned before compiling (by the hardware limit or restriction it broke, or set_aside: it holds a "
+                "parameter value that kept failing verification the same way; pruned ones do not count against the "
+                "budget), or a duplicate of a kernel already measured." + test)
     if pid == "trace":
         return ("The rounds the winning kernel descends from: the semantics-preserving rewrites each round applied "
                 "to the kernel before it, and the values the winning configuration chose for their parameters. "

@@ -23,6 +23,7 @@ from kerntune.spec.model import Shape
 from kerntune.spec.shapes import holdout_shapes, spec_shapes
 from kerntune.tuner.evaluators import Evaluator
 from kerntune.tuner.feasibility import before_compile
+from kerntune.tuner.setaside import EARLIER_KEY, REASON as SET_ASIDE_REASON, SetAside
 from kerntune.tuner.space import Config, Space
 from kerntune.tuner.store import Evaluation, RunStore
 from kerntune.tuner.strategies import make_strategy
@@ -109,6 +110,8 @@ class Tuner:
         self.all_distributions_on = tuple(sh.key for sh in self.verify_shapes if sh.holdout) + (smallest.key,)
         self.progress = Progress(budget=settings.budget, time_limit_s=settings.time_limit_s)
         self.known: dict[str, Evaluation] = {}
+        # parameter values that failed verification the same way too often (see tuner.setaside)
+        self.set_aside = SetAside(self.space.params, store.get(EARLIER_KEY, []) or [])
         self.by_instance: dict[str, int] = {}
         self.best_ms: dict[str, float] = {}
         self.baseline_ms: dict[str, float] = {}
@@ -142,6 +145,7 @@ class Tuner:
                 self.by_instance.setdefault(e.source_hash, e.id)
             self._count(e)
             self._update_best(e)
+            self.set_aside.observe(e)
 
     def _count(self, e: Evaluation) -> None:
         p = self.progress
@@ -259,6 +263,7 @@ class Tuner:
         self.known[key] = e
         self._count(e)
         self._update_best(e)
+        self.set_aside.observe(e)
         p = self.progress
         p.last_key, p.last_status = key, (status if e.duplicate_of is None else "duplicate")
         p.elapsed_s = time.monotonic() - self._t0
@@ -337,7 +342,8 @@ class Tuner:
                     e = self.known[key]
                     strategy.tell(config, e.score if e.score is not None else math.inf)
                     continue
-                kind, payload = self._prepare(config)
+                aside = self.set_aside.blocks(config)
+                kind, payload = ("set_aside", aside) if aside is not None else self._prepare(config)
                 if kind == "ready":
                     self.evaluator.prefetch(payload[0])
                 queue.append((config, kind, payload))
@@ -345,7 +351,13 @@ class Tuner:
                 return "strategy finished"
             config, kind, payload = queue.pop(0)
             key = config_key(config)
-            if kind == "pruned":
+            if kind == "ready" and self.set_aside.blocks(config) is not None:   # set aside while queued
+                kind, payload = "set_aside", self.set_aside.blocks(config)
+            if kind == "set_aside":            # answered with the recorded failure, not measured
+                self._record(key, config, Status.PRUNED.value, False, reason=SET_ASIDE_REASON,
+                             message=f"set aside: {payload.describe()}")
+                strategy.tell(config, math.inf)
+            elif kind == "pruned":
                 self._record(key, config, Status.PRUNED.value, False, reason=payload.reason, message=payload.message)
                 strategy.tell(config, math.inf)
             elif kind == "render_error":

@@ -10,7 +10,9 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from kerntune.agents.tester import TestReport
+from kerntune.errors import KerntuneError
 from kerntune.results import EvalResult, Record, Status, geomean
+from kerntune.tuner.setaside import SetAside, SetAsideValue
 from kerntune.spec.model import Shape
 from kerntune.tuner.store import Evaluation, RunStore
 
@@ -59,6 +61,7 @@ class TuneSummary(Record):
     top: list[Ranked] = []
     kernels: list[str] = []                    # files `kerntune tune` wrote: best.<ext>, per_shape/*
     test: Optional[TestReport] = None          # the tester's confirmation (live runs): the speedups to quote
+    set_aside: list[SetAsideValue] = []        # parameter values no longer measured: they kept failing verification
 
 
 def _timings(e: Evaluation) -> dict[str, float]:
@@ -124,7 +127,7 @@ def summarize(store: RunStore, run_dir: str = "", stop_reason: str = "") -> Tune
         baseline=(store.get("original") or {}).get("label", "template baseline configuration"),
         shapes=rows, general=general,
         per_shape_geomean_speedup=geomean(per_shape) if per_shape else None,
-        top=ranked[:10], test=_test(store))
+        top=ranked[:10], test=_test(store), set_aside=_set_aside(store))
 
 
 def _test(store: RunStore) -> Optional[TestReport]:
@@ -132,6 +135,20 @@ def _test(store: RunStore) -> Optional[TestReport]:
     after the search stops and cleared when a search starts)."""
     data = store.get("test")
     return TestReport.model_validate(data) if data and store.get("stop_reason") else None
+
+
+def _set_aside(store: RunStore) -> list[SetAsideValue]:
+    """The values the tuner set aside, re-derived from the run database as the tuner derives them."""
+    text, lang = store.get("template_text"), store.get("template_lang")
+    if not text or not lang:
+        return []
+    from kerntune.tuner.template import parse_template
+
+    try:
+        params = {k: tuple(v) for k, v in parse_template(text, lang, "recorded template").decl.params.items()}
+    except KerntuneError:
+        return []
+    return SetAside.from_store(params, store).entries()
 
 
 __all__ = ["Ranked", "ShapeResult", "TuneSummary", "summarize"]

@@ -136,7 +136,8 @@ def _round(n: RoundNote) -> str:
     fails = ", ".join(f"{k}: {v}" for k, v in sorted(n.failures.items())) or "none"
     config = ", ".join(f"{k}={v}" for k, v in n.best_config.items()) or "-"
     return (f"- round {n.round} ({n.source}): {n.description or 'no description'}; space {n.space_size} "
-            f"configurations, {n.measured} measured; {best} (configuration {config}); failures by reason: {fails}")
+            f"configurations, {n.measured} measured; {best} (configuration {config}); failures by reason: {fails}"
+            + ("; set aside after failing verification: " + "; ".join(n.set_aside) if n.set_aside else ""))
 
 
 def _fence(text: str, lang: str) -> str:

@@ -108,12 +108,13 @@ class RewriteState:
     # --- what rules look at -------------------------------------------------------------
     def functions(self) -> list:
         """The spec's kernel and every function it calls, directly or not (other
-        entry points in the file, e.g. other dtypes, are left alone)."""
+        entry points in the file, e.g. other dtypes, are left alone; so are the
+        helpers earlier rounds' rules wrote, see :func:`is_helper`)."""
         defs: dict[str, list] = {}
         for n in walk(self.parsed.tree.root_node):
             if n.type == "function_definition":
                 name = function_name(self, n)
-                if name:
+                if name and not is_helper(name):
                     defs.setdefault(name, []).append(n)
         if self.kernel_fn not in defs:
             return [n for group in defs.values() for n in group]
@@ -260,6 +261,25 @@ def opencl_space(st: "RewriteState", node) -> str:
         if lo <= off < node.end_byte and kw.strip("_") in ("global", "local", "constant", "private"):
             return kw.strip("_")
     return ""
+
+
+def pragma_start(st: "RewriteState", loop) -> int:
+    """Where ``loop`` starts once the ``#pragma`` lines directly above it are counted in: an unroll
+    hint belongs to its loop, so a rewrite that wraps or replaces the loop takes them along (left
+    behind above an ``#if``, it would attach to whatever that block's live branch starts with)."""
+    start = loop.start_byte
+    prev = loop.prev_sibling
+    while prev is not None and prev.type == "preproc_call" and st.text(prev).lstrip().startswith("#pragma") \
+            and not st.raw[prev.end_byte:start].strip():
+        start = prev.start_byte
+        prev = prev.prev_sibling
+    return start
+
+
+def is_helper(name: str) -> bool:
+    """Helper functions the rules themselves write (``kt_block_reduce_sum``, ``kt_vload``...): a
+    rewritten kernel carries them into the next round, where no rule may rewrite them again."""
+    return name.startswith("kt_")
 
 
 def marker(ident: str) -> str:

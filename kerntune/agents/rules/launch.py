@@ -6,9 +6,8 @@ from __future__ import annotations
 import ast
 import re
 
-from kerntune.agents.rules.base import (
-    Applied, Edit, Param, Rule, RuleDeclined, RewriteState, apply_edits, builtin_dim, int_literal, marker,
-)
+from kerntune.agents.rules.base import Applied, Edit, Param, Rule, RuleDeclined, RewriteState, apply_edits, marker
+from kerntune.agents.rules.block_ties import find_ties
 from kerntune.source.names import KernelNameError, parse_kernel_name
 from kerntune.source.parse import walk
 from kerntune.spec.model import LaunchSpec
@@ -41,35 +40,6 @@ def _literal_dims(launch: LaunchSpec) -> list[int] | None:
         else:
             return None
     return dims
-
-
-_STATEMENTS = ("declaration", "expression_statement", "return_statement", "if_statement", "preproc_def")
-
-
-def _indexes_dims(st: RewriteState, literal, dims: set[str]) -> bool:
-    """Whether the statement around ``literal`` (for a loop header: the whole loop, body
-    included) uses the thread, block or global index, or block size, of one of ``dims``.
-    A derived number elsewhere (a chunk depth along another axis) does not tie the block size."""
-    node = literal
-    scope = None
-    while node is not None:
-        if node.type == "for_statement":
-            body = node.child_by_field_name("body")
-            if body is None or not (body.start_byte <= literal.start_byte < body.end_byte):
-                scope = node   # the literal is in the loop header: the loop's whole extent matters
-                break
-        if node.type in _STATEMENTS:
-            scope = node
-            break
-        node = node.parent
-    if scope is None or scope.type == "preproc_def":
-        return True
-    for n in walk(scope):
-        for kind in ("thread", "block", "block_dim", "global"):
-            d = builtin_dim(st, n, kind)
-            if d is not None and d in dims:
-                return True
-    return False
 
 
 def _tie_template_argument(st: RewriteState, dims: list[int], tunable: list[int], names: dict[int, str]) -> list[str]:
@@ -128,36 +98,15 @@ class LaunchConfig(Rule):
             names = {i: "BLOCK" for i in tunable}
         else:
             names = {i: f"BLOCK_{'XYZ'[i]}" for i in tunable}
-        # occurrences of the block size as a literal in the code (array sizes, loop bounds, launch bounds)
-        literals: dict[int, list] = {i: [] for i in tunable}
-        scopes = st.functions() + [n for n in walk(st.parsed.tree.root_node) if n.type == "preproc_def"]
-        for fn in scopes:
-            for node in walk(fn):
-                v = int_literal(st, node)
-                if v is None:
-                    continue
-                hits = [i for i in tunable if dims[i] == v]
-                if len(hits) > 1 and not square:
-                    raise RuleDeclined(f"the literal {v} is both the block's {'/'.join('xyz'[i] for i in hits)} size")
-                if hits:
-                    literals[hits[0]].append(node)
-        if any(literals.values()):
-            # the code spells the block size out; it must not also spell out numbers derived from it
-            # (half a block starting a tree, a tile of four blocks), which a rename would leave stale
-            derived = {}
-            for i in tunable:
-                d = dims[i]
-                for v in (d // 2, d * 2, d * 4, d * d):
-                    if v > 2 and v not in dims:
-                        derived[v] = d
-            tunable_dims = {"xyz"[i] for i in tunable}
-            for fn in scopes:
-                for node in walk(fn):
-                    v = int_literal(st, node)
-                    if v in derived and _indexes_dims(st, node, tunable_dims):
-                        raise RuleDeclined(f"the code uses the block size {derived[v]} as a literal and also {v}, "
-                                           "a number derived from it, next to the thread indices of that dimension: "
-                                           "the block size cannot change safely")
+        # occurrences of the block size as a literal in the code (array sizes, loop bounds, launch
+        # bounds) follow the parameter; numbers derived from it, local arrays that cannot follow it
+        # and the like make the rule decline (see block_ties)
+        ties = find_ties(st, dims, tunable, square)
+        literals = ties.literals
+        if ties.cooperative and str(st.launch.shared_mem).strip() not in ("0", "") and all(
+                substitute_constant(st.launch.shared_mem, dims[i], "BLOCK") == st.launch.shared_mem for i in tunable):
+            raise RuleDeclined(f"the kernel's dynamic shared memory ({st.launch.shared_mem}) is not written in terms "
+                               "of the block size")
         edits = [Edit(n.start_byte, n.end_byte, f"KT_{names[i]}") for i in tunable for n in literals[i]]
         # macros whose whole value is the block size (#define THREADS 128)
         for n in walk(st.parsed.tree.root_node):
@@ -171,6 +120,7 @@ class LaunchConfig(Rule):
         if edits:
             st.source = apply_edits(st.raw, edits)
         limit = st.device_max_threads
+        choices = {}
         for i in tunable:
             d = dims[i]
             if names[i] in st.params:
@@ -181,13 +131,23 @@ class LaunchConfig(Rule):
                 others = [v for v in (4, 8, 16, 32) if v != d and v * v <= limit]
             else:
                 others = [v for v in (d // 2, d * 2) if v >= 1 and v != d]
-            coupled = bool(literals[i])
-            if coupled:   # literal-sized code (shared arrays, unrolled trees): keep to powers of two
+            if literals[i]:   # literal-sized code (shared arrays, unrolled trees): keep to powers of two
                 others = [v for v in others if v & (v - 1) == 0]
+            if ties.max_threads is not None:   # a fixed-size local array indexed by thread index
+                others = [v for v in others if v <= ties.max_threads]
+            others = [v for v in others if v >= ties.min_block.get(i, 0)]
+            choices[i] = others
+        if not any(choices.values()):
+            raise RuleDeclined("no other block size fits what the code assumes (" + "; ".join(ties.limits) + ")")
+        for i in tunable:
+            d, others, coupled = dims[i], choices.get(i), bool(literals[i])
+            if others is None or names[i] in st.params:
+                continue
             st.add_param(Param(names[i], (d, *others), f"#define KT_{names[i]} {{{{ {names[i]} }}}}",
                                why=f"the original block {'xyz'[i]} size {d}"
                                    + (f"; it also appears as a literal {len(literals[i])} time(s) in the code, "
-                                      "assumed to denote the block size" if coupled else "")))
+                                      "assumed to denote the block size" if coupled else "")
+                                   + "".join(f"; {why}" for why in ties.limits)))
         tied = _tie_template_argument(st, dims, tunable, names)
         grid = list(st.launch.grid)
         shared = st.launch.shared_mem

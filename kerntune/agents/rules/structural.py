@@ -13,8 +13,8 @@ from __future__ import annotations
 import ast
 
 from kerntune.agents.rules.base import (
-    Applied, Edit, Param, Rule, RuleDeclined, RewriteState, apply_edits, builtin_dim, opencl_space,
-    unwrap,
+    Applied, Edit, Param, Rule, RuleDeclined, RewriteState, apply_edits, builtin_dim, int_literal, opencl_space,
+    pragma_start, unwrap,
 )
 from kerntune.agents.rules.generic import GENERATED, is_generated
 from kerntune.source.parse import walk
@@ -80,6 +80,12 @@ def _enclosing_function(node):
 def _line_indent(st: RewriteState, node) -> str:
     start = st.raw.rfind(b"\n", 0, node.start_byte) + 1
     pre = st.raw[start:node.start_byte].decode()
+    return pre if not pre.strip() else ""
+
+
+def _indent_before(st: RewriteState, offset: int) -> str:
+    start = st.raw.rfind(b"\n", 0, offset) + 1
+    pre = st.raw[start:offset].decode()
     return pre if not pre.strip() else ""
 
 
@@ -252,9 +258,11 @@ class ShuffleReduction(Rule):
                 call = f"kt_block_reduce_{op}_{tname}({array}, {tid});"
                 helpers.add(OPENCL_REDUCE.format(op=op, tname=tname, ctype=elem_type, op2=OPENCL_OP[op],
                                                  combine=OPENCL_COMBINE[op]))
-            indent = _line_indent(st, loop)
-            new = (f"\n#if KT_{name}\n{indent}{call}\n#else\n{indent}{st.text(loop)}\n#endif\n{indent}")
-            edits.append(Edit(loop.start_byte, loop.end_byte, new.lstrip("\n") if not indent else new))
+            start = pragma_start(st, loop)         # the loop's unroll pragma goes with it into #else
+            indent, lead = _line_indent(st, loop), _indent_before(st, start)
+            new = (f"\n#if KT_{name}\n{indent}{call}\n#else\n{lead}{st.raw[start:loop.end_byte].decode()}"
+                   f"\n#endif\n{lead}")
+            edits.append(Edit(start, loop.end_byte, new.lstrip("\n") if not lead else new))
             st.add_param(Param(name, ("tree", "shuffle"),
                                f"#define KT_{name} {{{{ 1 if {name} == 'shuffle' else 0 }}}}",
                                why=f"{op} over {array}[] ({elem_type})"))
@@ -356,11 +364,65 @@ def _scale_grid(grid_x, param: str) -> str | None:
     return ast.unparse(tree)
 
 
+EPT_CHOICES = (1, 2, 4, 8)
+
+
+def _baked_ept(st: RewriteState):
+    """(the literals to rewrite, K) when the kernel is this rule's own output with EPT baked to K
+    (a later round): ``kt_first = (...) * K + tid`` and ``for (int kt_e = 0; kt_e < K; ++kt_e)``."""
+    kernel = next((k for k in st.parsed.kernels if k.name == st.kernel), None)
+    if kernel is None:
+        return None
+    first = loop = None
+    for n in walk(kernel.node.child_by_field_name("body")):
+        if n.type == "init_declarator" and st.text(n.child_by_field_name("declarator")) == "kt_first":
+            first = n.child_by_field_name("value")
+        elif n.type == "for_statement" and first is not None and loop is None:
+            init = n.child_by_field_name("initializer")
+            d = init.child_by_field_name("declarator") if init is not None and init.type == "declaration" else None
+            if d is not None and d.type == "init_declarator" and st.text(d.child_by_field_name("declarator")) == "kt_e":
+                loop = n
+    if first is None or loop is None:
+        return None
+    first = unwrap(first)
+    scaled = unwrap(first.child_by_field_name("left")) if first.type == "binary_expression" else None
+    factor = scaled.child_by_field_name("right") if scaled is not None and scaled.type == "binary_expression" \
+        and st.text(scaled.child_by_field_name("operator")) == "*" else None
+    cond = unwrap(loop.child_by_field_name("condition"))
+    bound = cond.child_by_field_name("right") if cond is not None and cond.type == "binary_expression" \
+        and st.text(cond.child_by_field_name("operator")) == "<" else None
+    k = int_literal(st, factor)
+    if k is None or k < 1 or int_literal(st, bound) != k:
+        return None
+    return [factor, bound], k
+
+
+def _rescale_grid(grid_x, k: int, param: str) -> str | None:
+    """``ceil_div(n, B * K)`` (a baked EPT of K) with K replaced by ``param``."""
+    tree = ast.parse(str(grid_x), mode="eval")
+    call = tree.body
+    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id in ("ceil_div", "cdiv")
+            and len(call.args) == 2):
+        return None
+    d = call.args[1]
+    if not (isinstance(d, ast.BinOp) and isinstance(d.op, ast.Mult) and isinstance(d.right, ast.Constant)
+            and d.right.value == k):
+        return None
+    d.right = ast.Name(id=param, ctx=ast.Load())
+    return ast.unparse(tree)
+
+
 class ElementsPerThread(Rule):
     name = "elements-per-thread"
     summary = "several elements per thread (coalesced) for element-wise kernels, as a parameter"
 
     def check(self, st: RewriteState) -> str:
+        baked = _baked_ept(st)
+        if baked is not None:
+            if _rescale_grid(st.launch.grid[0], baked[1], "EPT") is None:
+                return (f"the kernel takes {baked[1]} elements per thread (an earlier round's rewrite), but the "
+                        f"grid's x size is not ceil_div(elements, threads per block * {baked[1]})")
+            return ""
         found, why = _elementwise(st)
         if found is None:
             return why
@@ -369,6 +431,17 @@ class ElementsPerThread(Rule):
         return ""
 
     def apply(self, st: RewriteState) -> Applied:
+        baked = _baked_ept(st)
+        if baked is not None:    # an earlier round's EPT, baked: the same parameter again, from its value
+            literals, k = baked
+            st.source = apply_edits(st.raw, [Edit(n.start_byte, n.end_byte, "KT_EPT") for n in literals])
+            st.launch = st.launch.model_copy(update={
+                "grid": [_rescale_grid(st.launch.grid[0], k, "EPT"), *st.launch.grid[1:]]})
+            more = (16,) if k >= max(EPT_CHOICES) else ()
+            st.add_param(Param("EPT", (k, *(v for v in EPT_CHOICES + more if v != k)), "#define KT_EPT {{ EPT }}",
+                               why=f"elements per thread, {k} in the kernel this round starts from"))
+            return Applied(self.name, f"{st.kernel}: the {k} elements per thread of an earlier round as a parameter "
+                                      "again", ("EPT",))
         (kernel, decl, var, rest, kind), _ = _elementwise(st)
         d = decl.child_by_field_name("declarator")
         vtype = st.text(decl.child_by_field_name("type"))
@@ -394,7 +467,7 @@ class ElementsPerThread(Rule):
         start, end = decl.start_byte, rest[-1].end_byte
         st.source = apply_edits(st.raw, [Edit(start, end, new)])
         st.launch = st.launch.model_copy(update={"grid": [_scale_grid(st.launch.grid[0], "EPT"), *st.launch.grid[1:]]})
-        st.add_param(Param("EPT", (1, 2, 4, 8), "#define KT_EPT {{ EPT }}",
+        st.add_param(Param("EPT", EPT_CHOICES, "#define KT_EPT {{ EPT }}",
                            why="consecutive blocks of threads each take EPT elements, strided by the block"))
         del d
         return Applied(self.name, f"{st.kernel}: EPT elements per thread, grid divided by EPT", ("EPT",))
@@ -591,9 +664,11 @@ class Vectorize(Rule):
             vtype = st.text(loop.child_by_field_name("initializer").child_by_field_name("type"))
             lines += ["    } else {", "        " + GENERATED, f"        for ({vtype} {var} = kt_i0; {var} < {bound}; ++{var})",
                       "            " + st.text(body), "    }", "}"]
+            start = pragma_start(st, loop)         # the loop's unroll pragma goes with it into #else
+            lead = _indent_before(st, start)
             new = ("\n#if KT_VEC > 1\n" + "\n".join(ind + ln if not ln.startswith("#") else ln for ln in lines) +
-                   "\n#else\n" + ind + st.text(loop) + "\n#endif\n" + ind)
-            edits.append(Edit(loop.start_byte, loop.end_byte, new))
+                   "\n#else\n" + lead + st.raw[start:loop.end_byte].decode() + "\n#endif\n" + lead)
+            edits.append(Edit(start, loop.end_byte, new))
         st.source = apply_edits(st.raw, edits)
         if st.lang == "cuda":
             st.prelude.append(guarded("VEC_HELPERS", CUDA_VEC))
@@ -669,6 +744,8 @@ class PrivatizeAtomics(Rule):
                      and not any(sub.start_byte <= n.start_byte < sub.end_byte for _, sub in uses)]
             if other:
                 continue
+            if st.has_macro(f"kt_priv_{array}"):
+                raise RuleDeclined(f"the atomics on {array} are privatized already (an earlier round's rewrite)")
             plans.append((array, uses, size, arg.dt.ctype(st.lang)))
         if not plans:
             raise RuleDeclined("the atomics target no small array of constant size used only through atomics")
@@ -693,11 +770,14 @@ class PrivatizeAtomics(Rule):
         head, tail = [], []
         for array, uses, size, ctype in plans:
             priv = f"kt_priv_{array}"
+            # the loops count the copy's size from the declaration: a literal there could be taken for
+            # the block size by a later round's launch-config
+            n = f"(int)(sizeof({priv}) / sizeof({priv}[0]))"
             head += [f"    {space} {ctype} {priv}[{size}];", f"    {GENERATED}",
-                     f"    for (int kt_b = {tid}; kt_b < {size}; kt_b += {bdim}) {priv}[kt_b] = 0;",
+                     f"    for (int kt_b = {tid}; kt_b < {n}; kt_b += {bdim}) {priv}[kt_b] = 0;",
                      f"    {barrier}"]
             tail += [f"    {barrier}", f"    {GENERATED}",
-                     f"    for (int kt_b = {tid}; kt_b < {size}; kt_b += {bdim})",
+                     f"    for (int kt_b = {tid}; kt_b < {n}; kt_b += {bdim})",
                      f"        if ({priv}[kt_b] != 0) {merge_fn}(&{array}[kt_b], {priv}[kt_b]);"]
             for _, sub in uses:
                 arr = sub.child_by_field_name("argument")

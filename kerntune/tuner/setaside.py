@@ -1,0 +1,169 @@
+"""Parameter values set aside: a value every measured configuration of which
+failed verification for the same reason is not measured again.
+
+Fast-math flags outside the tolerance, a vector width that reads past an
+odd-sized row: once a value of a parameter has failed verification the same
+way in ``SET_ASIDE_AFTER`` measured configurations and passed in none, the
+tuner answers every later proposal that contains it with that failure,
+without compiling or measuring (a pruned row with reason ``set_aside`` in the
+run database), for every strategy alike; configurations already compiled
+ahead (``lookahead``) are checked again before they are measured. So a round
+spends at most ``SET_ASIDE_AFTER`` measured evaluations on such a value.
+
+"The same reason" is structured, not read from messages: the status is
+``wrong_result`` and one (output argument, check) pair (``ArgCheck.reason``:
+tolerance, nonfinite, unwritten, input modified) is among the failures of
+every configuration counted. Evidence is counted only from measured
+configurations that are not duplicates; a configuration that contains a value
+already set aside does not count against its other values (that value
+explains its failure). A parameter's first value (the baseline, which
+reproduces the kernel the round started from) is never set aside.
+
+Across rounds of one optimize run, a value set aside earlier (same parameter
+name, same value, same reason) is set aside after ``SET_ASIDE_AFTER_KNOWN``
+failure in the new round: the new template may have changed what it means, so
+it is confirmed once, not assumed.
+
+Everything is derived from the run database (the evaluations, and the
+``set_aside_earlier`` meta entry the optimize loop writes), so a resumed run
+makes the same decisions.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Optional
+
+from kerntune.results import EvalResult, Record, Status
+from kerntune.tuner.store import Evaluation
+
+SET_ASIDE_AFTER = 3          # measured configurations failing the same way before a value is set aside
+SET_ASIDE_AFTER_KNOWN = 1    # ... for a value an earlier round of the run set aside for that reason
+REASON = "set_aside"         # the reason of the pruned rows that answer proposals of a set-aside value
+EARLIER_KEY = "set_aside_earlier"   # run-database meta: values set aside by earlier rounds (optimize)
+
+
+@dataclass(frozen=True, order=True)
+class FailureReason:
+    """One way verification failed: the output argument and the check (``ArgCheck.reason``)."""
+
+    arg: str
+    check: str
+
+    def __str__(self) -> str:
+        return f"{self.arg}: {self.check}" if self.arg else self.check
+
+
+def failure_reasons(result: Optional[EvalResult]) -> frozenset[FailureReason]:
+    """The (argument, check) pairs a wrong result failed on; empty for any other outcome."""
+    if result is None or result.status is not Status.WRONG_RESULT or result.verification is None:
+        return frozenset()
+    out = set()
+    for shape in result.verification.shapes:
+        if shape.ok:
+            continue
+        bad = [a for a in shape.args if not a.ok]
+        out |= {FailureReason(a.name, a.reason or "mismatch") for a in bad}
+        if not bad:
+            out.add(FailureReason("", "shape check"))
+    return frozenset(out)
+
+
+class SetAsideValue(Record):
+    """A parameter value set aside, and why (in tuning summaries and run records)."""
+
+    param: str
+    value: Any
+    reason: str                  # "out: tolerance"
+    failed: int                  # measured configurations with the value that failed for that reason
+    measured: int                # measured configurations with the value
+    answered: int = 0            # later proposals answered with the failure, not measured
+    earlier: bool = False        # an earlier round had set it aside too (confirmed here after one failure)
+
+    def describe(self) -> str:
+        return (f"{self.param}={self.value!r}: {self.failed} of {self.measured} measured configuration(s) failed "
+                f"verification ({self.reason})" + ("; set aside in an earlier round too" if self.earlier else ""))
+
+
+def _vkey(value: Any) -> str:
+    return json.dumps(value)
+
+
+@dataclass
+class _Tally:
+    measured: int = 0
+    passed: int = 0
+    reasons: Counter = field(default_factory=Counter)
+
+
+class SetAside:
+    """The tuner's record of failing parameter values, fed every evaluation as it is recorded."""
+
+    def __init__(self, params: dict[str, tuple], earlier: Iterable[dict[str, Any]] = ()):
+        self.first = {name: values[0] for name, values in params.items() if values}
+        self.earlier = {(e["param"], _vkey(e["value"])): e["reason"] for e in earlier}
+        self.tallies: dict[tuple[str, str], _Tally] = {}
+        self.values: dict[tuple[str, str], Any] = {}
+        self.aside: dict[tuple[str, str], SetAsideValue] = {}
+        self.answered: Counter = Counter()
+
+    @classmethod
+    def from_store(cls, params: dict[str, tuple], store) -> "SetAside":
+        """The record a run database implies (for a resumed run, and for its summary)."""
+        ledger = cls(params, store.get(EARLIER_KEY, []) or [])
+        for e in store.evaluations():
+            ledger.observe(e)
+        return ledger
+
+    def observe(self, e: Evaluation) -> None:
+        if e.status == Status.PRUNED.value:
+            if e.reason == REASON:
+                hit = self.blocks(e.config)
+                if hit is not None:
+                    self.answered[(hit.param, _vkey(hit.value))] += 1
+            return
+        if not e.counted or e.duplicate_of is not None:
+            return
+        if self.blocks(e.config) is not None:
+            return     # explained by a value already set aside: no evidence against the others
+        reasons = failure_reasons(e.result)
+        for name, value in e.config.items():
+            if name not in self.first or value == self.first[name]:
+                continue
+            k = (name, _vkey(value))
+            self.values[k] = value
+            t = self.tallies.setdefault(k, _Tally())
+            t.measured += 1
+            if e.status == Status.OK.value:
+                t.passed += 1
+            t.reasons.update(reasons)
+            self._decide(k)
+
+    def _decide(self, k: tuple[str, str]) -> None:
+        t = self.tallies[k]
+        if k in self.aside or t.passed or not t.reasons:
+            return
+        known = self.earlier.get(k)
+        for reason, n in sorted(t.reasons.items(), key=lambda x: (-x[1], x[0])):
+            need = SET_ASIDE_AFTER_KNOWN if known == str(reason) else SET_ASIDE_AFTER
+            if n >= need:
+                self.aside[k] = SetAsideValue(param=k[0], value=self.values[k], reason=str(reason), failed=n,
+                                              measured=t.measured, earlier=known == str(reason))
+                return
+
+    def blocks(self, config: dict[str, Any]) -> Optional[SetAsideValue]:
+        """The set-aside value this configuration contains, if any."""
+        for name, value in config.items():
+            hit = self.aside.get((name, _vkey(value)))
+            if hit is not None:
+                return hit
+        return None
+
+    def entries(self) -> list[SetAsideValue]:
+        return [v.model_copy(update={"answered": self.answered[k]}) for k, v in self.aside.items()]
+
+
+__all__ = ["EARLIER_KEY", "REASON", "SET_ASIDE_AFTER", "SET_ASIDE_AFTER_KNOWN", "FailureReason", "SetAside",
+           "SetAsideValue", "failure_reasons"]

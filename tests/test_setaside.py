@@ -1,0 +1,191 @@
+"""Parameter values set aside after failing verification (kerntune.tuner.setaside): the
+record's rules on evaluation records, then the share of a real tuning run's budget a
+failing value may take, for every strategy, across a resume, and across optimize rounds.
+
+The live kernel is tests/data/softmax.cl, whose spec's tolerance the precise exp meets and
+the fast-math variants (native_exp: FAST_MATH=True, -cl-fast-relaxed-math: FAST_FLAGS=True)
+never do on the CPU device."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+
+import pytest
+
+from kerntune.agents.rules.catalog import apply_catalog
+from kerntune.agents.rules.generic import CompilerFlags, FastMath, Unroll
+from kerntune.agents.rules.launch import LaunchConfig
+from kerntune.engine.evaluate import KernelInstance
+from kerntune.results import ArgCheck, EvalResult, ShapeCheck, Status, Verification
+from kerntune.spec.load import load_file
+from kerntune.tuner.evaluators import LiveEvaluator
+from kerntune.tuner.run import TuneSettings, Tuner
+from kerntune.tuner.setaside import EARLIER_KEY, REASON, SET_ASIDE_AFTER, SetAside
+from kerntune.tuner.store import Evaluation, RunStore
+from kerntune.tuner.strategies import REGISTRY
+from kerntune.tuner.summary import summarize
+from kerntune.tuner.template import parse_template
+from tests.conftest import REPO, run_cli
+
+SOFTMAX = REPO / "tests/data/softmax.cl"
+SOFTMAX_SPEC = REPO / "tests/data/softmax.yaml"
+PARAMS = {"BLOCK": (128, 64, 256), "VEC": (1, 2, 4), "FAST_FLAGS": (False, True)}
+SHARE = 3       # the documented most a value shown to fail verification may take of a round's budget
+
+
+# --- the record, on evaluation records ----------------------------------------------------------
+
+def wrong(*pairs: tuple[str, str]) -> EvalResult:
+    args = [ArgCheck(name=a, ok=False, reason=r) for a, r in pairs]
+    return EvalResult(status=Status.WRONG_RESULT, message="", verification=Verification(
+        ok=False, reference="kernel", seed=1, shapes=[ShapeCheck(shape={"n": 1}, label="s", seed=1, ok=False,
+                                                                 args=args)]))
+
+
+def ev(i: int, config: dict, result: EvalResult, counted: bool = True, duplicate_of=None) -> Evaluation:
+    return Evaluation(id=i, key=str(i), config=config, source_hash=str(i), status=result.status.value, reason="",
+                      message="", counted=counted, duplicate_of=duplicate_of, score=None, result=result, started=0,
+                      finished=0)
+
+
+def cfg(block=128, vec=1, flags=False) -> dict:
+    return {"BLOCK": block, "VEC": vec, "FAST_FLAGS": flags}
+
+
+OK = EvalResult(status=Status.OK)
+
+
+def test_set_aside_after_three_failures_for_the_same_reason():
+    ledger = SetAside(PARAMS)
+    for i, block in enumerate((128, 64, 256)):
+        assert ledger.blocks(cfg(flags=True)) is None
+        ledger.observe(ev(i, cfg(block=block, flags=True), wrong(("out", "tolerance"))))
+    hit = ledger.blocks(cfg(block=64, vec=4, flags=True))
+    assert hit is not None and (hit.param, hit.value, hit.reason, hit.failed, hit.measured) == \
+        ("FAST_FLAGS", True, "out: tolerance", 3, 3)
+    assert ledger.blocks(cfg(flags=False)) is None
+    assert SET_ASIDE_AFTER == SHARE
+
+
+def test_not_set_aside_when_reasons_differ_a_configuration_passes_or_evidence_is_not_measured():
+    ledger = SetAside(PARAMS)
+    ledger.observe(ev(1, cfg(vec=2), wrong(("out", "tolerance"))))
+    ledger.observe(ev(2, cfg(vec=2, block=64), wrong(("out", "nonfinite"))))
+    ledger.observe(ev(3, cfg(vec=2, block=256), wrong(("out", "unwritten"))))
+    assert ledger.blocks(cfg(vec=2)) is None                 # three failures, three reasons
+    ledger.observe(ev(4, cfg(vec=2, flags=True), wrong(("out", "tolerance"), ("out", "unwritten"))))
+    assert ledger.blocks(cfg(vec=2)) is None                 # two of each so far
+    ledger.observe(ev(5, cfg(vec=2, block=64, flags=True), OK))
+    ledger.observe(ev(6, cfg(vec=2, block=256, flags=True), wrong(("out", "tolerance"))))
+    assert ledger.blocks(cfg(vec=2)) is None                 # VEC=2 passed once: never set aside
+    # pruned, unmeasured and duplicate rows are no evidence
+    ledger = SetAside(PARAMS)
+    failed = wrong(("out", "tolerance"))
+    ledger.observe(ev(1, cfg(vec=4), failed, counted=False))
+    ledger.observe(ev(2, cfg(vec=4), failed, duplicate_of=1))
+    ledger.observe(ev(3, cfg(vec=4), EvalResult(status=Status.COMPILE_ERROR)))
+    ledger.observe(ev(4, cfg(vec=4), failed))
+    ledger.observe(ev(5, cfg(vec=4, block=64), failed))
+    assert ledger.blocks(cfg(vec=4)) is None
+    ledger.observe(ev(6, cfg(vec=4, block=256), failed))
+    assert ledger.blocks(cfg(vec=4)).measured == 4 and ledger.blocks(cfg(vec=4)).failed == 3
+
+
+def test_first_values_are_never_set_aside_and_explained_failures_do_not_count():
+    ledger = SetAside(PARAMS)
+    for i, block in enumerate((64, 256, 64)):
+        ledger.observe(ev(i, cfg(block=block, vec=4, flags=True), wrong(("out", "tolerance"))))
+    # FAST_FLAGS=True, VEC=4 and BLOCK=64 all saw failures; BLOCK=128, VEC=1, FAST_FLAGS=False are first values
+    assert {(v.param, v.value) for v in ledger.entries()} == {("VEC", 4), ("FAST_FLAGS", True)}
+    assert ledger.blocks(cfg()) is None
+    # a configuration holding a set-aside value is explained by it: no evidence against BLOCK=256
+    ledger.observe(ev(9, cfg(block=256, flags=True), wrong(("out", "tolerance"))))
+    assert ledger.tallies[("BLOCK", "256")].measured == 1
+
+
+def test_a_value_set_aside_in_an_earlier_round_is_confirmed_by_one_failure():
+    earlier = [{"param": "FAST_FLAGS", "value": True, "reason": "out: tolerance"}]
+    ledger = SetAside(PARAMS, earlier)
+    ledger.observe(ev(1, cfg(flags=True), wrong(("out", "nonfinite"))))
+    assert ledger.blocks(cfg(flags=True)) is None            # another reason: the usual three
+    ledger.observe(ev(2, cfg(block=64, flags=True), wrong(("out", "tolerance"))))
+    hit = ledger.blocks(cfg(flags=True))
+    assert hit is not None and hit.earlier and hit.failed == 1
+
+
+# --- a real tuning run -------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def softmax():
+    loaded = load_file(SOFTMAX_SPEC)
+    result = apply_catalog(SOFTMAX.read_text(), "opencl", loaded.spec,
+                           rules=[LaunchConfig(), Unroll(), FastMath(), CompilerFlags()])
+    template = parse_template(result.template, "opencl", "softmax template")
+    assert {"FAST_MATH", "FAST_FLAGS"} <= set(template.decl.params)
+    original = KernelInstance(SOFTMAX.read_text(), "softmax", "opencl", label="original")
+    return template, loaded, original
+
+
+def tune(worker, softmax, run_dir, create=True, **settings):
+    template, loaded, original = softmax
+    store = RunStore.in_dir(run_dir, create=create)
+    tuner = Tuner(template, loaded, LiveEvaluator(worker), store,
+                  TuneSettings(**{"warmup": 1, "repeats": 3, **settings}), original)
+    store.set("stop_reason", tuner.run())
+    return store
+
+
+def measured_with(store: RunStore, param: str, value) -> list:
+    return [e for e in store.evaluations() if e.counted and e.config.get(param) == value]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("strategy", sorted(REGISTRY))
+def test_a_failing_value_takes_at_most_three_evaluations_of_the_budget(worker, softmax, tmp_path, strategy):
+    budget = 24
+    store = tune(worker, softmax, tmp_path / "run", strategy=strategy, budget=budget, seed=3)
+    assert sum(1 for e in store.evaluations() if e.counted) == budget
+    summary = summarize(store)
+    aside = {(v.param, v.value): v for v in summary.set_aside}
+    for param in ("FAST_MATH", "FAST_FLAGS"):
+        spent = measured_with(store, param, True)
+        assert all(e.status == Status.WRONG_RESULT.value for e in spent)       # the premise: it always fails
+        assert len(spent) <= SHARE, (param, len(spent))
+        if len(spent) == SHARE:
+            assert aside[(param, True)].reason == "out: tolerance"
+    answered = [e for e in store.evaluations() if e.reason == REASON]
+    assert all(not e.counted for e in answered)
+    assert len(answered) == sum(v.answered for v in summary.set_aside)
+
+
+@pytest.mark.slow
+def test_set_aside_values_survive_a_resume(worker, softmax, tmp_path):
+    run = tmp_path / "run"
+    tune(worker, softmax, run, strategy="exhaustive", budget=5)
+    first = RunStore.in_dir(run)
+    spent_before = len(measured_with(first, "FAST_FLAGS", True))
+    first.close()
+    store = tune(worker, softmax, run, create=False, strategy="exhaustive", budget=20)
+    # exhaustive alternates FAST_FLAGS (the last parameter): without the record it would spend 10 of 20
+    assert spent_before >= 1 and len(measured_with(store, "FAST_FLAGS", True)) == SHARE
+    assert any(e.reason == REASON for e in store.evaluations())
+    assert [(v.param, v.value) for v in summarize(store).set_aside if v.param == "FAST_FLAGS"] == [("FAST_FLAGS", True)]
+
+
+@pytest.mark.slow
+def test_optimize_rounds_carry_set_aside_values_and_say_so(tmp_path):
+    run = tmp_path / "run"
+    r = run_cli("optimize", str(SOFTMAX), "--device", "cpu", "-e", "60", "--rounds", "2", "-r", "5", "--warmup", "1",
+                "--final-repeats", "10", "--run-dir", str(run))
+    assert r.returncode == 0, r.stderr
+    rounds = json.loads((run / "run.json").read_text())["rounds"]
+    assert len(rounds) == 2 and all(rd["status"] == "done" for rd in rounds)
+    assert any(v.startswith("FAST_FLAGS=True") for v in rounds[0]["set_aside"])
+    assert "FAST_FLAGS=True" in rounds[1]["plan"]["why"]                  # the planner says so
+    assert "set aside" in r.stdout and "FAST_FLAGS=True" in r.stdout     # and so does the command
+    assert "set aside" in (run / "report.md").read_text()
+    db = sqlite3.connect(run / "rounds/02/tuning.db")
+    spent = db.execute("SELECT COUNT(*) FROM evaluations WHERE counted = 1 AND config LIKE '%\"FAST_FLAGS\": true%'")
+    assert spent.fetchone()[0] <= 1                                       # confirmed once in round 2
+    assert json.loads(db.execute("SELECT value FROM meta WHERE key = ?", (EARLIER_KEY,)).fetchone()[0])
