@@ -133,3 +133,31 @@ def test_cuda_spellings(shared, tree, shared_mem, expect):
         assert "launch-config" not in result.applied_names, result.params
     else:
         assert result.params.get("BLOCK") == expect, dict(result.skipped).get("launch-config")
+
+
+@pytest.mark.skipif(__import__("kerntune.engine.checker", fromlist=["x"]).oclgrind_library() is None,
+                    reason="Oclgrind is not installed (apt-get install oclgrind; .ci/run does)")
+@pytest.mark.parametrize("kernel", [p for p in CORPUS if p.stem in APPLIES], ids=lambda p: p.stem)
+def test_every_block_size_instance_is_clean_under_the_memory_checker(worker, kernel: Path):
+    """Right answers are not enough: every instance the rule offers also runs under Oclgrind (out-of-
+    bounds local and global accesses, races, uninitialized reads, barrier divergence) on small shapes."""
+    from kerntune.engine.checker import MemoryChecker, check_shapes
+    from kerntune.results import CheckStatus
+
+    loaded = load_for_kernel(kernel)
+    spec = loaded.spec
+    result = apply_catalog(kernel.read_text(), "opencl", spec)
+    t = parse_template(result.template, "opencl", kernel.stem)
+    space = Space.of(t)
+    launch = next(a for a in result.trace if a.rule == "launch-config")
+    shapes = check_shapes(spec)
+    checker = MemoryChecker(worker.info)
+    findings = []
+    for values in itertools.product(*(space.params[p] for p in launch.params)):
+        c = {**space.baseline(), **dict(zip(launch.params, values))}
+        if space.violated(c, tuple(verification_shapes(spec))) is not None:
+            continue
+        report = checker.check(t.instance(c, spec), spec, str(loaded.base_dir), shapes, 5)
+        if report.status is not CheckStatus.CLEAN:
+            findings.append((c, report.status.value, report.message))
+    assert findings == [], f"{kernel.stem}: {findings[:3]}"
