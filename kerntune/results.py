@@ -63,6 +63,7 @@ class DeviceInfo(Record):
     peak_bandwidth_gbs: Optional[float] = None
     driver: str = ""
     problem: str = ""                      # why this device cannot be used ("" when it can)
+    subgroups: bool = True                 # sub-groups (OpenCL cl_khr_subgroups / cl_intel_subgroups; CUDA warps)
 
 
 class ResourceUsage(Record):

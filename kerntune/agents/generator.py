@@ -75,7 +75,8 @@ class RuleGenerator:
         def attempt(exclude: set[str]):
             rules = [r for r in default_rules() if r.name not in exclude]
             return apply_catalog(req.kernel_source, req.lang, req.spec, kernel=req.kernel, launch=req.launch, rules=rules,
-                                 device_max_threads=req.device.max_threads_per_block, note=f"round {req.round}")
+                                 device_max_threads=req.device.max_threads_per_block, note=f"round {req.round}",
+                                 subgroups=req.device.subgroups)
 
         result = attempt(set())
         if result.space_size <= 1:

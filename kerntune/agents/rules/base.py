@@ -66,6 +66,7 @@ class RewriteState:
     spec: KernelSpec
     launch: LaunchSpec                # may reference parameters
     device_max_threads: int = 1024
+    subgroups: bool = True            # the device has sub-groups (OpenCL cl_khr_subgroups; CUDA: warps)
     params: dict[str, Param] = field(default_factory=dict)
     restrictions: list[str] = field(default_factory=list)
     flags: dict[str, dict[str, str]] = field(default_factory=dict)
