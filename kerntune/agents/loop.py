@@ -44,6 +44,7 @@ class OptimizeSettings(Record):
     top_k: int = 3
     min_gain: float = 0.02
     patience: int = 1
+    strategy: Optional[str] = None           # the tuner's search strategy (None: its default)
     generator: str = "rules"                 # "rules" or "llm"
     llm: dict[str, Any] = {}                 # provider settings (no secrets: the key is read from the environment)
 
@@ -80,7 +81,8 @@ class Optimizer:
         self.on_event = on_event
         self.spec = kernel.spec
         self.original = kernel.instance(label="original")
-        self.planner = Planner(settings.budget, min_gain=settings.min_gain, patience=settings.patience)
+        self.planner = Planner(settings.budget, min_gain=settings.min_gain, patience=settings.patience,
+                               strategy=settings.strategy)
         self.manifest: Manifest | None = None
         self.templates: dict[int, Template] = {}
         self.summaries: dict[int, TuneSummary] = {}

@@ -87,6 +87,9 @@ def optimize(
     final_repeats: int = typer.Option(200, "--final-repeats", min=1, help="Timed runs per shape in the final test."),
     timeout: float = typer.Option(300, "--timeout", help="Seconds per evaluation before a hung kernel is killed."),
     seed: int = typer.Option(0, "--seed", help="Seed for strategies and inputs."),
+    strategy: Optional[str] = typer.Option(None, "--strategy", help="The tuner's search strategy each round "
+                                                                    "(default: surrogate, as `kerntune tune`; "
+                                                                    "`kerntune strategies` lists them)."),
     json: bool = typer.Option(False, "--json", help="Print machine-readable JSON."),
 ) -> None:
     """Rewrite a kernel into parameterized templates and search them, verified against the original.
@@ -130,7 +133,11 @@ def optimize(
             from kerntune.agents.llm.generator import LLMGenerator
 
             llm_settings = LLMGenerator.check_settings(llm_settings)
-        settings = OptimizeSettings(budget=budget, shape_set=shape_set, seed=seed, warmup=warmup, repeats=repeats,
+        if strategy is not None:
+            from kerntune.tuner.strategies import strategy_class
+
+            strategy_class(strategy)     # an unknown name is refused before the run directory exists
+        settings = OptimizeSettings(budget=budget, shape_set=shape_set, seed=seed, strategy=strategy, warmup=warmup, repeats=repeats,
                                     final_repeats=final_repeats, timeout_s=timeout,
                                     generator="rules" if llm == "rules" else "llm", llm=llm_settings)
         path = run_dir or Path("runs") / f"{kf.stem}-{time.strftime('%Y%m%d-%H%M%S')}"
