@@ -43,6 +43,10 @@ from kerntune.tuner.store import RunStore
 from kerntune.tuner.strategies import DEFAULT_STRATEGY, REGISTRY
 
 FRACTIONS = (0.10, 0.25, 0.50)
+# kerntune's Optuna strategies cost 7-42 s per replay at 768 evaluations (Optuna's own overhead): on spaces
+# whose largest budget is over SLOW_BUDGET evaluations they run --slow-seeds seeds
+OPTUNA = ("tpe", "nsga2")
+SLOW_BUDGET = 100
 # Kernel Tuner strategies too slow to replay here: (largest budget run, why)
 KT_SLOW = {"skopt": (0, "too slow to replay 20 seeds here (scikit-optimize's GP: 46 s for one 24-evaluation run on a "
                         "48-configuration space, 152 s for one 154-evaluation run on a 1536-configuration one)")}
@@ -110,11 +114,14 @@ def _stats(per_seed: dict[str, list[float]], seconds: list[float], crashed: int 
     return out
 
 
-def run_kerntune(run: Path, strategy: str, seeds: list[int], budgets: list[int], opt: float) -> dict:
+def run_kerntune(run: Path, strategy: str, seeds: list[int], budgets: list[int], opt: float,
+                 slow_seeds: int | None = None) -> dict:
     """kerntune's strategies do not see the budget: one run per seed at the largest budget is read at every
     budget (a smaller budget stops the same sequence earlier)."""
     per_seed: dict[str, list[float]] = {str(f): [] for f in FRACTIONS}
     seconds = []
+    if strategy in OPTUNA and budgets[-1] > SLOW_BUDGET and slow_seeds is not None:
+        seeds = seeds[:slow_seeds]
     for seed in ([0] if strategy == "exhaustive" else seeds):
         t0 = time.perf_counter()
         trace = replay(run, strategy, seed, budgets[-1])
@@ -174,7 +181,14 @@ def main() -> int:
     ap.add_argument("--out", type=Path, default=Path("bench/results/strategies"))
     ap.add_argument("--reuse", action="store_true", help="keep results already in OUT.json (same seeds, budgets)")
     ap.add_argument("--rerun", default="", help="with --reuse: strategies to run again all the same")
+    ap.add_argument("--slow-seeds", type=int, default=None,
+                    help=f"seeds for kerntune's {' and '.join(OPTUNA)} on spaces whose largest budget is over "
+                         f"{SLOW_BUDGET} evaluations (default: --seeds)")
+    ap.add_argument("--merge", nargs="+", type=Path, default=None, metavar="JSON",
+                    help="run nothing: combine the results of earlier runs (same seeds) into OUT")
     args = ap.parse_args()
+    if args.merge:
+        return merge(args.merge, args.out)
     rerun = set(args.rerun.split(","))
     seeds = list(range(args.seeds))
     ours = [s for s in args.strategies.split(",") if s]
@@ -216,7 +230,7 @@ def main() -> int:
                     if strategy in space[tool] and strategy not in rerun:
                         continue
                     if tool == "kerntune":
-                        r = run_kerntune(run, strategy, seeds, budgets, opt)
+                        r = run_kerntune(run, strategy, seeds, budgets, opt, args.slow_seeds)
                     else:
                         if cache is None:
                             cache = kt_replay.write_cache(path, Path(tmp) / (path.name.split(".")[0] + ".json"))
@@ -230,6 +244,33 @@ def main() -> int:
     json_path.write_text(json.dumps(results, indent=1) + "\n")
     args.out.with_suffix(".md").write_text(render(results))
     print(f"wrote {args.out.with_suffix('.md')} and {json_path}", file=sys.stderr)
+    return 0
+
+
+def merge(parts: list[Path], out: Path) -> int:
+    """One result file from several runs of this script (for example Kernel Tuner's strategies and
+    kerntune's, run side by side on two cores)."""
+    results: dict = {}
+    for part in parts:
+        data = json.loads(part.read_text())
+        if results and data["seeds"] != results["seeds"]:
+            raise SystemExit(f"{part} was written with {data['seeds']} seeds, not {results['seeds']}")
+        spaces = results.setdefault("spaces", {})
+        for key, value in data.items():
+            if key != "spaces" and value is not None:
+                results.setdefault(key, value)
+        for name, space in data["spaces"].items():
+            into = spaces.setdefault(name, {k: v for k, v in space.items() if k not in ("kerntune", "kernel_tuner")}
+                                     | {"kerntune": {}, "kernel_tuner": {}})
+            if into["budgets"] != space["budgets"]:
+                raise SystemExit(f"{part}: {name} has budgets {space['budgets']}, not {into['budgets']}")
+            into["kerntune"].update(space.get("kerntune", {}))
+            into["kernel_tuner"].update(space.get("kernel_tuner", {}))
+    results["default"] = DEFAULT_STRATEGY
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.with_suffix(".json").write_text(json.dumps(results, indent=1) + "\n")
+    out.with_suffix(".md").write_text(render(results))
+    print(f"wrote {out.with_suffix('.md')} and {out.with_suffix('.json')}", file=sys.stderr)
     return 0
 
 

@@ -20,10 +20,11 @@ space-filling configurations. Every ``local_every``-th proposal is instead
 the untried neighbour of the best configurations so far that the posterior
 mean likes most, so the end of a budget polishes the best region.
 
-It knows the feasible set as far as it can be known before a launch:
-restrictions that involve only the parameters are checked before a
-configuration is proposed, and a configuration told ``inf`` (pruned or
-failed) is never proposed again and never enters the model.
+It learns the feasible set from the tuner, which checks restrictions and
+resources before anything is compiled or launched and tells a pruned
+configuration ``inf`` at no cost to the budget (and records why): a
+configuration told ``inf`` (pruned or failed) is never proposed again and
+never enters the model.
 
 Cost: the model is solved on a geometric schedule (every measurement at
 first, then every ~10% more measurements), and one solve yields, at once, all
@@ -111,7 +112,7 @@ class Surrogate(Strategy):
     summary = ("model-based: Thompson sampling on a Bayesian model of log time (per-value, rank and pairwise "
                "terms) with a local step around the best")
     options = {
-        "initial": Option(2, "space-filling configurations before the model is used"),
+        "initial": Option(3, "space-filling configurations before the model is used"),
         "local_every": Option(3, "every Nth proposal is the model's favourite untried neighbour of the best "
                                  "(0: never)"),
         "noise": Option(0.01, "measurement noise variance, as a share of the scores' variance"),
@@ -181,13 +182,7 @@ class Surrogate(Strategy):
             self._untried[self._at(row)] = False
 
     def _allowed(self, row: Row) -> bool:
-        """Untried, and not ruled out by a restriction on the parameters alone."""
-        if row in self._tried:
-            return False
-        if self.space.restrictions and self.space.violated(self._config(row), ()):
-            self._mark(row)
-            return False
-        return True
+        return row not in self._tried
 
     def _neighbours(self, row: Row) -> list[Row]:
         out = []
