@@ -30,7 +30,7 @@ Cost: the model is solved on a geometric schedule (every measurement at
 first, then every ~10% more measurements), and one solve yields, at once, all
 the posterior draws until the next (sampling by perturbed least squares) and
 their predictions for every configuration (one matrix product). Spaces larger
-than ``pool`` are scored on a fresh random sample plus the neighbourhood of
+than ``pool`` (20,000) are scored on a fresh random sample plus the neighbourhood of
 the best configurations.
 """
 
@@ -117,7 +117,7 @@ class Surrogate(Strategy):
                                  "(0: never)"),
         "noise": Option(0.01, "measurement noise variance, as a share of the scores' variance"),
         "pairs": Option(300, "most pairwise-interaction features in the model (0: main effects only)"),
-        "pool": Option(50_000, "spaces up to this size are scored whole; larger ones on a sample of this size"),
+        "pool": Option(20_000, "spaces up to this size are scored whole; larger ones on a sample of this size"),
     }
 
     def __init__(self, space: Space, seed: int, **options: Any):
