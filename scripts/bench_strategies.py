@@ -51,6 +51,9 @@ KT_SLOW = {"skopt": (0, "too slow to replay 20 seeds here (scikit-optimize's GP:
                         "48-configuration space, 152 s for one 154-evaluation run on a 1536-configuration one)")}
 
 
+KT_SECONDS_PER_EVALUATION = {"bayes_opt": 0.1, "hybrid_vndx": 0.15}   # measured: up to 14 s and 71 s at 768
+
+
 def load_space(path: Path, tmp: Path) -> Path:
     if path.is_dir():
         return path
@@ -148,8 +151,9 @@ def run_kernel_tuner(cache: Path, strategy: str, seeds: list[int], budgets: list
             runs = [(budgets[-1], list(budgets))]
         for max_fevals, read_at in runs:
             t0 = time.perf_counter()
-            # some strategies circle forever on a small feasible set: a generous wall-time limit
-            limit_s = 10.0 + 0.1 * (max_fevals or 2 * budgets[-1])
+            # some strategies (greedy_ils, hybrid_vndx, nsga2) can circle without counting an evaluation:
+            # a wall-time limit, generous for what the others need (Bayesian optimization the most)
+            limit_s = 10.0 + KT_SECONDS_PER_EVALUATION.get(strategy, 0.03) * (max_fevals or 2 * budgets[-1])
             trace = kt_replay.replay(cache, strategy, seed, max_fevals, limit_s)
             seconds.append(time.perf_counter() - t0)
             if trace.error:
@@ -184,9 +188,15 @@ def main() -> int:
                     help=f"seeds for kerntune's {' and '.join(OPTUNA)} (slow to replay; default: --seeds)")
     ap.add_argument("--merge", nargs="+", type=Path, default=None, metavar="JSON",
                     help="run nothing: combine the results of earlier runs (same seeds) into OUT")
+    ap.add_argument("--cost", default="", metavar="STRATEGIES",
+                    help="run nothing else: replay these kerntune strategies in turn (--seeds of each) on the "
+                         "spaces at their 50%% budget and print wall and CPU seconds per run (CPU time is what a "
+                         "replay costs; wall time on a shared machine includes waiting for the cores)")
     args = ap.parse_args()
     if args.merge:
         return merge(args.merge, args.out)
+    if args.cost:
+        return cost(args.spaces, args.cost.split(","), args.seeds)
     if not args.spaces:
         ap.error("give the recorded spaces to replay (or --merge earlier results)")
     rerun = set(args.rerun.split(","))
@@ -244,6 +254,23 @@ def main() -> int:
     json_path.write_text(json.dumps(results, indent=1) + "\n")
     args.out.with_suffix(".md").write_text(render(results))
     print(f"wrote {args.out.with_suffix('.md')} and {json_path}", file=sys.stderr)
+    return 0
+
+
+def cost(spaces: list[Path], strategies: list[str], seeds: int) -> int:
+    with tempfile.TemporaryDirectory() as tmp:
+        for path in spaces:
+            run = load_space(path, Path(tmp))
+            budget = max(1, math.ceil(FRACTIONS[-1] * optimum(run)[2]))
+            spent: dict[str, list[tuple[float, float]]] = {s: [] for s in strategies}
+            for seed in range(seeds):
+                for s in strategies:        # in turn, so a change in the machine's load hits all alike
+                    t0, c0 = time.perf_counter(), time.process_time()
+                    replay(run, s, seed, budget)
+                    spent[s].append((time.perf_counter() - t0, time.process_time() - c0))
+            for s, v in spent.items():
+                print(f"{path.name} {s} at {budget} evaluations: wall {statistics.mean(w for w, _ in v):.2f} s, "
+                      f"CPU {statistics.mean(c for _, c in v):.2f} s per run (mean of {len(v)})")
     return 0
 
 
