@@ -320,27 +320,36 @@ def render(results: dict) -> str:
              f"their one deterministic order). kerntune's default strategy is `{d}`."
              + (f" Kernel Tuner {kt} in simulation mode on the same caches, same budgets (`max_fevals`) and seeds "
                 "(booleans written as 0/1; a run that crashed counts with its best so far)." if kt else ""), "",
-             "s/run: wall seconds of one replay at the 50% budget, on a shared 2-core machine (noisy).", ""]
+             "s/run: wall seconds of one replay at the 50% budget, on a shared 2-core machine where several "
+             "benchmarks and test suites ran at once (so mostly waiting for a core: compare within a row's "
+             "neighbourhood only; `--cost` measures CPU time).", ""]
     if kt:
         lines += ["## Summary: the default against the best Kernel Tuner strategy", "",
                   "Per space and budget: the default's median / worst, and the best median any Kernel Tuner "
                   "strategy reached (which one). ✓: the default's median is at least as high.", "",
-                  "| space | " + " | ".join(f"{float(f):.0%} default | {float(f):.0%} best KT" for f in fr) + " |",
-                  "| --- | " + " | ".join("--- | ---" for _ in fr) + " |"]
+                  "| space | " + " | ".join(f"{float(f):.0%} default | {float(f):.0%} best KT" for f in fr)
+                  + " | KT strategies run |",
+                  "| --- | " + " | ".join("--- | ---" for _ in fr) + " | --- |"]
+        every = {s for space in results["spaces"].values() for s, r in space["kernel_tuner"].items() if "median" in r}
         wins = total = 0
         worst25, cost768 = {}, []
-        for name, space in results["spaces"].items():
+        for name, space in sorted(results["spaces"].items()):
             ours = space["kerntune"].get(d)
             if ours is None or "median" not in ours:
                 continue
             cells = []
             for f in fr:
                 who, value = best_kernel_tuner(space, f)
+                if not who:
+                    cells.append(f"{ours['median'][f]:.3f} / {ours['worst'][f]:.3f} | not run")
+                    continue
                 ok = ours["median"][f] >= value - 1e-12
                 wins += ok
                 total += 1
                 cells.append(f"{ours['median'][f]:.3f} / {ours['worst'][f]:.3f} {'✓' if ok else '✗'} | "
                              f"{value:.3f} ({who})")
+            ran = sum(1 for s, r in space["kernel_tuner"].items() if "median" in r)
+            cells.append(f"{ran} of {len(every)}")
             worst25[name.split(".")[0]] = ours["worst"]["0.25"]
             if space["budgets"][-1] == 768:
                 cost768.append(ours["seconds_per_run"])
@@ -351,13 +360,14 @@ def render(results: dict) -> str:
                           f"(space, budget) cells. Its worst seed at 25% reaches 0.95 of the optimum on "
                           f"{len(worst25) - len(low)} of {len(worst25)} spaces"
                           + (f" (below: {', '.join(low)})" if low else "") + "."
-                          + (f" Its replay cost at 768 evaluations: {statistics.mean(cost768):.2f} s per run "
-                             f"(mean over the {len(cost768)} spaces with that budget)." if cost768 else ""), ""]
+                          + (f" Its replays at 768 evaluations took {statistics.mean(cost768):.2f} s of wall time per "
+                             f"run in this benchmark (mean over the {len(cost768)} spaces with that budget; on a "
+                             f"shared machine: `--cost` measures CPU time)." if cost768 else ""), ""]
         left = results.get("kernel_tuner_left_out") or {}
         for s, why in left.items():
             lines.append(f"Kernel Tuner's `{s}` is left out: {why}.")
         lines.append("")
-    for name, space in results["spaces"].items():
+    for name, space in sorted(results["spaces"].items()):
         lines += [f"## {name}", "", f"{space['space_size']} configurations, {space['measurable']} measurable; "
                   f"budgets {', '.join(map(str, space['budgets']))} measured evaluations.", "",
                   "| tool | strategy | 10% | 25% | 50% | s/run |", "| --- | --- | --- | --- | --- | --- |"]
