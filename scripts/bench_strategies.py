@@ -95,6 +95,25 @@ def replay(run: Path, strategy: str, seed: int, budget: int) -> list[float]:
     return trace
 
 
+def _dump(results: dict) -> str:
+    """Compact JSON: one line per space and tool, fractions to 4 decimals."""
+    def rounded(x):
+        if isinstance(x, float):
+            return round(x, 4)
+        if isinstance(x, dict):
+            return {k: rounded(v) for k, v in x.items()}
+        if isinstance(x, list):
+            return [rounded(v) for v in x]
+        return x
+
+    head = {k: v for k, v in results.items() if k != "spaces"}
+    lines = ["{", *(f" {json.dumps(k)}: {json.dumps(v)}," for k, v in head.items()), ' "spaces": {']
+    spaces = list(results.get("spaces", {}).items())
+    for i, (name, space) in enumerate(spaces):
+        lines.append(f"  {json.dumps(name)}: {json.dumps(rounded(space))}" + ("," if i < len(spaces) - 1 else ""))
+    return "\n".join(lines + [" }", "}"]) + "\n"
+
+
 def _at(trace: list[float], budget: int) -> float:
     """The best of the first ``budget`` entries (inf if none)."""
     return min(trace[:budget], default=math.inf)
@@ -250,8 +269,8 @@ def main() -> int:
                         print(f"  {tool[:2]} {strategy:24s} " + "  ".join(
                             f"{f:.0%}: {r['median'][str(f)]:.3f}/{r['worst'][str(f)]:.3f}" for f in FRACTIONS)
                             + f"  {r['seconds_per_run']:.2f} s/run", file=sys.stderr)
-                    json_path.write_text(json.dumps(results, indent=1) + "\n")
-    json_path.write_text(json.dumps(results, indent=1) + "\n")
+                    json_path.write_text(_dump(results))
+    json_path.write_text(_dump(results))
     args.out.with_suffix(".md").write_text(render(results))
     print(f"wrote {args.out.with_suffix('.md')} and {json_path}", file=sys.stderr)
     return 0
@@ -295,7 +314,7 @@ def merge(parts: list[Path], out: Path) -> int:
             into["kernel_tuner"].update(space.get("kernel_tuner", {}))
     results["default"] = DEFAULT_STRATEGY
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.with_suffix(".json").write_text(json.dumps(results, indent=1) + "\n")
+    out.with_suffix(".json").write_text(_dump(results))
     out.with_suffix(".md").write_text(render(results))
     print(f"wrote {out.with_suffix('.md')} and {out.with_suffix('.json')}", file=sys.stderr)
     return 0
