@@ -365,8 +365,9 @@ def render(results: dict) -> str:
                 ok = ours["median"][f] >= value - 1e-12
                 wins += ok
                 total += 1
-                cells.append(f"{ours['median'][f]:.3f} / {ours['worst'][f]:.3f} {'✓' if ok else '✗'} | "
-                             f"{value:.3f} ({who})")
+                digits = 3 if ok or f"{ours['median'][f]:.3f}" != f"{value:.3f}" else 4   # a near-tie lost
+                cells.append(f"{ours['median'][f]:.{digits}f} / {ours['worst'][f]:.3f} {'✓' if ok else '✗'} | "
+                             f"{value:.{digits}f} ({who})")
             ran = sum(1 for s, r in space["kernel_tuner"].items() if "median" in r)
             cells.append(f"{ran} of {len(every)}")
             worst25[name.split(".")[0]] = ours["worst"]["0.25"]
