@@ -14,6 +14,7 @@ from kerntune.agents.loop import OptimizeResult
 from kerntune.agents.planner import Budget, Planner
 from kerntune.agents.tester import Tester
 from kerntune.results import EvalResult, ShapeTiming, Status, TimingStats
+from kerntune.tuner.strategies import DEFAULT_STRATEGY
 from tests.conftest import KERNTUNE, REPO, run_cli, write
 
 SMALL = (REPO / "kernels/examples/vector_add.yaml").read_text().split("shapes:")[0] + """shapes:
@@ -133,7 +134,10 @@ def test_planner_stopping_rules():
     only_cached = EvalResult(status=Status.OK, timings=[_timing("a", 1.0, 150.0, moved=1 << 20)])
     assert Planner(Budget()).decide(1, only_cached, None, "cuda").stop is False
     assert Planner(Budget(rounds=1, evaluations=None)).decide(1, slow, None, "cuda").stop is False
-    assert Planner.strategy_for(50, 60) == "exhaustive" and Planner.strategy_for(500, 60) == "local"
+    # the tuner's default unless told otherwise, whatever the space size (as `kerntune tune`)
+    assert Planner(Budget()).strategy_for(50, 60) == DEFAULT_STRATEGY == "surrogate"
+    assert Planner(Budget()).strategy_for(5000, 60) == DEFAULT_STRATEGY
+    assert Planner(Budget(), strategy="local").strategy_for(50, 60) == "local"
 
 
 def test_plausibility_flags():

@@ -49,6 +49,7 @@ class OptimizeSettings(Record):
     min_gain: float = sp.THRESHOLD - 1       # a round must gain this much over the best so far to lead the next
     patience: int = 1
     memcheck: str = "best"                   # the checker runs: best (would-be bests + final candidates), all, off
+    strategy: Optional[str] = None           # the tuner's search strategy (None: its default)
     generator: str = "rules"                 # "rules" or "llm"
     llm: dict[str, Any] = {}                 # provider settings (no secrets: the key is read from the environment)
 
@@ -88,7 +89,8 @@ class Optimizer:
         self.on_event = on_event
         self.spec = kernel.spec
         self.original = kernel.instance(label="original")
-        self.planner = Planner(settings.budget, min_gain=settings.min_gain, patience=settings.patience)
+        self.planner = Planner(settings.budget, min_gain=settings.min_gain, patience=settings.patience,
+                               strategy=settings.strategy)
         self.manifest: Manifest | None = None
         self.checker = MemoryChecker(worker.info, enabled=settings.memcheck != "off", timeout_s=settings.timeout_s)
         self.distributions: tuple[str, ...] | None = None     # the spec's, less those the original fails on

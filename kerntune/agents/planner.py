@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
 from kerntune.results import EvalResult, Record, ResourceUsage
+from kerntune.tuner.strategies import DEFAULT_STRATEGY
 
 
 class Budget(Record):
@@ -22,7 +23,7 @@ class Budget(Record):
 class RoundPlan(Record):
     round: int
     directions: list[str]
-    strategy: str = "local"
+    strategy: str = DEFAULT_STRATEGY
     evaluations: int = 50
     time_s: Optional[float] = None
     why: str = ""
@@ -82,8 +83,10 @@ def roofline_timings(last: EvalResult) -> list:
 
 
 class Planner:
-    def __init__(self, budget: Budget, min_gain: float = 0.02, patience: int = 1, roofline: float = 0.9):
+    def __init__(self, budget: Budget, min_gain: float = 0.02, patience: int = 1, roofline: float = 0.9,
+                 strategy: str | None = None):
         self.budget = budget
+        self.strategy = strategy
         self.min_gain = min_gain
         self.patience = patience
         self.roofline = roofline
@@ -129,11 +132,11 @@ class Planner:
             plan = plan.model_copy(update={"strategy": self.strategy_for(space_size_hint, plan.evaluations)})
         return Decision(stop=False, plan=plan)
 
-    @staticmethod
-    def strategy_for(space_size: int, evaluations: int) -> str:
-        """Exhaustive when the space fits the round's budget, else local search from the baseline
-        (the current best kernel), which spends its budget around what already works."""
-        return "exhaustive" if space_size <= evaluations else "local"
+    def strategy_for(self, space_size: int, evaluations: int) -> str:
+        """The strategy the user chose, else the tuner's default (the one `kerntune tune` uses), whatever
+        the space size: when the space fits the round's budget it measures everything all the same, best
+        candidates first, which matters when the time limit ends the round early."""
+        return self.strategy or DEFAULT_STRATEGY
 
     def record_round(self, evaluations: int, llm_calls: int, best_speedup: float,
                      set_aside: Sequence[str] = ()) -> None:

@@ -93,6 +93,9 @@ def optimize(
                                        "CUDA) on small shapes."),
     memcheck_all: bool = typer.Option(False, "--memcheck-all",
                                       help="Run every verified candidate under the checker, not only would-be bests."),
+    strategy: Optional[str] = typer.Option(None, "--strategy", help="The tuner's search strategy each round "
+                                                                    "(default: surrogate, as `kerntune tune`; "
+                                                                    "`kerntune strategies` lists them)."),
     json: bool = typer.Option(False, "--json", help="Print machine-readable JSON."),
 ) -> None:
     """Rewrite a kernel into parameterized templates and search them, verified against the original.
@@ -138,7 +141,11 @@ def optimize(
             from kerntune.agents.llm.generator import LLMGenerator
 
             llm_settings = LLMGenerator.check_settings(llm_settings)
-        settings = OptimizeSettings(budget=budget, shape_set=shape_set, seed=seed, warmup=warmup, repeats=repeats,
+        if strategy is not None:
+            from kerntune.tuner.strategies import strategy_class
+
+            strategy_class(strategy)     # an unknown name is refused before the run directory exists
+        settings = OptimizeSettings(budget=budget, shape_set=shape_set, seed=seed, strategy=strategy, warmup=warmup, repeats=repeats,
                                     final_repeats=final_repeats, timeout_s=timeout,
                                     memcheck=("all" if memcheck_all else "best") if memcheck else "off",
                                     generator="rules" if llm == "rules" else "llm", llm=llm_settings)

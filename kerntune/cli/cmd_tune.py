@@ -45,8 +45,9 @@ def tune(
     device: Optional[str] = typer.Option(None, "--device", "-d",
                                          help="CUDA ordinal, 'cpu', opencl:P:D, or replay:RUN_DIR (serve timings "
                                               "from a finished run, no GPU)."),
-    strategy: str = typer.Option("exhaustive", "--strategy", help="exhaustive, random, local, tpe or nsga2 "
-                                                                   "(`kerntune strategies` lists their options)."),
+    strategy: Optional[str] = typer.Option(None, "--strategy", help="surrogate (the default: model-based), "
+                                                                     "exhaustive, random, local, tpe or nsga2 "
+                                                                     "(`kerntune strategies` lists them)."),
     option: Optional[List[str]] = typer.Option(None, "--option", "-o", help="Strategy option KEY=VALUE; repeatable."),
     budget: Optional[int] = typer.Option(None, "--budget", min=1, help="Measured evaluations allowed (pruned and "
                                                                        "duplicate configurations do not count)."),
@@ -128,7 +129,9 @@ def tune(
                 raise KerntuneError(ErrorCode.USAGE, f"the baseline {baseline} is {kf.lang}, the template is "
                                                      f"{template.lang}")
             original = kf.instance(label=baseline.name)
-        settings = TuneSettings(strategy=strategy, options=parse_options(option), budget=budget, time_limit_s=limit_s,
+        from kerntune.tuner.strategies import DEFAULT_STRATEGY
+
+        settings = TuneSettings(strategy=strategy or DEFAULT_STRATEGY, options=parse_options(option), budget=budget, time_limit_s=limit_s,
                                 seed=seed, warmup=warmup, repeats=repeats, timeout_s=timeout,
                                 reject_spills=reject_spills, shape_set=shape_set)
         from kerntune.tuner.strategies import make_strategy
@@ -302,18 +305,18 @@ def show(
 def strategies(json: bool = typer.Option(False, "--json", help="Print machine-readable JSON.")) -> None:
     """List the search strategies and their options (set with --option KEY=VALUE)."""
     set_json(json)
-    from kerntune.tuner.strategies import REGISTRY, strategy_class
+    from kerntune.tuner.strategies import DEFAULT_STRATEGY, REGISTRY, strategy_class
 
     rows = []
     for name in REGISTRY:
         cls = strategy_class(name)
-        rows.append({"name": name, "summary": cls.summary,
+        rows.append({"name": name, "default": name == DEFAULT_STRATEGY, "summary": cls.summary,
                      "options": {k: {"default": o.default, "help": o.help} for k, o in cls.options.items()}})
     if json:
         print_json(rows)
         return
     for r in rows:
-        out.print(f"[bold]{r['name']}[/]: {r['summary']}")
+        out.print(f"[bold]{r['name']}[/]{' (the default)' if r['default'] else ''}: {r['summary']}")
         for k, o in r["options"].items():
             out.print(f"    {k} (default {o['default']!r}): {o['help']}")
 
