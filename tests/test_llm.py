@@ -25,7 +25,8 @@ from kerntune.agents.llm.client import OpenAIChatClient
 from kerntune.agents.llm.generator import LLMGenerator
 from kerntune.agents.llm.prompts import build_messages
 from kerntune.agents.llm.recording import Recorder, ReplayClient, RequestKey
-from kerntune.agents.rundir import RunDir
+from kerntune.record.models import LLMSettings
+from kerntune.record.store import RunDir
 from kerntune.errors import ErrorCode, KerntuneError
 from kerntune.results import DeviceInfo
 from kerntune.spec.load import load_file
@@ -276,7 +277,7 @@ def test_replay_reproduces_the_run_with_no_server(recorded, spec, tmp_path):
     essentials = ("round", "status", "source", "template", "space_size", "transformations", "rationale")
     assert [{k: x[k] for k in essentials} for x in res["rounds"]] == \
         [{k: x[k] for k in essentials} for x in orig["rounds"]]
-    assert [x["plan"]["llm_calls"] for x in res["rounds"]] == [x["plan"]["llm_calls"] for x in orig["rounds"]]
+    assert [x["llm_calls"] for x in res["rounds"]] == [x["llm_calls"] for x in orig["rounds"]]
     assert res["llm"]["calls"] == orig["llm"]["calls"] == res["llm"]["replayed"]
     assert res["llm"]["prompt_tokens"] == orig["llm"]["prompt_tokens"]
     records = [json.loads(p.read_text()) for p in sorted((run / "llm").glob("*.json"))]
@@ -422,12 +423,12 @@ def test_local_endpoint_needs_no_key(tmp_path, monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     run = RunDir.create(tmp_path / "r")
     with FakeLLM() as fake:
-        g = LLMGenerator.from_settings({"provider": "openai", "model": "m", "base_url": fake.url}, run)
+        g = LLMGenerator.from_settings(LLMSettings(provider="openai", model="m", base_url=fake.url), run)
         fake.push(("reply", "ok"))
         assert g.client.complete([{"role": "user", "content": "x"}], key=None).text == "ok"
         assert fake.received[0]["_auth_ok"] is False
     with pytest.raises(KerntuneError) as e:
-        LLMGenerator.from_settings({"provider": "bogus"}, run)
+        LLMGenerator.from_settings(LLMSettings(provider="bogus"), run)
     assert e.value.code is ErrorCode.USAGE and "replay:RUN_DIR" in e.value.hint
 
 

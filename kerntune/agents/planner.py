@@ -9,23 +9,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Optional
 
+from kerntune.record.models import Budget, RoundPlan
 from kerntune.results import EvalResult, Record, ResourceUsage
-
-
-class Budget(Record):
-    evaluations: Optional[int] = 200          # measured evaluations over all rounds
-    time_s: Optional[float] = None            # wall time of the whole run
-    llm_calls: Optional[int] = 20
-    rounds: int = 3
-
-
-class RoundPlan(Record):
-    round: int
-    directions: list[str]
-    strategy: str = "local"
-    evaluations: int = 50
-    time_s: Optional[float] = None
-    why: str = ""
+from kerntune.speedup import THRESHOLD
 
 
 class Decision(Record):
@@ -66,9 +52,8 @@ def directions_from(baseline: EvalResult, resources: ResourceUsage | None, lang:
 
 
 class Planner:
-    def __init__(self, budget: Budget, min_gain: float = 0.02, patience: int = 1, roofline: float = 0.9):
+    def __init__(self, budget: Budget, patience: int = 1, roofline: float = 0.9):
         self.budget = budget
-        self.min_gain = min_gain
         self.patience = patience
         self.roofline = roofline
         self.progress = Progress()
@@ -76,8 +61,7 @@ class Planner:
     def elapsed(self) -> float:
         return time.monotonic() - self.progress.started
 
-    def decide(self, round_no: int, last: EvalResult, resources: ResourceUsage | None, lang: str,
-               space_size_hint: int | None = None) -> Decision:
+    def decide(self, round_no: int, last: EvalResult, resources: ResourceUsage | None, lang: str) -> Decision:
         b, p = self.budget, self.progress
         if p.rounds_done >= b.rounds:
             return Decision(stop=True, reason=f"all {b.rounds} rounds done")
@@ -93,8 +77,8 @@ class Planner:
                                               f"{100 * self.roofline:.0f}% of the measured copy bandwidth")
         if len(p.gains) > self.patience:
             recent = p.gains[-(self.patience + 1):]
-            if recent[-1] < recent[0] * (1 + self.min_gain):
-                return Decision(stop=True, reason=f"no gain of {100 * self.min_gain:.0f}% or more over the last "
+            if recent[-1] < recent[0] * THRESHOLD:
+                return Decision(stop=True, reason=f"no gain of {100 * (THRESHOLD - 1):.0f}% or more over the last "
                                                   f"{self.patience} round(s)")
         rounds_left = b.rounds - p.rounds_done
         evals = None
@@ -106,8 +90,6 @@ class Planner:
         directions, why = directions_from(last, resources, lang)
         plan = RoundPlan(round=round_no, directions=directions, evaluations=evals or 100, time_s=time_s,
                          why=why + (f"; budget for this round: {evals} evaluations" if evals else ""))
-        if space_size_hint is not None:
-            plan = plan.model_copy(update={"strategy": self.strategy_for(space_size_hint, plan.evaluations)})
         return Decision(stop=False, plan=plan)
 
     @staticmethod

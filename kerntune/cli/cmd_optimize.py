@@ -12,8 +12,11 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
+from kerntune.cli import signals
 from kerntune.cli.output import err, fmt_interval, fmt_ms, fmt_pct, out, print_json, set_json
 from kerntune.errors import ErrorCode, KerntuneError
+
+RESUMABLE = {ErrorCode.LLM, ErrorCode.WORKER, ErrorCode.DEVICE, ErrorCode.BACKEND}
 
 
 class _View:
@@ -107,23 +110,24 @@ def optimize(
     results.json.
     """
     set_json(json)
-    from kerntune.agents.loop import OptimizeSettings, Optimizer
-    from kerntune.agents.planner import Budget
-    from kerntune.agents.rundir import RunDir
+    from kerntune.agents.loop import Optimizer
+    from kerntune.agents.original import load_original
     from kerntune.cli.cmd_tune import parse_duration
     from kerntune.engine.devices import resolve
     from kerntune.engine.supervisor import DeviceWorker
     from kerntune.kernelfile import load_kernel
+    from kerntune.record.models import Budget, LLMSettings, OptimizeSettings
+    from kerntune.record.store import RunDir
 
     if resume is not None:
+        if kernel_path is not None:
+            raise KerntuneError(ErrorCode.USAGE, "give a KERNEL or --resume RUN_DIR, not both",
+                                hint="a resumed run continues with its own copy of the kernel (RUN_DIR/original/)")
         run = RunDir.open(resume)
-        m = run.load_manifest()
-        kf = load_kernel(Path(m.kernel_path), Path(m.spec_path))
-        settings = OptimizeSettings.model_validate(m.settings)
-        if kf.source != (run.path / "original" / Path(m.kernel_path).name).read_text():
-            raise KerntuneError(ErrorCode.RUN, f"{m.kernel_path} changed since the run started",
-                                hint="start a new run for the changed kernel")
-        device = device or m.device.get("id")
+        m = run.manifest()
+        kf = load_original(run, m)
+        settings = m.settings
+        device = device or m.device.id
     else:
         if kernel_path is None:
             raise KerntuneError(ErrorCode.USAGE, "optimize needs a KERNEL (or --resume RUN_DIR)")
@@ -132,12 +136,12 @@ def optimize(
 
         spec_shapes(kf.spec, shape_set)
         budget = Budget(evaluations=evaluations, time_s=parse_duration(time_limit), llm_calls=llm_calls, rounds=rounds)
-        llm_settings = {"provider": llm, "model": model, "base_url": llm_base_url, "api_key_env": llm_api_key_env,
-                        "timeout_s": llm_timeout}
+        llm_settings = None
         if llm != "rules":   # every LLM setting is checked before the run directory exists
             from kerntune.agents.llm.generator import LLMGenerator
 
-            llm_settings = LLMGenerator.check_settings(llm_settings)
+            llm_settings = LLMGenerator.check_settings(LLMSettings(
+                provider=llm, model=model, base_url=llm_base_url, api_key_env=llm_api_key_env, timeout_s=llm_timeout))
         settings = OptimizeSettings(budget=budget, shape_set=shape_set, seed=seed, warmup=warmup, repeats=repeats,
                                     final_repeats=final_repeats, timeout_s=timeout,
                                     memcheck=("all" if memcheck_all else "best") if memcheck else "off",
@@ -174,18 +178,22 @@ def make_generator(settings, run):
         return RuleGenerator()
     from kerntune.agents.llm.generator import LLMGenerator
 
+    if settings.llm is None:
+        raise KerntuneError(ErrorCode.RUN, f"{run.path}: the run uses an LLM but records no LLM settings")
     return LLMGenerator.from_settings(settings.llm, run)
 
 
 def _run(opt, run):
     try:
-        return opt.run()
+        return opt.run()      # run.json says how it ended, whatever happens
     except KeyboardInterrupt:
-        if opt.manifest is not None:
-            opt.manifest = opt.manifest.model_copy(update={"status": "interrupted"})
-            run.save_manifest(opt.manifest)
-        err.print(f"[yellow]interrupted[/]: continue with `kerntune optimize --resume {run.path}`")
-        raise SystemExit(130)
+        signals.report(f"the run is kept in {run.path}; continue it with `kerntune optimize --resume {run.path}`")
+        raise
+    except KerntuneError as e:         # an endpoint or a device failed: the run is kept, say how to continue it
+        if e.code in RESUMABLE and "--resume" not in (e.hint or ""):
+            e.hint = ((e.hint + "; ") if e.hint else "") + f"the run is kept: continue it with " \
+                                                            f"`kerntune optimize --resume {run.path}`"
+        raise
 
 
 def _render(r) -> None:
@@ -213,10 +221,10 @@ def _render(r) -> None:
     out.print(f"memory checker: {r.checker}")
     for note in r.notes:
         out.print(f"[yellow]note[/]: {note}")
-    if r.llm:
-        out.print(f"LLM: {r.llm.get('calls', 0)} calls, {r.llm.get('prompt_tokens', 0)} prompt + "
-                  f"{r.llm.get('completion_tokens', 0)} completion tokens")
-    out.print(f"wrote {r.run_dir}/{r.files.get('best')}, per_shape/, report.md, results.json")
+    if r.llm.calls or r.llm.failed_attempts:
+        out.print(f"LLM: {r.llm.calls} calls, {r.llm.prompt_tokens} prompt + {r.llm.completion_tokens} completion "
+                  "tokens")
+    out.print(f"wrote {r.run_dir}/{r.files.best}, per_shape/, report.md, results.json")
 
 
 def register(app: typer.Typer) -> None:

@@ -9,6 +9,7 @@ import typer
 from rich.table import Table
 
 from kerntune.cli.output import err, fmt_interval, fmt_x, out, print_json, set_json
+from kerntune.speedup import THRESHOLD
 from kerntune.errors import ErrorCode, KerntuneError
 
 app = typer.Typer(help="Scores: KernelBench's fast_p over a set of kernels, and KernelCompare's reward "
@@ -71,7 +72,7 @@ def reward_cmd(
     seed: Optional[int] = typer.Option(None, "--seed", help="Seed for inputs and fresh shapes (default: fresh)."),
     warmup: int = typer.Option(10, "--warmup", min=0, help="Untimed runs per shape."),
     repeats: int = typer.Option(50, "--repeats", "-r", min=1, help="Timed runs per shape and kernel."),
-    min_speedup: float = typer.Option(1.02, "--min-speedup", min=1.0,
+    min_speedup: float = typer.Option(THRESHOLD, "--min-speedup", min=1.0,
                                       help="What the lower bound of the geomean speedup's 95% confidence interval "
                                            "must reach for the 0.2 'faster' points."),
     timeout: float = typer.Option(60, "--timeout", help="Seconds per stage before a hung candidate is killed."),

@@ -11,6 +11,7 @@ from typing import List, Optional
 import typer
 from rich.table import Table
 
+from kerntune.cli import signals
 from kerntune.cli.output import err, fmt_bytes, out, print_json, set_json
 from kerntune.errors import ErrorCode, KerntuneError
 
@@ -194,22 +195,25 @@ def _run(template, loaded, store, settings, original, device, compile_workers, r
                 reason = tuner.run()
     except KeyboardInterrupt:
         store.set("stop_reason", "interrupted")
-        err.print(f"[yellow]interrupted[/]: everything measured so far is in {run_path}; "
-                  f"continue with `kerntune tune --resume {run_path}`")
-        raise SystemExit(130)
+        signals.report(f"everything measured so far is in {run_path}; continue with "
+                       f"`kerntune tune --resume {run_path}`")
+        raise
     finally:
         evaluator.close()
+    store.set("stop_reason", reason)
+    summary = summarize(store, str(run_path), reason)      # the one summary of this run
     try:
         if worker is not None:
-            _confirm(worker, template, loaded, store, settings, original, checker, final_repeats, json)
+            test = _confirm(worker, template, loaded, store, summary, settings, original, checker, final_repeats,
+                            json)
+            summary = summary.model_copy(update={"test": test})
     except KeyboardInterrupt:
-        err.print(f"[yellow]interrupted[/] while confirming; continue with `kerntune tune --resume {run_path}`")
-        raise SystemExit(130)
+        store.set("stop_reason", "interrupted")
+        signals.report(f"while confirming the winners; continue with `kerntune tune --resume {run_path}`")
+        raise
     finally:
         if worker is not None:
             worker.close()
-    store.set("stop_reason", reason)
-    summary = summarize(store, str(run_path), reason)
     written = write_tuned_kernels(Path(run_path), template, loaded.spec, summary)
     summary = summary.model_copy(update={"kernels": written})
     if not json:
@@ -222,15 +226,14 @@ def _run(template, loaded, store, settings, original, device, compile_workers, r
     return summary
 
 
-def _confirm(worker, template, loaded, store, settings, original, checker, final_repeats, json) -> None:
+def _confirm(worker, template, loaded, store, summary, settings, original, checker, final_repeats, json):
     from kerntune.tuner.confirm import confirm
 
     if json:
-        confirm(worker, template, loaded, store, settings, original, checker, final_repeats)
-        return
+        return confirm(worker, template, loaded, store, summary, settings, original, checker, final_repeats)
     with err.status("confirming the winners") as status:
-        confirm(worker, template, loaded, store, settings, original, checker, final_repeats,
-                on_step=lambda text: status.update(text))
+        return confirm(worker, template, loaded, store, summary, settings, original, checker, final_repeats,
+                       on_step=lambda text: status.update(text))
 
 
 def _dry_run(template_path, spec, target, arch, shape_set, reject_spills, json):

@@ -31,7 +31,8 @@ from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from kerntune.agents.llm.client import FALLBACK, Attempt, ChatReply, Message
-from kerntune.agents.rundir import RunDir
+from kerntune.record.models import LLMUsage
+from kerntune.record.store import RunDir
 from kerntune.errors import ErrorCode, KerntuneError
 
 FOLDER = "llm"
@@ -141,8 +142,8 @@ class Recorder:
             rec["verdict"] = verdict
             self.run.write_json(f"{FOLDER}/{name}", rec)
 
-    def usage(self) -> dict[str, int]:
-        return dict(self.totals)
+    def usage(self) -> LLMUsage:
+        return LLMUsage(**self.totals)
 
 
 class RecordedReplies:
