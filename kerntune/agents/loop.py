@@ -175,8 +175,8 @@ class Optimizer:
                 return done
         try:
             result = self._run()
-        except KeyboardInterrupt:
-            self._stopped(RunStatus.INTERRUPTED, "interrupted")
+        except KeyboardInterrupt as e:      # Ctrl-C, or a termination signal (kerntune.cli.signals.Terminated)
+            self._stopped(RunStatus.INTERRUPTED, f"stopped by {e.name}" if hasattr(e, "name") else "")
             raise
         except KerntuneError as e:
             self._stopped(RunStatus.FAILED, e.message)
@@ -186,7 +186,9 @@ class Optimizer:
             raise
         from kerntune.reporting.build import write_report     # reporting owns report.md
 
-        write_report(self.run_dir.path)
+        report = write_report(self.run_dir.path)
+        result = result.model_copy(update={"headline": report.headline})
+        self.run_dir.save_results(result)
         return result
 
     def _stopped(self, status: RunStatus, error: str) -> None:

@@ -7,41 +7,42 @@ from pathlib import Path
 from typing import Any, Optional
 
 import typer
-from rich.console import Group
-from rich.live import Live
-from rich.table import Table
-from rich.text import Text
+from rich.markup import escape
 
 from kerntune.cli import signals
-from kerntune.cli.output import err, fmt_interval, fmt_ms, fmt_pct, out, print_json, set_json
+from kerntune.cli.output import (Progress, err, fmt_interval, fmt_ms, fmt_pct, grid, out, print_json, print_table,
+                                 set_json)
 from kerntune.errors import ErrorCode, KerntuneError
 
 RESUMABLE = {ErrorCode.LLM, ErrorCode.WORKER, ErrorCode.DEVICE, ErrorCode.BACKEND}
 
 
 class _View:
-    """The live panel: round, phase, the tuner's progress, the best speedup so far."""
+    """Progress of a run: on a terminal a live panel (round, phase, the tuner's progress, the best
+    tuning estimate so far), erased at the end; elsewhere one line per step."""
 
     def __init__(self, title: str, rounds: int):
         self.title, self.rounds = title, rounds
         self.round, self.phase, self.best, self.tuning = 0, "starting", 1.0, ""
-        self.live = Live(console=err, refresh_per_second=4)
+        self.progress = Progress()
 
     def __enter__(self):
-        self.live.__enter__()
+        self.progress.__enter__()
+        self.progress.line(escape(self.title))
         return self
 
     def __exit__(self, *exc):
-        self.live.__exit__(*exc)
+        self.progress.__exit__(*exc)
 
     def __call__(self, kind: str, data: dict[str, Any]) -> None:
+        step = ""
         if kind == "step":
-            self.phase = data["text"]
+            self.phase = step = data["text"]
         elif kind == "baseline":
-            self.phase = "baseline measured"
+            self.phase = step = "the original kernel is measured"
         elif kind == "round":
             self.round = data["round"]
-            self.phase = f"round {self.round}: " + data["plan"].why
+            self.phase = step = f"round {self.round}/{self.rounds}: " + data["plan"].why
             self.tuning = ""
         elif kind == "tuning":
             p = data["progress"]
@@ -53,14 +54,14 @@ class _View:
             s = data["summary"]
             if s.general and s.general.geomean_speedup:
                 self.best = max(self.best, s.general.geomean_speedup)
+            step = (f"round {data['round']}/{self.rounds} done: {s.measured} evaluations, best "
+                    f"{self.best:.3f}x (tuning estimate)")
         elif kind == "testing":
-            self.phase = f"testing {data['count']} candidates"
-        lines = [Text(self.title, style="bold"),
-                 Text(f"round {self.round}/{self.rounds}   best so far {self.best:.3f}x (tuning estimate)"),
-                 Text(self.phase, style="dim")]
-        if self.tuning:
-            lines.append(Text(self.tuning))
-        self.live.update(Group(*lines))
+            self.phase = step = f"final test of {data['count']} candidates"
+        lines = [escape(self.title),
+                 f"round {self.round}/{self.rounds}   best so far {self.best:.3f}x (tuning estimate)",
+                 f"[dim]{escape(self.phase)}[/]"] + ([escape(self.tuning)] if self.tuning else [])
+        self.progress.show(lines, escape(step))
 
 
 def optimize(
@@ -160,7 +161,8 @@ def optimize(
             opt = Optimizer(kf, settings, run, worker, generator)
             result = _run(opt, run)
         else:
-            err.print(f"run directory: {run.path}  (interrupt with Ctrl-C; continue with --resume {run.path})")
+            err.print(f"run directory: {escape(str(run.path))}  (interrupt with Ctrl-C; continue with --resume "
+                      f"{escape(str(run.path))})")
             with _View(f"optimizing {kf.path.name} on {info.name} with the {generator.name} generator",
                        settings.budget.rounds) as view:
                 opt = Optimizer(kf, settings, run, worker, generator, on_event=view)
@@ -197,34 +199,29 @@ def _run(opt, run):
 
 
 def _render(r) -> None:
+    """The result first (the sentence of report.md), then the numbers behind it."""
+    out.print(f"[bold]{escape(r.headline)}[/]" if r.headline else f"[bold]{escape(r.kernel)}[/]")
+    rows = [[w.label, fmt_ms(w.baseline_ms), fmt_ms(w.best_ms), fmt_interval(w.interval), fmt_pct(w.pct_of_copy),
+             w.winner if w.winner == "original" else f"round {w.round}: {w.winner}"] for w in r.per_shape]
+    if rows:
+        print_table(grid(["shape", "original", "best", "speedup [95% CI]", "% of\ncopy", "winner"], rows,
+                         title="Per shape (final test: re-verified, re-timed interleaved with the original)",
+                         right=frozenset({1, 2, 3, 4})))
     g = r.test.general if r.test is not None else None
     if r.improved:
-        out.print(f"[bold]{r.kernel}[/] on {r.device}: [bold green]{fmt_interval(r.general_interval)}[/] faster "
-                  f"(geomean over {len(r.per_shape)} shapes, 95% confidence interval)")
+        out.print(f"general configuration (round {r.general_round}): {escape(r.general_key)}  "
+                  f"{fmt_interval(r.general_interval)} geomean")
     elif g is not None and g.geomean is not None:
-        out.print(f"[bold]{r.kernel}[/] on {r.device}: [yellow]no verified speedup[/]: the best candidate measured "
-                  f"{fmt_interval(g.geomean)}, which does not clear {r.test.threshold:.2f}x; best.* is the original")
-    else:
-        out.print(f"[bold]{r.kernel}[/] on {r.device}: [yellow]no candidate beat the original[/]; best.* is the "
-                  "original kernel")
-    t = Table(title="Per shape (final test: re-verified, re-timed interleaved with the original)",
-              title_justify="left")
-    for col in ("shape", "original", "best", "speedup [95% CI]", "% of copy", "winner"):
-        t.add_column(col, justify="left" if col in ("shape", "winner") else "right", overflow="fold")
-    for w in r.per_shape:
-        t.add_row(w.label, fmt_ms(w.baseline_ms), fmt_ms(w.best_ms), fmt_interval(w.interval), fmt_pct(w.pct_of_copy),
-                  w.winner if w.winner == "original" else f"round {w.round}: {w.winner}")
-    out.print(t)
-    if r.improved:
-        out.print(f"general configuration (round {r.general_round}): {r.general_key}")
-    out.print(f"stopped: {r.stop_reason}")
-    out.print(f"memory checker: {r.checker}")
+        out.print(f"best candidate: round {g.round}: {escape(g.key)}  {fmt_interval(g.geomean)} geomean, which does "
+                  f"not clear {r.test.threshold:.2f}x: {r.files.best} is the original kernel")
     for note in r.notes:
-        out.print(f"[yellow]note[/]: {note}")
+        out.print(f"[yellow]note[/]: {escape(note)}")
     if r.llm.calls or r.llm.failed_attempts:
         out.print(f"LLM: {r.llm.calls} calls, {r.llm.prompt_tokens} prompt + {r.llm.completion_tokens} completion "
                   "tokens")
-    out.print(f"wrote {r.run_dir}/{r.files.best}, per_shape/, report.md, results.json")
+    out.print(f"memory checker: {escape(r.checker)}")
+    out.print(f"stopped: {escape(r.stop_reason)}")
+    out.print(f"wrote {escape(r.run_dir)}/{r.files.best}, per_shape/, report.md, results.json")
 
 
 def register(app: typer.Typer) -> None:

@@ -6,9 +6,9 @@ from pathlib import Path
 from typing import List, Optional
 
 import typer
-from rich.table import Table
+from rich.text import Text
 
-from kerntune.cli.output import err, fmt_interval, fmt_x, out, print_json, set_json
+from kerntune.cli.output import Progress, err, fmt_interval, fmt_x, grid, out, print_json, print_table, set_json
 from kerntune.speedup import THRESHOLD
 from kerntune.errors import ErrorCode, KerntuneError
 
@@ -46,13 +46,9 @@ def fast_p_cmd(
     if json:
         print_json(rep)
         return
-    t = Table(title_justify="left")
-    for col, just in (("kernel", "left"), ("from", "left"), ("correct", "left"), ("speedup", "right"),
-                      ("note", "left")):
-        t.add_column(col, justify=just)
-    for k in rep.kernels:
-        t.add_row(k.name, Path(k.source).name, "[green]yes[/]" if k.correct else "[red]no[/]", fmt_x(k.speedup), k.note)
-    out.print(t)
+    rows = [[k.name, Path(k.source).name, Text("yes", style="green") if k.correct else Text("no", style="red"),
+             fmt_x(k.speedup), k.note] for k in rep.kernels]
+    print_table(grid(["kernel", "from", "correct", "speedup", "note"], rows, right=frozenset({3})))
     for row in rep.fast_p:
         out.print(f"fast_{row.p:g} = {row.fraction:.3f}  ({row.count} of {rep.total} kernels correct and faster "
                   f"than {row.p:g}x)")
@@ -110,7 +106,8 @@ def reward_cmd(
             r = score_instances(worker, base.loaded, cand.instance(label=candidate.name),
                                 base.instance(label=baseline.name), settings)
         else:
-            with err.status("scoring"):
+            with Progress() as progress:
+                progress.status("scoring")
                 r = score_instances(worker, base.loaded, cand.instance(label=candidate.name),
                                     base.instance(label=baseline.name), settings)
     if json:

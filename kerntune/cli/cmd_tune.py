@@ -9,10 +9,10 @@ from pathlib import Path
 from typing import List, Optional
 
 import typer
-from rich.table import Table
+from rich.markup import escape
 
 from kerntune.cli import signals
-from kerntune.cli.output import err, fmt_bytes, out, print_json, set_json
+from kerntune.cli.output import Progress, err, fmt_bytes, grid, out, print_json, print_table, set_json
 from kerntune.errors import ErrorCode, KerntuneError
 
 
@@ -189,7 +189,7 @@ def _run(template, loaded, store, settings, original, device, compile_workers, r
         if json:
             reason = tuner.run()
         else:
-            err.print(f"run directory: {run_path}  (interrupt with Ctrl-C; continue with --resume {run_path})")
+            err.print(escape(f"run directory: {run_path}  (interrupt with Ctrl-C; continue with --resume {run_path})"))
             with LiveProgress(f"tuning {Path(template.origin).name} on {evaluator.device.name}") as live:
                 tuner.on_progress = live.update
                 reason = tuner.run()
@@ -231,9 +231,10 @@ def _confirm(worker, template, loaded, store, summary, settings, original, check
 
     if json:
         return confirm(worker, template, loaded, store, summary, settings, original, checker, final_repeats)
-    with err.status("confirming the winners") as status:
+    with Progress() as progress:
+        progress.status("confirming the winners")
         return confirm(worker, template, loaded, store, summary, settings, original, checker, final_repeats,
-                       on_step=lambda text: status.update(text))
+                       on_step=progress.status)
 
 
 def _dry_run(template_path, spec, target, arch, shape_set, reject_spills, json):
@@ -258,16 +259,16 @@ def _dry_run(template_path, spec, target, arch, shape_set, reject_spills, json):
                          reject_spills=reject_spills)
         print_json(report)
         return
-    with err.status("compiling") as status:
+    with Progress() as progress:
+        progress.status("compiling")
         report = dry_run(template, loaded.spec, profile, arch or profile.arch or "sm_90", shapes,
                          reject_spills=reject_spills,
-                         progress=lambda d, t: status.update(f"compiling with nvcc: {d}/{t}"))
+                         progress=lambda d, t: progress.count("compiling with nvcc", d, t))
     counts = report.counts()
     out.print(f"[bold]{template_path}[/] for {profile.name} ({report.arch}): {report.space_size} configurations")
-    t = Table(show_header=False, box=None)
-    for k in ("compiled", "pruned", "duplicate", "compile_error", "render_error"):
-        t.add_row(k.replace("_", " "), str(counts.get(k, 0)))
-    out.print(t)
+    print_table(grid(["", ""], [[k.replace("_", " "), str(counts.get(k, 0))]
+                                 for k in ("compiled", "pruned", "duplicate", "compile_error", "render_error")],
+                     right=frozenset({1}), show_header=False))
     if report.pruned_by_reason():
         out.print("pruned by reason: " + ", ".join(f"{k} {v}" for k, v in report.pruned_by_reason().items()))
     compiled = [e for e in report.entries if e.status == "compiled" and e.resources]

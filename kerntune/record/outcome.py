@@ -96,6 +96,7 @@ class OutputFiles(Record):
 
 
 class OptimizeResult(Record):
+    headline: str = ""                       # the result in one sentence (report.md's)
     run_dir: str
     kernel: str
     spec: str
