@@ -394,13 +394,13 @@ class Optimizer:
                 if row.best_key and row.speedup:
                     ranked.append((row.speedup * 0.5, r, row.best_key, row.best_config))
         ranked.sort(key=lambda x: -x[0])
-        for score, r, key, config in ranked:
+        for _, r, key, config in ranked:
             if (r, key) in seen or r not in self.templates:
                 continue
             seen.add((r, key))
             inst = self._instance(r, config, f"round {r}: {key}")
             baked = replace(inst, source=bake(self.templates[r].render(config, self.spec), self.kf.lang))
-            out.append(Candidate(round=r, key=key, config=config, instance=inst, tuning_score=score, baked=baked))
+            out.append(Candidate(round=r, key=key, config=config, instance=inst, baked=baked))
             if len(out) >= self.settings.top_k + len(spec_shapes(self.spec, self.settings.shape_set)):
                 break
         return out

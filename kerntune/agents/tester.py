@@ -44,7 +44,6 @@ class Candidate:
     key: str
     config: dict[str, Any]
     instance: KernelInstance
-    tuning_score: float
     baked: Optional[KernelInstance] = None     # the instance with its parameters baked in (for the identity check)
 
 

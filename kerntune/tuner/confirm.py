@@ -45,7 +45,7 @@ def confirm(worker: DeviceWorker, template: Template, loaded: LoadedSpec, store:
     for key, config in picks.items():
         inst = template.instance(config, spec, label=key)
         baked = replace(inst, source=bake(template.render(config, spec), template.lang))
-        candidates.append(Candidate(round=0, key=key, config=config, instance=inst, tuning_score=0.0, baked=baked))
+        candidates.append(Candidate(round=0, key=key, config=config, instance=inst, baked=baked))
     tester = Tester(worker, loaded, baseline, settings.shape_set, settings.warmup, settings.repeats,
                     settings.timeout_s, on_step=on_step, checker=checker, distributions=settings.distributions)
     report = tester.confirm(candidates, settings.seed + 1000, final_repeats)

@@ -37,7 +37,6 @@ class ChatReply:
     completion_tokens: int
     seconds: float
     finish_reason: str = ""
-    from_recording: bool = False           # served from a recording: nothing was requested
 
 
 @dataclass(frozen=True)

@@ -169,8 +169,7 @@ class RecordedReplies:
         resp = rec["response"]
         return ChatReply(text=str(resp.get("text") or ""), prompt_tokens=int(resp.get("prompt_tokens") or 0),
                          completion_tokens=int(resp.get("completion_tokens") or 0),
-                         seconds=float(rec.get("seconds") or 0.0), finish_reason=str(resp.get("finish_reason") or ""),
-                         from_recording=True)
+                         seconds=float(rec.get("seconds") or 0.0), finish_reason=str(resp.get("finish_reason") or ""))
 
     @staticmethod
     def roles(rec: dict[str, Any]) -> list[str]:
@@ -233,12 +232,10 @@ class ReusingClient:
         self.inner = inner
         self.own = own
         self.endpoint = inner.endpoint
-        self.reused = 0
 
     def complete(self, messages: Sequence[Message], *, key: RequestKey, schema: Optional[dict[str, Any]] = None
                  ) -> ChatReply:
         found = self.own.get(key)
         if found is not None and self.own.roles(found[1]) == _roles(messages):
-            self.reused += 1
             return self.own.reply(found[1])
         return self.inner.complete(messages, key=key, schema=schema)
