@@ -7,7 +7,6 @@ evaluation can end.
 
 from __future__ import annotations
 
-import math
 import statistics
 from enum import Enum
 from typing import Optional
@@ -243,9 +242,3 @@ class Comparison(Record):
     copy_bandwidth: Optional[CopyBandwidth] = None
     seconds: float = 0.0
 
-
-def geomean(values: list[float]) -> float:
-    vals = [v for v in values if v > 0 and math.isfinite(v)]
-    if not vals:
-        return float("nan")
-    return math.exp(sum(math.log(v) for v in vals) / len(vals))

@@ -9,9 +9,10 @@ from pathlib import Path
 from typing import List, Optional
 
 import typer
-from rich.table import Table
+from rich.markup import escape
 
-from kerntune.cli.output import err, fmt_bytes, out, print_json, set_json
+from kerntune.cli import signals
+from kerntune.cli.output import Progress, err, fmt_bytes, grid, out, print_json, print_table, set_json
 from kerntune.errors import ErrorCode, KerntuneError
 
 
@@ -191,28 +192,31 @@ def _run(template, loaded, store, settings, original, device, compile_workers, r
         if json:
             reason = tuner.run()
         else:
-            err.print(f"run directory: {run_path}  (interrupt with Ctrl-C; continue with --resume {run_path})")
+            err.print(escape(f"run directory: {run_path}  (interrupt with Ctrl-C; continue with --resume {run_path})"))
             with LiveProgress(f"tuning {Path(template.origin).name} on {evaluator.device.name}") as live:
                 tuner.on_progress = live.update
                 reason = tuner.run()
     except KeyboardInterrupt:
         store.set("stop_reason", "interrupted")
-        err.print(f"[yellow]interrupted[/]: everything measured so far is in {run_path}; "
-                  f"continue with `kerntune tune --resume {run_path}`")
-        raise SystemExit(130)
+        signals.report(f"everything measured so far is in {run_path}; continue with "
+                       f"`kerntune tune --resume {run_path}`")
+        raise
     finally:
         evaluator.close()
+    store.set("stop_reason", reason)
+    summary = summarize(store, str(run_path), reason)      # the one summary of this run
     try:
         if worker is not None:
-            _confirm(worker, template, loaded, store, settings, original, checker, final_repeats, json)
+            test = _confirm(worker, template, loaded, store, summary, settings, original, checker, final_repeats,
+                            json)
+            summary = summary.model_copy(update={"test": test})
     except KeyboardInterrupt:
-        err.print(f"[yellow]interrupted[/] while confirming; continue with `kerntune tune --resume {run_path}`")
-        raise SystemExit(130)
+        store.set("stop_reason", "interrupted")
+        signals.report(f"while confirming the winners; continue with `kerntune tune --resume {run_path}`")
+        raise
     finally:
         if worker is not None:
             worker.close()
-    store.set("stop_reason", reason)
-    summary = summarize(store, str(run_path), reason)
     written = write_tuned_kernels(Path(run_path), template, loaded.spec, summary)
     summary = summary.model_copy(update={"kernels": written})
     if not json:
@@ -225,15 +229,15 @@ def _run(template, loaded, store, settings, original, device, compile_workers, r
     return summary
 
 
-def _confirm(worker, template, loaded, store, settings, original, checker, final_repeats, json) -> None:
+def _confirm(worker, template, loaded, store, summary, settings, original, checker, final_repeats, json):
     from kerntune.tuner.confirm import confirm
 
     if json:
-        confirm(worker, template, loaded, store, settings, original, checker, final_repeats)
-        return
-    with err.status("confirming the winners") as status:
-        confirm(worker, template, loaded, store, settings, original, checker, final_repeats,
-                on_step=lambda text: status.update(text))
+        return confirm(worker, template, loaded, store, summary, settings, original, checker, final_repeats)
+    with Progress() as progress:
+        progress.status("confirming the winners")
+        return confirm(worker, template, loaded, store, summary, settings, original, checker, final_repeats,
+                       on_step=progress.status)
 
 
 def _dry_run(template_path, spec, target, arch, shape_set, reject_spills, json):
@@ -258,16 +262,16 @@ def _dry_run(template_path, spec, target, arch, shape_set, reject_spills, json):
                          reject_spills=reject_spills)
         print_json(report)
         return
-    with err.status("compiling") as status:
+    with Progress() as progress:
+        progress.status("compiling")
         report = dry_run(template, loaded.spec, profile, arch or profile.arch or "sm_90", shapes,
                          reject_spills=reject_spills,
-                         progress=lambda d, t: status.update(f"compiling with nvcc: {d}/{t}"))
+                         progress=lambda d, t: progress.count("compiling with nvcc", d, t))
     counts = report.counts()
     out.print(f"[bold]{template_path}[/] for {profile.name} ({report.arch}): {report.space_size} configurations")
-    t = Table(show_header=False, box=None)
-    for k in ("compiled", "pruned", "duplicate", "compile_error", "render_error"):
-        t.add_row(k.replace("_", " "), str(counts.get(k, 0)))
-    out.print(t)
+    print_table(grid(["", ""], [[k.replace("_", " "), str(counts.get(k, 0))]
+                                 for k in ("compiled", "pruned", "duplicate", "compile_error", "render_error")],
+                     right=frozenset({1}), show_header=False))
     if report.pruned_by_reason():
         out.print("pruned by reason: " + ", ".join(f"{k} {v}" for k, v in report.pruned_by_reason().items()))
     compiled = [e for e in report.entries if e.status == "compiled" and e.resources]

@@ -17,7 +17,8 @@ from kerntune import __version__
 from kerntune.engine.checker import MemoryChecker, check_shapes
 from kerntune.engine.evaluate import EvalRequest, KernelInstance, TimingOptions, resolve_launch
 from kerntune.errors import ErrorCode, KerntuneError
-from kerntune.results import CheckStatus, EvalResult, Status, geomean
+from kerntune.results import CheckStatus, EvalResult, Status
+from kerntune.speedup import geomean
 from kerntune.spec.load import LoadedSpec
 from kerntune.spec.model import Shape
 from kerntune.spec.shapes import holdout_shapes, spec_shapes

@@ -71,12 +71,6 @@ def _is_block_dim_x(st: RewriteState, node, fn=None) -> bool:
     return value is not None and builtin_dim(st, value, "block_dim") == "x"
 
 
-def _enclosing_function(node):
-    while node is not None and node.type != "function_definition":
-        node = node.parent
-    return node
-
-
 def _line_indent(st: RewriteState, node) -> str:
     start = st.raw.rfind(b"\n", 0, node.start_byte) + 1
     pre = st.raw[start:node.start_byte].decode()
