@@ -187,13 +187,20 @@ def agreement(device: str, work: Path, opts: argparse.Namespace) -> dict:
 
 
 # --- the report --------------------------------------------------------------------------------------------
+def ran(part: dict) -> list[str]:
+    """How a part was produced, when it was not by the call that wrote the file."""
+    if not part.get("argv") and not part.get("commit"):
+        return []
+    return [f"Run as `python scripts/bench_proof.py {' '.join(part.get('argv') or [])}` at `{part.get('commit')}`.", ""]
+
+
 def markdown(res: dict) -> str:
     lines = [f"# Proof benchmark ({res['device']}, {res['date']})", "",
              f"`python scripts/bench_proof.py {' '.join(res['argv'])}` on {res['host']}; kerntune at "
              f"`{res['commit']}`.", ""]
     adv = res.get("adversarial")
     if adv:
-        lines += ["## 1. Adversarial candidates (one `kerntune tune` run)", ""]
+        lines += ["## 1. Adversarial candidates (one `kerntune tune` run)", "", *ran(adv)]
         if "error" in adv:
             lines += [f"The run failed: {adv['error']}", ""]
         else:
@@ -213,7 +220,7 @@ def markdown(res: dict) -> str:
             lines.append("")
     fc = res.get("false_claims")
     if fc:
-        lines += ["## 2. False claims (kernels no rewrite can speed up)", "",
+        lines += ["## 2. False claims (kernels no rewrite can speed up)", "", *ran(fc),
                   f"{fc['claims']} claims of \"faster\" (general configuration) and {fc['shape_claims']} per-shape "
                   f"claims in {len(fc['runs'])} `optimize` runs.", "",
                   "| kernel | seed | improved | best candidate (95% CI) | verdict | shape claims | s |",
@@ -227,7 +234,7 @@ def markdown(res: dict) -> str:
         lines.append("")
     ag = res.get("agreement")
     if ag:
-        lines += ["## 3. Agreement: `optimize`'s claim against a later `bench --against` of its winner", "",
+        lines += ["## 3. Agreement: `optimize`'s claim against a later `bench --against` of its winner", "", *ran(ag),
                   f"{ag['agree']} of {ag['compared']} kernels: the two intervals overlap.", "",
                   "| kernel | optimize (95% CI) | bench --against (95% CI) | overlap |", "| --- | --- | --- | --- |"]
         for r in ag["kernels"]:
@@ -269,6 +276,7 @@ def main() -> int:
             res[part] = {"adversarial": adversarial, "false_claims": false_claims,
                          "agreement": agreement}[part](opts.device, work, opts)
             res[part]["wall_s"] = time.monotonic() - t0
+            res[part]["commit"], res[part]["argv"] = commit.strip(), sys.argv[1:]    # each part says how it ran
             prior.write_text(json.dumps(res, indent=2))
     out.with_suffix(".md").write_text(markdown(res))
     print(out.with_suffix(".md").read_text())
