@@ -11,9 +11,11 @@ reproduce the original kernel.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from kerntune.source import calls
 from kerntune.source.names import base_name
 from kerntune.source.parse import ParsedSource, parse, walk
 from kerntune.spec.model import KernelSpec, LaunchSpec
@@ -97,6 +99,10 @@ class RewriteState:
 
     def add_param(self, p: Param) -> None:
         self.params[p.name] = p
+
+    def has_macro(self, name: str) -> bool:
+        """Whether the source mentions ``name`` as a whole word (a macro an earlier round defined)."""
+        return re.search(r"\b" + re.escape(name) + r"\b", self.source) is not None
 
     def fresh(self, base: str) -> str:
         """A parameter name not used yet (UNROLL_0, UNROLL_1, ...)."""
@@ -184,13 +190,8 @@ class RuleDeclined(Exception):
 
 
 def function_name(st: "RewriteState", fn) -> str:
-    d = fn.child_by_field_name("declarator")
-    while d is not None and d.type != "function_declarator":
-        d = d.child_by_field_name("declarator")
-    if d is None:
-        return ""
-    name = d.child_by_field_name("declarator")
-    return st.text(name) if name is not None else ""
+    """The name a function definition defines, without namespace or template arguments."""
+    return calls.function_name(fn, st.raw)
 
 
 def unwrap(node):

@@ -102,7 +102,7 @@ class _Analysis:
         self.axes = {"xyz"[i] for i in tunable}
         self.block_values = {dims[i] for i in tunable}
         self.functions = st.functions()
-        self.kernel_fn = next((f for f in self.functions if function_name(st, f) == st.kernel), None)
+        self.kernel_fn = next((f for f in self.functions if function_name(st, f) == st.kernel_fn), None)
         self.constants = self._named_constants()
         self._related: dict[int, set[str]] | None = None
         self._counters: dict[int, set[str]] = {}
