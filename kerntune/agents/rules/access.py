@@ -26,16 +26,64 @@ _CUDA_INDEX_VARS = {"threadIdx", "blockIdx", "blockDim", "gridDim", "warpSize"}
 
 
 def reindent(text: str, indent: str) -> str:
-    """``text`` (whole lines) with its common indentation replaced by ``indent``."""
-    import textwrap
-
-    return textwrap.indent(textwrap.dedent(text), indent, lambda line: bool(line.strip()))
+    """``text`` (whole lines) with its common indentation replaced by ``indent``; preprocessor
+    directives stay in the first column."""
+    lines = text.split("\n")
+    code = [ln for ln in lines if ln.strip() and not ln.lstrip().startswith("#")]
+    common = min((len(ln) - len(ln.lstrip()) for ln in code), default=0)
+    out = []
+    for ln in lines:
+        if not ln.strip():
+            out.append("")
+        elif ln.lstrip().startswith("#"):
+            out.append(ln.lstrip())
+        else:
+            out.append(indent + ln[common:])
+    return "\n".join(out)
 
 
 def line_start(raw: bytes, offset: int) -> int:
     """Where the line of ``offset`` starts when only whitespace precedes it there, else ``offset``."""
     ls = raw.rfind(b"\n", 0, offset) + 1
     return ls if not raw[ls:offset].strip() else offset
+
+
+def is_kt_conditional(st: RewriteState, node) -> bool:
+    """An ``#if`` whose condition tests only rule parameters (KT_* macros): a rule's choice between
+    two versions of the same code."""
+    if node is None or node.type != "preproc_if":
+        return False
+    cond = node.child_by_field_name("condition")
+    names = identifiers(st, cond) if cond is not None else set()
+    if cond is not None and cond.type == "identifier":
+        names = {st.text(cond)}
+    return bool(names) and all(n.startswith("KT_") for n in names)
+
+
+def foreign_conditionals(st: RewriteState, node) -> bool:
+    """Preprocessor conditionals in ``node`` other than a rule's KT_* choices."""
+    return any((n.type == "preproc_if" and not is_kt_conditional(st, n)) or n.type == "preproc_ifdef"
+               for n in walk(node))
+
+
+def row_statements(st: RewriteState, stmts: list, flatten: bool = True) -> list:
+    """``stmts`` with comments dropped and, when ``flatten``, the statements of both branches of a
+    rule's ``#if KT_...`` in place of it (each branch is straight-line code of its own)."""
+    out = []
+    for s in stmts:
+        if s.type == "comment":
+            continue
+        if flatten and is_kt_conditional(st, s):
+            inner = [c for c in s.named_children if c is not s.child_by_field_name("condition")]
+            for c in inner:
+                if c.type in ("preproc_else", "preproc_elif"):
+                    out += row_statements(st, [x for x in c.named_children
+                                               if x is not c.child_by_field_name("condition")])
+                else:
+                    out += row_statements(st, [c])
+            continue
+        out.append(s)
+    return out
 
 
 def squash(text: str) -> str:

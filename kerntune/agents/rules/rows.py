@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from kerntune.agents.rules.access import (
     LOOPS, Access, CountedLoop, accesses, affine_base, assigned_names, call_name, counted_loop, declared_names,
-    identifiers, is_flat_index, line_start, local_pointers, reads_thread_index, reindent, squash, synchronizes,
+    foreign_conditionals, identifiers, is_flat_index, line_start, row_statements, local_pointers, reads_thread_index, reindent, squash, synchronizes,
 )
 from kerntune.agents.rules.base import (
     Applied, Edit, Param, Rule, RuleDeclined, RewriteState, apply_edits, int_literal, unwrap,
@@ -127,6 +127,8 @@ def _reduction_op(st: RewriteState, stmt, acc: str) -> str | None:
 
 def _online_pair(st: RewriteState, loop) -> tuple[str, str] | None:
     prev = loop.prev_sibling
+    while prev is not None and prev.type == "preproc_call" and st.text(prev).lstrip().startswith("#pragma"):
+        prev = prev.prev_sibling           # an unroll pragma a later rule put between marker and loop
     if prev is None or prev.type != "comment" or not st.text(prev).startswith(ONLINE_MARK):
         return None
     words = st.text(prev)[len(ONLINE_MARK):].rstrip("*/").split()
@@ -172,7 +174,7 @@ def plan_rows(st: RewriteState) -> RowPlan:
     body = kernel.node.child_by_field_name("body")
     if synchronizes(st, body):
         raise RuleDeclined("the kernel synchronizes or uses atomics: not one independent row per thread")
-    if any(n.type == "preproc_if" or n.type == "preproc_ifdef" for n in walk(body)):
+    if foreign_conditionals(st, body):
         raise RuleDeclined("the kernel body has preprocessor conditionals")
     block = list(st.launch.block)
     if any(str(b) != "1" for b in block[1:]) or any(str(g) != "1" for g in st.launch.grid[1:]):
@@ -213,6 +215,7 @@ def plan_rows(st: RewriteState) -> RowPlan:
         cons = stmts[i + 1].child_by_field_name("consequence")
         rest = [c for c in cons.named_children if c.type != "comment"] if cons.type == "compound_statement" \
             else [cons]
+    rest = row_statements(st, rest)
     if not rest:
         raise RuleDeclined("the row does nothing")
     stype = st.text(s.child_by_field_name("type"))

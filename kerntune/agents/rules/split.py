@@ -13,7 +13,7 @@ import ast
 from dataclasses import dataclass
 
 from kerntune.agents.rules.access import (
-    assigned_names, call_name, declared_names, identifiers, is_flat_index, line_start, reads_thread_index, reindent,
+    assigned_names, call_name, declared_names, foreign_conditionals, identifiers, is_flat_index, line_start, reads_thread_index, reindent,
     squash, synchronizes,
 )
 from kerntune.agents.rules.base import Applied, Edit, Param, Rule, RuleDeclined, RewriteState, apply_edits, unwrap
@@ -101,7 +101,7 @@ def plan_split(st: RewriteState) -> SplitPlan:
     body = kernel.node.child_by_field_name("body")
     if synchronizes(st, body):
         raise RuleDeclined("the kernel synchronizes or uses atomics: not element-wise")
-    if any(n.type in ("preproc_if", "preproc_ifdef") for n in walk(body)):
+    if foreign_conditionals(st, body) or any(n.type == "preproc_if" for n in walk(body)):
         raise RuleDeclined("the kernel body has preprocessor conditionals")
     if any(str(b) != "1" for b in st.launch.block[1:]) or any(str(g) != "1" for g in st.launch.grid[1:]):
         raise RuleDeclined("the launch is not one-dimensional")
