@@ -229,6 +229,35 @@ def counted_loop(st: RewriteState, loop) -> CountedLoop | None:
     return CountedLoop(loop, var, " ".join([*quals, vtype]), start, bound, loop.child_by_field_name("body"))
 
 
+def any_loop(st: RewriteState, loop) -> CountedLoop | None:
+    """``for (T v = start; v < bound; <any update of v>)``: a counted loop of any step (the step is
+    compared as text, with v written as @, by :func:`loop_step`)."""
+    if loop.type != "for_statement":
+        return None
+    init, cond, upd = (loop.child_by_field_name(k) for k in ("initializer", "condition", "update"))
+    if init is None or cond is None or upd is None or init.type != "declaration":
+        return None
+    decls = [d for d in init.named_children if d.type == "init_declarator"]
+    if len(decls) != 1 or decls[0].child_by_field_name("declarator").type != "identifier":
+        return None
+    var = st.text(decls[0].child_by_field_name("declarator"))
+    start = decls[0].child_by_field_name("value")
+    c = unwrap(cond)
+    if c is None or c.type != "binary_expression" or st.text(c.child_by_field_name("operator")) != "<" or \
+            st.text(unwrap(c.child_by_field_name("left"))) != var:
+        return None
+    bound = c.child_by_field_name("right")
+    if var in identifiers(st, bound) or var in identifiers(st, start):
+        return None
+    vtype = st.text(init.child_by_field_name("type"))
+    return CountedLoop(loop, var, vtype, start, bound, loop.child_by_field_name("body"))
+
+
+def loop_step(st: RewriteState, cl: CountedLoop) -> str:
+    upd = cl.node.child_by_field_name("update")
+    return re.sub(r"\b" + re.escape(cl.var) + r"\b", "@", squash(st.text(upd)))
+
+
 def assigned_names(st: RewriteState, node) -> dict[str, list]:
     """Plain variables assigned in ``node`` (=, op=, ++, --): name -> the assignment nodes."""
     out: dict[str, list] = {}

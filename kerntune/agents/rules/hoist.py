@@ -36,7 +36,7 @@ class LoopPlan:
     start: str
     bound: str
     loads: list = field(default_factory=list)      # (subscript node, element type)
-    offsets: list = field(default_factory=list)    # (index node, base node list)
+    offsets: list = field(default_factory=list)    # (index or address node, offset text, pointer or '')
 
 
 def _pointee_ctype(st: RewriteState, fn, name: str) -> str | None:
@@ -105,62 +105,89 @@ def _plain(st: RewriteState, node) -> bool:
                    for n in walk(node))
 
 
+def _own(node):
+    """The nodes of a loop body outside the loops nested in it (those are their own loops' business)."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        yield n
+        stack.extend(c for c in reversed(n.children) if c.type not in ("for_statement", "while_statement",
+                                                                         "do_statement"))
+
+
+def _has_product(st: RewriteState, nodes) -> bool:
+    return any(x.type == "binary_expression" and st.text(x.child_by_field_name("operator")) == "*"
+               for t in nodes for x in walk(t))
+
+
+def _loop_plan(st: RewriteState, fn, loop, ptrs) -> LoopPlan | None:
+    head = _loop_header(st, loop)
+    if head is None:
+        return None
+    var, start, bound = head
+    body = loop.child_by_field_name("body")
+    changing = set(assigned_names(st, loop)) | declared_names(st, body) | {var}
+    params = ptrs.params | set(ptrs.local)
+    plan = LoopPlan(loop, var, start, bound)
+    acc, why = accesses(st, body, ptrs)
+    if not why:                 # loads: only when every access in the loop is understood
+        written = {a.array for a in acc if a.write}
+        own = {x.id for x in _own(body)}
+        seen = set()
+        for a in acc:
+            if a.write or a.node.id not in own or a.array in written or (written and not st.spec.noalias):
+                continue
+            if identifiers(st, a.index) & changing or not _plain(st, a.index):
+                continue
+            key = (a.via, squash(st.text(a.index)))
+            ctype = _pointee_ctype(st, fn, a.via)
+            if key in seen or ctype is None:
+                continue
+            seen.add(key)
+            plan.loads.append((a.node, ctype.replace("const ", "").replace("volatile ", "").strip()))
+    for n in _own(body):
+        if n.type == "subscript_expression" and st.text(n.child_by_field_name("argument")) in params:
+            idx = n.child_by_field_name("indices")
+            if idx is None or len(idx.named_children) != 1:
+                continue
+            index = idx.named_children[0]
+            if var not in identifiers(st, index) or affine_base(st, index, var) is None:
+                continue
+            rest = [t for sg, t in sum_terms(st, index) if var not in identifiers(st, t)]
+            if _has_product(st, rest) and not any(identifiers(st, t) & changing or not _plain(st, t) for t in rest):
+                plan.offsets.append((index, affine_base(st, index, var), ""))
+        elif n.type == "binary_expression" and st.text(n.child_by_field_name("operator")) == "+" and not (
+                n.parent is not None and n.parent.type == "binary_expression"
+                and st.text(n.parent.child_by_field_name("operator")) in "+-"):
+            terms = sum_terms(st, n)        # an address: pointer + invariant offset + the loop variable
+            ptr = [t for sg, t in terms if sg == "+" and unwrap(t) is not None and unwrap(t).type == "identifier"
+                   and st.text(unwrap(t)) in params]
+            mine = [t for sg, t in terms if sg == "+" and st.text(unwrap(t)) == var]
+            rest = [(sg, t) for sg, t in terms if t not in ptr and t not in mine]
+            if len(ptr) != 1 or len(mine) != 1 or not rest or not _has_product(st, [t for _, t in rest]):
+                continue
+            if any(identifiers(st, t) & changing or not _plain(st, t) for _, t in rest):
+                continue
+            base = " ".join(("" if i == 0 and sg == "+" else sg + " ") + "(" + st.text(t) + ")"
+                            for i, (sg, t) in enumerate(rest))
+            plan.offsets.append((n, base, st.text(ptr[0])))
+    return plan if plan.loads or plan.offsets else None
+
+
 def plan_loops(st: RewriteState) -> list[LoopPlan]:
-    out = []
+    """A plan for each loop with something to hoist, innermost first: a loop whose nested loops have
+    plans of their own is left alone (its invariants are moved inside the innermost ones)."""
+    plans = []
     for fn in st.functions():
         ptrs = local_pointers(st, fn)
-        params = ptrs.params | set(ptrs.local)
         for loop in (n for n in walk(fn) if n.type == "for_statement"):
             if is_generated(st, loop) or synchronizes(st, loop):
                 continue
-            head = _loop_header(st, loop)
-            if head is None:
-                continue
-            var, start, bound = head
-            body = loop.child_by_field_name("body")
-            if any(n.type == "for_statement" for n in walk(body)):
-                continue              # the innermost loops only: their invariants are the ones that repeat most
-            changing = set(assigned_names(st, loop)) | declared_names(st, body) | {var}
-            acc, why = accesses(st, body, ptrs)
-            if why:
-                continue
-            written = {a.array for a in acc if a.write}
-            plan = LoopPlan(loop, var, start, bound)
-            seen = set()
-            for a in acc:
-                if a.write or a.array in written or (written and not st.spec.noalias):
-                    continue
-                idx = a.index
-                if identifiers(st, idx) & changing or not _plain(st, idx):
-                    continue
-                key = (a.via, squash(st.text(idx)))
-                if key in seen:
-                    continue
-                seen.add(key)
-                ctype = _pointee_ctype(st, fn, a.via)
-                if ctype is None:
-                    continue
-                plan.loads.append((a.node, ctype.replace("const ", "").replace("volatile ", "").strip()))
-            for n in walk(body):
-                if n.type != "subscript_expression" or st.text(n.child_by_field_name("argument")) not in params:
-                    continue
-                idx = n.child_by_field_name("indices")
-                if idx is None or len(idx.named_children) != 1:
-                    continue
-                index = idx.named_children[0]
-                if var not in identifiers(st, index) or affine_base(st, index, var) is None:
-                    continue
-                rest = [t for s, t in sum_terms(st, index) if var not in identifiers(st, t)]
-                if not any(t.type == "binary_expression" and st.text(t.child_by_field_name("operator")) == "*"
-                           or any(x.type == "binary_expression" and st.text(x.child_by_field_name("operator")) == "*"
-                                  for x in walk(t)) for t in rest):
-                    continue           # nothing to compute once (a plain name or literal offset)
-                if any(identifiers(st, t) & changing or not _plain(st, t) for t in rest):
-                    continue
-                plan.offsets.append((index, affine_base(st, index, var)))
-            if plan.loads or plan.offsets:
-                out.append(plan)
-    return out
+            p = _loop_plan(st, fn, loop, ptrs)
+            if p is not None:
+                plans.append(p)
+    return [p for p in plans if not any(q is not p and p.loop.start_byte <= q.loop.start_byte
+                                        and q.loop.end_byte <= p.loop.end_byte for q in plans)]
 
 
 class HoistInvariants(Rule):
@@ -198,13 +225,14 @@ class HoistInvariants(Rule):
             ind = ind if not ind.strip() else ""
             decls, inner = [], []
             offsets: dict[str, str] = {}
-            for index, base in p.offsets:
+            for index, base, pointer in p.offsets:
                 key = squash(base)
                 if key not in offsets:
                     offsets[key] = f"kt_o{fresh()}"
                     decls.append(f"const {_offset_type(st, fn, base)} {offsets[key]} = {base};")
                     noffsets += 1
-                inner.append(Edit(index.start_byte, index.end_byte, f"{offsets[key]} + {p.var}"))
+                text = f"{offsets[key]} + {p.var}"
+                inner.append(Edit(index.start_byte, index.end_byte, f"{pointer} + {text}" if pointer else text))
             loads: dict[str, str] = {}
             for node, ctype in p.loads:
                 key = squash(st.text(node))

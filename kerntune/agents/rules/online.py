@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kerntune.agents.rules.access import (
-    CountedLoop, call_name, counted_loop, identifiers, is_kt_conditional, line_start, row_statements, squash,
+    CountedLoop, any_loop, call_name, loop_step, identifiers, is_kt_conditional, line_start, row_statements, squash,
 )
 from kerntune.agents.rules.base import Applied, Edit, Param, Rule, RuleDeclined, RewriteState, apply_edits, unwrap
 from kerntune.agents.rules.rows import MAX_OPS, ONLINE_MARK, _ctype_of, _is_zero
@@ -41,6 +41,35 @@ class Fusion:
     exp: str
     s_decl: object | None       # the sum's declaration, when it sits between the loops (it moves up)
     between: list
+    red_m: object | None = None    # cooperative code: m = <max over the row's threads>(m) after the first loop
+    red_s: object | None = None    # and s = <sum over them>(s) after the second
+
+
+MAX_REDUCERS = ("sub_group_reduce_max", "kt_rows_group_max_", "kt_rows_warp_max", "kt_rows_block_max")
+SUM_REDUCERS = ("sub_group_reduce_add", "kt_rows_group_sum_", "kt_rows_warp_sum", "kt_rows_block_sum")
+
+
+def _reducer(st: RewriteState, stmt, var: str, names: tuple[str, ...]):
+    """The call when ``stmt`` is ``var = f(var, ...)`` with f one of cooperative-rows' reductions."""
+    if stmt is None or stmt.type != "expression_statement" or not stmt.named_children:
+        return None
+    a = stmt.named_children[0]
+    if a.type != "assignment_expression" or st.text(a.child_by_field_name("operator")) != "=" or \
+            st.text(unwrap(a.child_by_field_name("left"))) != var:
+        return None
+    call = unwrap(a.child_by_field_name("right"))
+    name = call_name(st, call)
+    if not name or not any(name == n or (n.endswith("_") and name.startswith(n)) for n in names):
+        return None
+    args = call.child_by_field_name("arguments").named_children
+    if not args or st.text(unwrap(args[0])) != var:
+        return None
+    return call
+
+
+def declared_in(st: RewriteState, decl) -> set[str]:
+    return {st.text(d.child_by_field_name("declarator")) for d in decl.named_children if d.type == "init_declarator"
+            and d.child_by_field_name("declarator").type == "identifier"}
 
 
 def _body_statements(st: RewriteState, body) -> list:
@@ -61,20 +90,46 @@ def _locals(st: RewriteState, stmts) -> tuple[dict[str, str], list]:
     return defs, stmts[i:]
 
 
-def _expand(st: RewriteState, node, defs: dict, var: str) -> str:
-    """The text of ``node`` with loop-local variables replaced by their definitions and the loop
-    variable by @, whitespace removed: two loops' element expressions compare by it."""
+def _expand(st: RewriteState, node, defs: dict, var: str, depth: int = 0) -> str:
+    """The text of ``node`` with local constants (the loop's own and the block's: a hoisted row
+    offset) replaced by their definitions and the loop variable by @, whitespace and redundant
+    parentheses removed: two loops' element expressions compare by it."""
     text = st.raw[node.start_byte:node.end_byte]
     edits = []
     for n in walk(node):
         if n.type == "identifier":
             name = st.text(n)
-            if name in defs:
+            if name in defs and depth < 8:
                 edits.append(Edit(n.start_byte - node.start_byte, n.end_byte - node.start_byte,
-                                  "(" + _expand(st, defs[name], {}, var) + ")"))
+                                  _expand(st, defs[name], defs, var, depth + 1)))
             elif name == var:
                 edits.append(Edit(n.start_byte - node.start_byte, n.end_byte - node.start_byte, "@"))
-    return squash(apply_edits(text, edits))
+    out = squash(apply_edits(text, edits))
+    while out.startswith("(") and out.endswith(")") and _balanced(out[1:-1]):
+        out = out[1:-1]
+    return out
+
+
+def _balanced(text: str) -> bool:
+    depth = 0
+    for ch in text:
+        depth += ch == "("
+        depth -= ch == ")"
+        if depth < 0:
+            return False
+    return depth == 0
+
+
+def _block_constants(st: RewriteState, stmts) -> dict:
+    """``const T name = e;`` declarations of a block whose names are never assigned: name -> e."""
+    out = {}
+    for x in stmts:
+        if x.type != "declaration" or not any(q.type == "type_qualifier" and st.text(q) == "const" for q in x.children):
+            continue
+        for d in x.named_children:
+            if d.type == "init_declarator" and d.child_by_field_name("declarator").type == "identifier":
+                out[st.text(d.child_by_field_name("declarator"))] = d.child_by_field_name("value")
+    return out
 
 
 def _max_step(st: RewriteState, loop: CountedLoop):
@@ -141,15 +196,17 @@ def find_fusions(st: RewriteState) -> tuple[list[Fusion], str]:
     out, why = [], "no loop computing a maximum followed by a loop summing exp(element - maximum)"
     for block in (n for n in walk(kernel.node) if n.type == "compound_statement"):
         stmts = row_statements(st, [c for c in block.named_children if c.type != "comment"], flatten=False)
+        consts = _block_constants(st, stmts)
         for i, a in enumerate(stmts):
-            first = counted_loop(st, a)
+            first = any_loop(st, a)
             step = _max_step(st, first) if first is not None else None
             if step is None:
                 continue
             m, elem_a, defs_a = step
-            for j in range(i + 1, len(stmts)):
+            red_m = stmts[i + 1] if i + 1 < len(stmts) and _reducer(st, stmts[i + 1], m, MAX_REDUCERS) else None
+            for j in range(i + (2 if red_m is not None else 1), len(stmts)):
                 b = stmts[j]
-                second = counted_loop(st, b)
+                second = any_loop(st, b)
                 found = _sum_step(st, second, m) if second is not None else None
                 if found is None:
                     if m in identifiers(st, b) and b.type != "declaration" or b.type in (
@@ -157,12 +214,19 @@ def find_fusions(st: RewriteState) -> tuple[list[Fusion], str]:
                         break
                     continue
                 s, elem_b, defs_b, exp = found
-                between = stmts[i + 1:j]
+                between = stmts[i + (2 if red_m is not None else 1):j]
+                after = stmts[j + 1] if j + 1 < len(stmts) else None
+                red_s = after if _reducer(st, after, s, SUM_REDUCERS) is not None else None
+                if (red_m is None) != (red_s is None):
+                    why = "the maximum and the sum are not both reduced across the row's threads"
+                    break
                 if squash(st.text(first.start)) != squash(st.text(second.start)) or \
-                        squash(st.text(first.bound)) != squash(st.text(second.bound)):
+                        squash(st.text(first.bound)) != squash(st.text(second.bound)) or \
+                        loop_step(st, first) != loop_step(st, second):
                     why = "the maximum's loop and the sum's loop run over different ranges"
                     break
-                if _expand(st, elem_a, defs_a, first.var) != _expand(st, elem_b, defs_b, second.var):
+                if _expand(st, elem_a, {**consts, **defs_a}, first.var) != \
+                        _expand(st, elem_b, {**consts, **defs_b}, second.var):
                     why = "the sum's loop does not exponentiate the elements whose maximum the first loop takes"
                     break
                 s_decl = next((x for x in between if x.type == "declaration" and s in identifiers(st, x)), None)
@@ -175,16 +239,22 @@ def find_fusions(st: RewriteState) -> tuple[list[Fusion], str]:
                 if ctype.replace("const ", "") not in ("float", "double") or _ctype_of(st, scope, s) != ctype:
                     why = f"{m} and {s} are not both float (or both double)"
                     break
-                if s_decl is not None:
-                    init = [d.child_by_field_name("value") for d in s_decl.named_children if d.type == "init_declarator"]
-                    if len(init) != 1 or not _is_zero(st, init[0]):
-                        why = f"the sum {s} does not start from zero"
+                moved = s_decl
+                if s_decl is None:      # declared before the maximum's loop (an earlier round moved it there)
+                    k = max((x for x in range(i) if stmts[x].type == "declaration"
+                             and s in declared_in(st, stmts[x])), default=None)
+                    if k is None or any(s in identifiers(st, x) for x in stmts[k + 1:i]):
+                        why = f"the sum {s} is not declared in the same block before its loop"
                         break
-                else:
-                    why = f"the sum {s} is not declared between the loops"
+                    s_decl = stmts[k]
+                init = [d.child_by_field_name("value") for d in s_decl.named_children if d.type == "init_declarator"
+                        and st.text(d.child_by_field_name("declarator")) == s]
+                if len(init) != 1 or not _is_zero(st, init[0]):
+                    why = f"the sum {s} does not start from zero"
                     break
+                s_decl = moved
                 out.append(Fusion(first, second, m, s, ctype, st.text(elem_a), exp, s_decl,
-                                  [x for x in between if x is not s_decl]))
+                                  [x for x in between if x is not s_decl], red_m, red_s))
                 break
     return out, why
 
@@ -203,7 +273,7 @@ class OnlineSoftmax(Rule):
         edits = []
         for f in found:
             start = line_start(raw, f.first.node.start_byte)
-            end = f.second.node.end_byte
+            end = (f.red_s or f.second.node).end_byte
             ind = raw[start:f.first.node.start_byte].decode()
             t = f.ctype.replace("const ", "").strip()
             lp = f.first
@@ -215,6 +285,16 @@ class OnlineSoftmax(Rule):
             header = st.text(lp.node)[:lp.body.start_byte - lp.node.start_byte].rstrip()
             fused = f"{ind}{ONLINE_MARK} {f.m} {f.s}*/\n{ind}{header} {{\n" + \
                 "".join(f"{ind}    {ln}\n" for ln in lines) + f"{ind}}}"
+            if f.red_m is not None:    # combine the threads' pairs: the maximum of maxima, each sum rescaled to it
+                max_call = _reducer(st, f.red_m, f.m, MAX_REDUCERS)
+                sum_call = _reducer(st, f.red_s, f.s, SUM_REDUCERS)
+                first_arg = sum_call.child_by_field_name("arguments").named_children[0]
+                scaled = f"{f.m} == kt_m ? {f.s} : {f.s} * {f.exp}({f.m} - kt_m)"
+                total = apply_edits(raw[sum_call.start_byte:sum_call.end_byte],
+                                    [Edit(first_arg.start_byte - sum_call.start_byte,
+                                          first_arg.end_byte - sum_call.start_byte, scaled)])
+                fused += (f"\n{ind}{{ const {t} kt_m = {st.text(max_call)}; {f.s} = {total}; "
+                          f"{f.m} = kt_m; }}")
             between = "".join(raw[line_start(raw, x.start_byte):x.end_byte].decode() + "\n" for x in f.between)
             original = raw[start:end].decode()
             if f.s_decl is not None:        # the sum's declaration moves above both versions
