@@ -42,10 +42,15 @@ def reindent(text: str, indent: str) -> str:
     return "\n".join(out)
 
 
+_SPACES = re.compile(rb"\b(__global|global|__local|local|__constant|constant|__private|private|__kernel|kernel)\b")
+
+
 def line_start(raw: bytes, offset: int) -> int:
-    """Where the line of ``offset`` starts when only whitespace precedes it there, else ``offset``."""
+    """Where the line of ``offset`` starts when only whitespace precedes it there, else ``offset``. An
+    OpenCL address space in front counts as part of the statement (the parser sees it blanked out,
+    so a declaration's node starts after it)."""
     ls = raw.rfind(b"\n", 0, offset) + 1
-    return ls if not raw[ls:offset].strip() else offset
+    return ls if not _SPACES.sub(b"", raw[ls:offset]).strip() else offset
 
 
 def is_kt_conditional(st: RewriteState, node) -> bool:
