@@ -7,7 +7,6 @@ evaluation can end.
 
 from __future__ import annotations
 
-import math
 import statistics
 from enum import Enum
 from typing import Optional
@@ -63,6 +62,7 @@ class DeviceInfo(Record):
     peak_bandwidth_gbs: Optional[float] = None
     driver: str = ""
     problem: str = ""                      # why this device cannot be used ("" when it can)
+    subgroups: bool = True                 # sub-groups (OpenCL cl_khr_subgroups / cl_intel_subgroups; CUDA warps)
 
 
 class ResourceUsage(Record):
@@ -242,9 +242,3 @@ class Comparison(Record):
     copy_bandwidth: Optional[CopyBandwidth] = None
     seconds: float = 0.0
 
-
-def geomean(values: list[float]) -> float:
-    vals = [v for v in values if v > 0 and math.isfinite(v)]
-    if not vals:
-        return float("nan")
-    return math.exp(sum(math.log(v) for v in vals) / len(vals))

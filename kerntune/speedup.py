@@ -172,7 +172,16 @@ def unpaired(base: Sequence[float], cand: Sequence[float], confidence: float = C
                     n=min(lb.size, lc.size), method="moses")
 
 
-def geomean(shapes: Sequence[tuple[Sequence[float], Sequence[float]]], is_paired: bool = True,
+def geomean(values: Sequence[float]) -> float:
+    """The geometric mean of positive, finite numbers (others are left out; NaN when none is left):
+    the one plain geometric mean kerntune computes, of speedups and of times alike."""
+    vals = [v for v in values if v > 0 and math.isfinite(v)]
+    if not vals:
+        return float("nan")
+    return math.exp(sum(math.log(v) for v in vals) / len(vals))
+
+
+def geomean_interval(shapes: Sequence[tuple[Sequence[float], Sequence[float]]], is_paired: bool = True,
             confidence: float = CONFIDENCE, resamples: int = BOOTSTRAP_RESAMPLES,
             seed: int = BOOTSTRAP_SEED) -> Interval:
     """Geometric-mean speedup over shapes, from each shape's (baseline, candidate) timings."""
@@ -228,5 +237,6 @@ def _exp(x: float) -> float:
     return math.exp(x)
 
 
-__all__ = ["BOOTSTRAP_SEED", "CONFIDENCE", "Interval", "THRESHOLD", "Verdict", "decide", "geomean", "geomean_of",
+__all__ = ["BOOTSTRAP_SEED", "CONFIDENCE", "Interval", "THRESHOLD", "Verdict", "decide", "geomean", "geomean_interval",
+           "geomean_of",
            "identical", "moses_rank", "p_greater", "paired", "sign_rank", "unpaired"]

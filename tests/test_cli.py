@@ -139,3 +139,44 @@ def test_bad_spec_points_at_the_line(tmp_path):
     r = run_cli("check", str(k))
     assert r.returncode == 2
     assert "vector_add.yaml:7: args[3].dtype" in r.stderr and "found 'integer'" in r.stderr
+
+
+def test_usage_errors_honour_json_and_debug_goes_anywhere():
+    r = run_cli("bench", "--json")                               # a missing argument: click's error, as JSON
+    assert r.returncode == 2 and r.stderr == ""
+    err = json.loads(r.stdout)["error"]
+    assert err["code"] == "usage" and "kernel_file" in err["message"].lower() and "--help" in err["hint"]
+    r = run_cli("bench", str(EXAMPLES / "vector_add.cl"), "--repeats", "many", "--json")
+    assert r.returncode == 2 and "--repeats" in json.loads(r.stdout)["error"]["message"]
+    r = run_cli("bench", "nope.cl", "--debug")                   # --debug after the subcommand is --debug
+    assert r.returncode == 2 and "not found" in r.stderr and "No such option" not in r.stderr
+    r = run_cli("nosuchcommand")
+    assert r.returncode == 2 and "No such command" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_bench_json_is_one_document_when_the_kernel_fails(tmp_path):
+    k = write(tmp_path, "vector_add.cl", (EXAMPLES / "vector_add.cl").read_text().replace("a[i] + b[i]", "a[i] - b[i]"))
+    shutil.copy(EXAMPLES / "vector_add.yaml", tmp_path / "vector_add.yaml")
+    shutil.copy(EXAMPLES / "reference.py", tmp_path / "reference.py")
+    r = run_cli("bench", str(k), "--repeats", "3", "--json")
+    assert r.returncode == 1
+    doc = json.loads(r.stdout)                                   # exactly one JSON document
+    assert doc["kernel"]["status"] == "wrong_result" and doc["error"]["code"] == "verify"
+
+
+@pytest.mark.parametrize("change,needle,line", [
+    (("{{ EPT }} element", "{{ NOPE }} element"), "undefined variable: 'NOPE' is undefined", 13),
+    (("{{ EPT }} element", "{{ ''.__class__ }} element"), "sandbox forbids", 13),
+    (("{{ EPT }} element", "{{ 'A' * 10**12 }} element"), "'*' would build", 13),
+    (("restrictions:", "flags:\n  opencl: {'-cl-fast-relaxed-math': 'FAST == 1'}\nrestrictions:"),
+     "'FAST == 1' uses ['FAST']", 8),
+])
+def test_template_mistakes_are_template_errors_with_file_and_line(tmp_path, change, needle, line):
+    text = (REPO / "templates/examples/vector_add.cl.j2").read_text()
+    assert change[0] in text
+    t = write(tmp_path, "va.cl.j2", text.replace(change[0], change[1], 1))
+    r = run_cli("tune", str(t), "--spec", str(EXAMPLES / "vector_add.yaml"), "--device", "cpu", "--budget", "2",
+                "--repeats", "3", "--warmup", "1", "--run-dir", str(tmp_path / "run"))
+    assert r.returncode == 2, r.stderr
+    assert f"va.cl.j2:{line}: " in r.stderr and needle in r.stderr and "bug in kerntune" not in r.stderr
+    assert "Traceback" not in r.stderr

@@ -136,3 +136,25 @@ def test_extension_source_bench_and_optimize(tmp_path):
                 str(tmp_path / "run" / "best.cu"), "--spec", str(tmp_path / "run" / "spec.yaml"), "--device", "0",
                 "--repeats", "10")
     assert r.returncode == 0, r.stderr
+
+
+def test_compute_sanitizer_finds_an_out_of_bounds_read(gpu, tmp_path):
+    """The CUDA memory checker: a kernel that reads one element past its input (and gets the right answer
+    from whatever lies there) is clean to verification and a memory error to compute-sanitizer."""
+    from kerntune.engine.checker import MemoryChecker, check_shapes, compute_sanitizer
+    from kerntune.results import CheckStatus
+
+    if compute_sanitizer() is None:
+        pytest.skip("compute-sanitizer is not on PATH")
+    spec_path = write(tmp_path, "s.yaml", BF16_SPEC)
+    spec = load_file(spec_path).spec
+    clean = KernelInstance(BF16_KERNEL, "scale_bf16", "cuda", label="clean")
+    oob = KernelInstance(BF16_KERNEL.replace("__bfloat162float(x[i]) * alpha",
+                                             "__bfloat162float(x[i]) * alpha + 0.0f * __bfloat162float(x[i + 1])"),
+                         "scale_bf16", "cuda", label="oob")
+    checker = MemoryChecker(gpu.info)
+    shapes = check_shapes(spec)
+    assert checker.check(clean, spec, str(tmp_path), shapes, 1).status is CheckStatus.CLEAN
+    report = checker.check(oob, spec, str(tmp_path), shapes, 1)
+    assert report.status is CheckStatus.MEMORY_ERROR and report.tool == "compute-sanitizer"
+    assert "Invalid __global__ read" in report.report

@@ -25,7 +25,8 @@ from kerntune.agents.llm.client import OpenAIChatClient
 from kerntune.agents.llm.generator import LLMGenerator
 from kerntune.agents.llm.prompts import build_messages
 from kerntune.agents.llm.recording import Recorder, ReplayClient, RequestKey
-from kerntune.agents.rundir import RunDir
+from kerntune.record.models import LLMSettings
+from kerntune.record.store import RunDir
 from kerntune.errors import ErrorCode, KerntuneError
 from kerntune.results import DeviceInfo
 from kerntune.spec.load import load_file
@@ -77,7 +78,8 @@ MALFORMED = '{"template": "{# kerntune-template\\nparams: {BLOCK: [256]}\\n#}\\n
 # --- the fake endpoint ---------------------------------------------------------------------------------
 class FakeLLM:
     """POST /v1/chat/completions answered from a script of steps:
-    ("reply", text) | ("status", code, headers) | ("sleep", seconds) | ("hang",) | ("echo_auth", code)."""
+    ("reply", text) | ("status", code, headers) | ("sleep", seconds) | ("hang",) | ("echo_auth", code) |
+    ("raw", body, content_type): HTTP 200 with that body."""
 
     def __init__(self, reject_json_schema: bool = False):
         self.script: deque = deque()
@@ -130,6 +132,13 @@ class FakeLLM:
                 elif step[0] == "status":
                     msg = "response_format json_schema is not supported" if step[1] == 400 else "scripted failure"
                     self._send(step[1], {"error": {"message": msg, "type": "test"}}, step[2])
+                elif step[0] == "raw":             # 200 with a body that is not a chat completion
+                    data = step[1].encode()
+                    self.send_response(200)
+                    self.send_header("Content-Type", step[2])
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
                 elif step[0] == "echo_auth":       # a badly behaved proxy that echoes the key
                     self._send(step[1], {"error": {"message": f"invalid key: {auth}"}})
                 elif step[0] == "sleep":
@@ -276,7 +285,7 @@ def test_replay_reproduces_the_run_with_no_server(recorded, spec, tmp_path):
     essentials = ("round", "status", "source", "template", "space_size", "transformations", "rationale")
     assert [{k: x[k] for k in essentials} for x in res["rounds"]] == \
         [{k: x[k] for k in essentials} for x in orig["rounds"]]
-    assert [x["plan"]["llm_calls"] for x in res["rounds"]] == [x["plan"]["llm_calls"] for x in orig["rounds"]]
+    assert [x["llm_calls"] for x in res["rounds"]] == [x["llm_calls"] for x in orig["rounds"]]
     assert res["llm"]["calls"] == orig["llm"]["calls"] == res["llm"]["replayed"]
     assert res["llm"]["prompt_tokens"] == orig["llm"]["prompt_tokens"]
     records = [json.loads(p.read_text()) for p in sorted((run / "llm").glob("*.json"))]
@@ -422,12 +431,12 @@ def test_local_endpoint_needs_no_key(tmp_path, monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     run = RunDir.create(tmp_path / "r")
     with FakeLLM() as fake:
-        g = LLMGenerator.from_settings({"provider": "openai", "model": "m", "base_url": fake.url}, run)
+        g = LLMGenerator.from_settings(LLMSettings(provider="openai", model="m", base_url=fake.url), run)
         fake.push(("reply", "ok"))
         assert g.client.complete([{"role": "user", "content": "x"}], key=None).text == "ok"
         assert fake.received[0]["_auth_ok"] is False
     with pytest.raises(KerntuneError) as e:
-        LLMGenerator.from_settings({"provider": "bogus"}, run)
+        LLMGenerator.from_settings(LLMSettings(provider="bogus"), run)
     assert e.value.code is ErrorCode.USAGE and "replay:RUN_DIR" in e.value.hint
 
 
@@ -467,3 +476,48 @@ def test_prompt_carries_what_the_model_needs(spec):
                    "1. vectorize memory accesses", "12.0 GB/s", "1.420x", "compile_error: 2", "BLOCK=128",
                    "c[i] = a[i] + b[i]", "intent: out", "{{ kernel_name }}"):
         assert needle in user, needle
+
+
+# --- an endpoint that answers 200 with something else; a template that would exhaust memory --------------
+HUGE = template(extra="    // {{ 'A' * 10**12 }}\n")
+
+
+@pytest.mark.parametrize("body,content_type", [("<html><body>gateway</body></html>", "text/html"),
+                                               ("not json at all", "application/json"),
+                                               ('{"choices": "none"}', "application/json")])
+def test_a_200_reply_that_is_not_a_completion(spec, tmp_path, body, content_type):
+    run = tmp_path / "r"
+    with FakeLLM() as fake:
+        fake.push(("raw", body, content_type))
+        r = kerntune("optimize", str(KERNEL), "--spec", str(spec), *FAST, "--llm", "openai", "--model", "test",
+                     "--llm-base-url", fake.url, "--run-dir", str(run), "--json")
+        asked = len(fake.received)
+    assert r.returncode == 3, r.stdout + r.stderr              # an LLM error, not a bug (70)
+    error = json.loads(r.stdout)["error"]
+    assert error["code"] == "llm" and "not an OpenAI chat completion" in error["message"] and "--resume" in error["hint"]
+    assert asked == 1 and "Traceback" not in r.stderr           # no retries of a reply that cannot improve
+    m = json.loads((run / "run.json").read_text())
+    assert m["status"] == "failed" and "not an OpenAI chat completion" in m["error"]   # never left "running"
+
+
+def test_a_template_that_would_exhaust_memory_is_told_back_and_resume_replays_it(spec, tmp_path):
+    """The answer's template builds a terabyte string: a sandbox refusal told back to the model, not
+    a crash; the run then ends on an LLM error (run.json: failed), and --resume replays the recorded
+    answer (refused again, no crash) and finishes with a live one."""
+    run = tmp_path / "run"
+    with FakeLLM() as fake:
+        fake.push(("reply", answer(HUGE)), ("status", 401, {}))
+        r = kerntune("optimize", str(KERNEL), "--spec", str(spec), *FAST, "--llm", "openai", "--llm-base-url",
+                     fake.url, "--model", "test", "--rounds", "1", "--run-dir", str(run))
+        assert r.returncode == 3 and "refused the API key" in r.stderr and "Traceback" not in r.stderr, r.stderr
+        assert json.loads((run / "run.json").read_text())["status"] == "failed"
+        feedback = fake.received[1]["messages"][-1]["content"]
+        assert "sandbox forbids" in feedback and "'*' would build 1000000000000 items" in feedback
+        before = len(fake.received)
+        fake.push(("reply", answer(GOOD)))
+        r = kerntune("optimize", "--resume", str(run), "--json")
+        new = fake.received[before:]
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert len(new) == 1 and len(new[0]["messages"]) == 4          # turn 1 replayed from the record, turn 2 live
+    assert json.loads(r.stdout)["rounds"][0]["status"] == "done"
+    assert json.loads((run / "run.json").read_text())["status"] == "done"

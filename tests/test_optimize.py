@@ -14,6 +14,7 @@ from kerntune.agents.loop import OptimizeResult
 from kerntune.agents.planner import Budget, Planner
 from kerntune.agents.tester import Tester
 from kerntune.results import EvalResult, ShapeTiming, Status, TimingStats
+from kerntune.tuner.strategies import DEFAULT_STRATEGY
 from tests.conftest import KERNTUNE, REPO, run_cli, write
 
 SMALL = (REPO / "kernels/examples/vector_add.yaml").read_text().split("shapes:")[0] + """shapes:
@@ -43,7 +44,7 @@ def test_optimize_end_to_end(kernel, tmp_path):
         assert (run / f).exists(), f
     rounds = result.rounds
     assert rounds and rounds[0].source == "rules" and rounds[0].measured >= 1
-    assert {t["rule"] for t in rounds[0].transformations} >= {"launch-config", "elements-per-thread"}
+    assert {t.rule for t in rounds[0].transformations} >= {"launch-config", "elements-per-thread"}
     assert result.test is not None and all(c.verified for c in result.test.candidates if not c.message)
     assert len(result.per_shape) == 2
     # the kernels it hands back are drop-in: each verifies against the original with the spec it wrote
@@ -115,16 +116,20 @@ def _timing(label, ms, pct, moved=1 << 30):
 
 def test_planner_stopping_rules():
     slow = EvalResult(status=Status.OK, timings=[_timing("a", 1.0, 20.0)])
-    p = Planner(Budget(evaluations=20, rounds=5), min_gain=0.05, patience=1)
+    p = Planner(Budget(evaluations=20, rounds=5), patience=1)
     d = p.decide(1, slow, None, "cuda")
     assert not d.stop and d.plan.evaluations == 4 and d.plan.directions[0].startswith("vectorize")
     p.record_round(10, 0, 1.5)
     p.record_round(10, 0, 1.5)
     assert p.decide(3, slow, None, "cuda").reason == "evaluation budget spent"
-    q = Planner(Budget(evaluations=None, rounds=5), min_gain=0.05, patience=1)
+    q = Planner(Budget(evaluations=None, rounds=5), patience=1)
     q.record_round(5, 0, 1.30)
-    q.record_round(5, 0, 1.31)
-    assert "no gain of 5%" in q.decide(3, slow, None, "cuda").reason
+    q.record_round(5, 0, 1.30 * 1.019)                # below the one threshold (speedup.THRESHOLD, +2%)
+    assert "no gain of 2%" in q.decide(3, slow, None, "cuda").reason
+    q = Planner(Budget(evaluations=None, rounds=5), patience=1)
+    q.record_round(5, 0, 1.30)
+    q.record_round(5, 0, 1.30 * 1.021)
+    assert not q.decide(3, slow, None, "cuda").stop
     fast = EvalResult(status=Status.OK, timings=[_timing("a", 1.0, 95.0)])
     assert "hardware limit" in Planner(Budget()).decide(1, fast, None, "cuda").reason
     # a shape small enough to stay in the caches can look faster than the copy: it does not decide
@@ -133,7 +138,10 @@ def test_planner_stopping_rules():
     only_cached = EvalResult(status=Status.OK, timings=[_timing("a", 1.0, 150.0, moved=1 << 20)])
     assert Planner(Budget()).decide(1, only_cached, None, "cuda").stop is False
     assert Planner(Budget(rounds=1, evaluations=None)).decide(1, slow, None, "cuda").stop is False
-    assert Planner.strategy_for(50, 60) == "exhaustive" and Planner.strategy_for(500, 60) == "local"
+    # the tuner's default unless told otherwise, whatever the space size (as `kerntune tune`)
+    assert Planner(Budget()).strategy_for(50, 60) == DEFAULT_STRATEGY == "surrogate"
+    assert Planner(Budget()).strategy_for(5000, 60) == DEFAULT_STRATEGY
+    assert Planner(Budget(), strategy="local").strategy_for(50, 60) == "local"
 
 
 def test_plausibility_flags():

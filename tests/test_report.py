@@ -172,7 +172,7 @@ def check_page(ctx, page_path: Path, plots: list[str]) -> dict:
 
 # --- optimize runs ---------------------------------------------------------------------------
 def test_optimize_report_markdown_and_numbers(opt_run):
-    old = (opt_run / "report.md").read_text()            # the loop's own report
+    old = (opt_run / "report.md").read_text()            # written by the loop
     out = report_json(opt_run)
     results = json.loads((opt_run / "results.json").read_text())
     baseline = EvalResult.model_validate_json((opt_run / "baseline.json").read_text())
@@ -194,17 +194,14 @@ def test_optimize_report_markdown_and_numbers(opt_run):
     for pid in PLOTS:
         assert f"(report_plots/{pid}.png)" in md
     assert out["headline"] in md
-    # everything the loop's report said is still there
+    # one writer of report.md: the loop's is the one `kerntune report` writes
+    assert old == md
     for heading in ("## Per shape", "## Rounds", "## Final test", "## Files"):
-        assert heading in old and heading in md
-    kept = [line for line in old.splitlines()
-            if line.startswith(("**Result:", "Round ", "Every candidate was verified", "- best:"))]
-    assert len(kept) >= 4
-    for line in kept:
-        assert line in md, line
+        assert heading in md
+    assert "**Result:" in md and "Every candidate was verified" in md and "- best: `best.cl`" in md
     # the command that reproduces the comparison, naming the real kernel file
-    assert "<kernel>" in old and (f"kerntune bench {opt_run}/original/vector_add.cl --against {opt_run}/best.cl "
-                                  f"--spec {opt_run}/spec.yaml") in md
+    assert (f"kerntune bench {opt_run}/original/vector_add.cl --against {opt_run}/best.cl "
+            f"--spec {opt_run}/spec.yaml") in md
     from kerntune.fmt import interval
     from kerntune.speedup import Interval
 

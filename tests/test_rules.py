@@ -186,3 +186,22 @@ def test_atomics_on_arrays_read_elsewhere_are_left_alone(tmp_path):
     r, t, s, _ = catalog(k, spec, "opencl")
     assert "privatize-atomics" not in r.applied_names
     assert "used only through atomics" in dict(r.skipped)["privatize-atomics"]
+
+
+def test_sub_group_reductions_only_where_the_device_has_sub_groups():
+    """A rule asks the device for what it needs: without sub-groups (PoCL's CPU device, for one) the
+    shuffle reduction declines, and with them the 'tree' baseline carries no sub-group code at all."""
+    from kerntune.agents.rules.catalog import apply_catalog
+    from kerntune.tuner.template import parse_template
+
+    loaded = load_file(REPO / "kernels/examples/row_sum.yaml")
+    source = (REPO / "kernels/examples/row_sum.cl").read_text()
+    without = apply_catalog(source, "opencl", loaded.spec, subgroups=False)
+    assert "shuffle-reduction" not in without.applied_names
+    assert "no sub-groups" in dict(without.skipped)["shuffle-reduction"]
+    with_ = apply_catalog(source, "opencl", loaded.spec, subgroups=True)
+    assert "shuffle-reduction" in with_.applied_names
+    t = parse_template(with_.template, "opencl", "row_sum")
+    base = t.instance(t.baseline, loaded.spec).source
+    shuffle = t.instance({**t.baseline, "REDUCE_0": "shuffle"}, loaded.spec).source
+    assert "sub_group_reduce" not in bake(base, "opencl") and "sub_group_reduce" in bake(shuffle, "opencl")

@@ -108,3 +108,50 @@ def test_flags_follow_parameters():
     tt = t("x\n", head)
     assert tt.options({"BLOCK": 128, "VEC": 2}, SPEC) == ("-use_fast_math",)
     assert tt.options({"BLOCK": 128, "VEC": 1}, SPEC) == ()
+
+
+@pytest.mark.parametrize("body,needle", [
+    ("{{ 'A' * 10**12 }}", "'*' would build"),
+    ("{{ [0] * 10**12 }}", "'*' would build"),
+    ("{{ 3 ** (10**9) }}", "'**' would build"),
+    ("{{ '%1000000000s' % 'x' }}", "'%' formatting"),
+    ("{{ 'x'.ljust(10**10) }}", "ljust()"),
+    ("{{ 'x'|center(10**10) }}", "the filter center"),
+])
+def test_values_too_large_are_refused_before_they_are_built(body, needle):
+    with pytest.raises(TemplateRenderError) as e:
+        t(body + "\n").render({"BLOCK": 128, "VEC": 1}, SPEC)
+    assert e.value.kind == "security" and needle in e.value.message
+
+
+def test_a_render_that_runs_out_of_memory_is_a_template_error():
+    """Doubling a string by concatenation (not an operator the sandbox can bound) hits the memory cap."""
+    body = "{% set a = 'A' * 2000000 %}" + "".join(
+        f"{{% set a{i} = a{i - 1 if i else ''} ~ a{i - 1 if i else ''} %}}" for i in range(40)) + "{{ a39|length }}\n"
+    with pytest.raises(TemplateRenderError) as e:
+        t(body).render({"BLOCK": 128, "VEC": 1}, SPEC)
+    assert e.value.kind == "limit" and "memory" in e.value.message
+
+
+@pytest.mark.parametrize("body,kind,line", [
+    ("ok\nok\n{{ UNROLL }}\n", "undefined", 11),
+    ("ok\n{{ BLOCK.__class__ }}\n", "security", 10),
+    ("{{ BLOCK // 0 }}\n", "error", 9),
+])
+def test_render_errors_name_the_file_and_line(body, kind, line):
+    with pytest.raises(TemplateRenderError) as e:
+        t(body).render({"BLOCK": 128, "VEC": 1}, SPEC)
+    assert e.value.kind == kind and e.value.line == line and e.value.message.startswith(f"t.cu.j2:{line}: ")
+    assert isinstance(e.value, KerntuneError) and e.value.code is ErrorCode.TEMPLATE and e.value.exit_status == 2
+
+
+def test_declaration_errors_name_the_line():
+    head = HEAD.replace("launch:", "flags:\n  cuda: {'-use_fast_math': 'FAST == 1'}\nlaunch:")
+    with pytest.raises(KerntuneError) as e:
+        t("x\n", head)
+    assert e.value.message.startswith("t.cu.j2:6: flags: cuda: -use_fast_math: 'FAST == 1' uses ['FAST']")
+    with pytest.raises(KerntuneError) as e:
+        t("x\n{% if %}\n")
+    assert e.value.message.startswith("t.cu.j2:10: Jinja syntax error")
+    with pytest.raises(KerntuneError, match=r"^t.cu.j2:6: 'ceil_div\(m, BLOCK \* VEC\)' uses \['m'\]"):
+        check_against_spec(t("x\n", HEAD.replace("ceil_div(n,", "ceil_div(m,")), SPEC)

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Protocol
 
+from kerntune.record.models import SkippedRule, Transformation
 from kerntune.results import DeviceInfo
 from kerntune.spec.model import KernelSpec, LaunchSpec
 
@@ -50,8 +51,8 @@ class Proposal:
     template: str
     source: str                         # "rules" or "llm"
     rationale: str
-    transformations: tuple[dict[str, Any], ...] = ()   # the trace: rule, summary, params
-    skipped: tuple[tuple[str, str], ...] = ()
+    transformations: tuple[Transformation, ...] = ()   # the trace: rule, summary, params
+    skipped: tuple[SkippedRule, ...] = ()
     attempts: int = 1
 
 
@@ -75,7 +76,8 @@ class RuleGenerator:
         def attempt(exclude: set[str]):
             rules = [r for r in default_rules() if r.name not in exclude]
             return apply_catalog(req.kernel_source, req.lang, req.spec, kernel=req.kernel, launch=req.launch, rules=rules,
-                                 device_max_threads=req.device.max_threads_per_block, note=f"round {req.round}")
+                                 device_max_threads=req.device.max_threads_per_block, note=f"round {req.round}",
+                                 subgroups=req.device.subgroups)
 
         result = attempt(set())
         if result.space_size <= 1:
@@ -91,7 +93,7 @@ class RuleGenerator:
                     break
         if why is not None:
             return None
-        trace = tuple({"rule": a.rule, "summary": a.summary, "params": list(a.params)} for a in result.trace)
+        trace = tuple(Transformation(rule=a.rule, summary=a.summary, params=list(a.params)) for a in result.trace)
         return Proposal(template=result.template, source="rules",
                         rationale="; ".join(a.summary for a in result.trace), transformations=trace,
-                        skipped=tuple(result.skipped) + tuple(dropped))
+                        skipped=tuple(SkippedRule(rule=r, why=w) for r, w in [*result.skipped, *dropped]))

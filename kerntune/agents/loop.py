@@ -3,31 +3,37 @@ round the generator proposes a template from the best kernel so far, the
 tuner searches it on the device against the original, and the planner reads
 the measurements to decide the next round or to stop; at the end the tester
 confirms the top candidates on fresh inputs and shapes, re-times them beside
-the original, and decides."""
+the original, and decides. Everything goes through the run directory
+(:mod:`kerntune.record`) as it happens, so a run resumes where it stopped."""
 
 from __future__ import annotations
 
-import shutil
 import time
 from dataclasses import replace
+from pathlib import Path
 from typing import Any, Callable, Optional
 
-from kerntune.agents.bake import bake
-from kerntune.agents.generator import Generator, GenerationRequest, Proposal, RoundNote
-from kerntune.agents.planner import Budget, Planner
-from kerntune.agents.rundir import Manifest, RoundRecord, RunDir, now
-from kerntune.agents.tester import Candidate, TestReport, Tester, ShapeWinner
 from kerntune import speedup as sp
+from kerntune.agents.bake import bake
+from kerntune.agents.generator import GenerationRequest, Generator, Proposal, RoundNote
+from kerntune.agents.original import keep_original
+from kerntune.agents.outputs import write_outputs
+from kerntune.agents.planner import Planner
+from kerntune.agents.tester import Candidate, Tester
 from kerntune.engine.checker import MemoryChecker
 from kerntune.engine.evaluate import EvalRequest, KernelInstance
 from kerntune.engine.supervisor import DeviceWorker
 from kerntune.errors import ErrorCode, KerntuneError
 from kerntune.kernelfile import KernelFile
-from kerntune.results import EvalResult, Record, ShapeTiming, Status
+from kerntune.record.models import (LLMUsage, Manifest, OptimizeSettings, ProposalRecord, RoundPlan, RoundRecord,
+                                    RoundStatus, RunStatus)
+from kerntune.record.outcome import OptimizeResult, ShapeWinner, TestReport
+from kerntune.record.store import RunDir
+from kerntune.results import EvalResult, Status
 from kerntune.spec.model import LaunchSpec
 from kerntune.spec.shapes import holdout_shapes, spec_shapes
 from kerntune.tuner.evaluators import LiveEvaluator
-from kerntune.tuner.kernel_files import EXT, resolve_launch_params
+from kerntune.tuner.kernel_files import resolve_launch_params
 from kerntune.tuner.run import TuneSettings, Tuner
 from kerntune.tuner.setaside import EARLIER_KEY
 from kerntune.tuner.space import Space
@@ -36,45 +42,19 @@ from kerntune.tuner.summary import TuneSummary, summarize
 from kerntune.tuner.template import Template, TemplateRenderError, check_against_spec, parse_template
 
 
+class _Current:
+    """The kernel the next round starts from: the original, or a round's best."""
 
-class OptimizeSettings(Record):
-    budget: Budget = Budget()
-    shape_set: Optional[str] = None
-    seed: int = 0
-    warmup: int = 20
-    repeats: int = 100
-    final_repeats: int = 200
-    timeout_s: float = 300.0
-    top_k: int = 3
-    min_gain: float = sp.THRESHOLD - 1       # a round must gain this much over the best so far to lead the next
-    patience: int = 1
-    memcheck: str = "best"                   # the checker runs: best (would-be bests + final candidates), all, off
-    generator: str = "rules"                 # "rules" or "llm"
-    llm: dict[str, Any] = {}                 # provider settings (no secrets: the key is read from the environment)
+    def __init__(self, kf: KernelFile):
+        self.source = kf.source
+        self.launch: LaunchSpec = kf.spec.launches.get(kf.stem) or kf.spec.launch
+        self.kernel = kf.kernel_name
+        self.speedup = 1.0
+        self.round: Optional[int] = None
 
-
-class OptimizeResult(Record):
-    run_dir: str
-    kernel: str
-    spec: str
-    device: str
-    generator: str
-    status: str
-    stop_reason: str
-    baseline: list[ShapeTiming] = []
-    rounds: list[RoundRecord] = []
-    test: Optional[TestReport] = None
-    improved: bool = False
-    general_round: Optional[int] = None
-    general_key: str = ""
-    general_config: dict[str, Any] = {}
-    general_speedup: Optional[float] = None
-    general_interval: Optional[sp.Interval] = None
-    per_shape: list[ShapeWinner] = []
-    checker: str = ""                        # the memory checker used, or why none was
-    notes: list[str] = []
-    llm: dict[str, Any] = {}
-    files: dict[str, str] = {}
+    def adopts(self, speedup: Optional[float]) -> bool:
+        """A round's best leads the next round only when it clears the one improvement threshold."""
+        return bool(speedup) and speedup > self.speedup * sp.THRESHOLD
 
 
 class Optimizer:
@@ -88,7 +68,7 @@ class Optimizer:
         self.on_event = on_event
         self.spec = kernel.spec
         self.original = kernel.instance(label="original")
-        self.planner = Planner(settings.budget, min_gain=settings.min_gain, patience=settings.patience)
+        self.planner = Planner(settings.budget, patience=settings.patience, strategy=settings.strategy)
         self.manifest: Manifest | None = None
         self.checker = MemoryChecker(worker.info, enabled=settings.memcheck != "off", timeout_s=settings.timeout_s)
         self.distributions: tuple[str, ...] | None = None     # the spec's, less those the original fails on
@@ -100,7 +80,9 @@ class Optimizer:
     def event(self, kind: str, **data: Any) -> None:
         self.on_event(kind, data)
 
-    def _save(self) -> None:
+    def _save(self, **update: Any) -> None:
+        assert self.manifest is not None
+        self.manifest = self.manifest.model_copy(update={"llm": self._llm_usage(), **update})
         self.run_dir.save_manifest(self.manifest)
 
     def _validate(self, template_text: str) -> str | None:
@@ -111,10 +93,10 @@ class Optimizer:
             t = parse_template(template_text, self.kf.lang, "proposal")
             check_against_spec(t, self.spec)
             inst = t.instance(t.baseline, self.spec, label="proposal baseline")
-        except KerntuneError as e:
-            return e.message
         except TemplateRenderError as e:
             return f"the baseline configuration does not render ({e.kind}): {e.message}"
+        except KerntuneError as e:
+            return e.message
         shapes = tuple(spec_shapes(self.spec, self.settings.shape_set))
         req = EvalRequest(candidate=inst, spec=self.spec, base_dir=str(self.kf.loaded.base_dir),
                           verify_shapes=shapes + tuple(holdout_shapes(self.spec, self.settings.shape_set)),
@@ -126,7 +108,8 @@ class Optimizer:
             return f"its baseline configuration failed: {r.status.value}: {r.message}{log}"
         return None
 
-    def _measurements(self, result: EvalResult) -> str:
+    @staticmethod
+    def _measurements(result: EvalResult) -> str:
         lines = []
         for t in result.timings:
             pct = f", {t.pct_of_copy:.0f}% of the measured copy bandwidth" if t.pct_of_copy is not None else ""
@@ -139,30 +122,22 @@ class Optimizer:
 
     # --- the run ----------------------------------------------------------------
     def start(self) -> None:
-        m = self.run_dir.read_json("run.json")
-        if m is None:
-            if self.kf.extraction is not None:     # an extension source: its device code is what runs
-                self.run_dir.write(f"original/{self.kf.path.name}", self.kf.source)
-            else:
-                shutil.copy(self.kf.path, self.run_dir.path / "original" / self.kf.path.name)
-            self.run_dir.write("original/spec.yaml", self.kf.loaded.text)
-            self.manifest = Manifest(created=now(), kernel_path=str(self.kf.path), kernel_name=self.spec.kernel,
-                                     lang=self.kf.lang, spec_path=str(self.kf.loaded.origin),
-                                     device=self.worker.info.model_dump(mode="json"),
-                                     settings=self.settings.model_dump(mode="json"))
-            self._save()
+        if not RunDir.is_run(self.run_dir.path):
+            name = keep_original(self.run_dir, self.kf)
+            self.manifest = Manifest(created=time.time(), kernel_path=str(Path(self.kf.path).resolve()),
+                                     kernel_file=name, kernel_name=self.spec.kernel, lang=self.kf.lang,
+                                     spec_path=str(Path(self.kf.loaded.origin).resolve()), device=self.worker.info,
+                                     settings=self.settings)
         else:
-            self.manifest = self.run_dir.load_manifest()
-            self.manifest = self.manifest.model_copy(update={"status": "running"})
+            self.manifest = self.run_dir.manifest()
+        self._save(status=RunStatus.RUNNING, error="")
 
     def baseline(self) -> EvalResult:
         """The original, measured (and checked) once per run: the input distributions it
         passes are the run's, and a checker finding on the original turns the checker off
         for the run (candidates would be compared with a kernel that is itself unsafe)."""
-        stored = self.run_dir.read_json("baseline.json")
-        if stored is not None:
-            result = EvalResult.model_validate(stored)
-        else:
+        result = self.run_dir.baseline()
+        if result is None:
             tester = self._tester()
             result = tester.baseline(self.settings.seed)
             if result.status is not Status.OK:
@@ -171,7 +146,7 @@ class Optimizer:
                                     hint="fix it first: `kerntune bench` on it shows the details",
                                     detail=result.compile_log or None)
             result = result.model_copy(update={"check": tester.check(self.original, self.settings.seed)})
-            self.run_dir.write_json("baseline.json", result)
+            self.run_dir.save_baseline(result)
         v = result.verification
         if v is not None:
             self.distributions = tuple(v.distributions) or None
@@ -191,80 +166,121 @@ class Optimizer:
                       distributions=self.distributions)
 
     def run(self) -> OptimizeResult:
+        """The whole run. However it ends, run.json says how: done, interrupted (Ctrl-C or a
+        termination signal) or failed (with the error), and --resume continues it. A finished
+        run is not run again: its result is returned as it was recorded."""
+        if RunDir.is_run(self.run_dir.path):
+            self.manifest = self.run_dir.manifest()
+            done = self.run_dir.results() if self.manifest.status is RunStatus.DONE else None
+            if done is not None:
+                return done
+        try:
+            result = self._run()
+        except KeyboardInterrupt as e:      # Ctrl-C, or a termination signal (kerntune.cli.signals.Terminated)
+            self._stopped(RunStatus.INTERRUPTED, f"stopped by {e.name}" if hasattr(e, "name") else "")
+            raise
+        except KerntuneError as e:
+            self._stopped(RunStatus.FAILED, e.message)
+            raise
+        except BaseException as e:
+            self._stopped(RunStatus.FAILED, f"{type(e).__name__}: {e}")
+            raise
+        from kerntune.reporting.build import write_report     # reporting owns report.md
+
+        report = write_report(self.run_dir.path)
+        result = result.model_copy(update={"headline": report.headline})
+        self.run_dir.save_results(result)
+        return result
+
+    def _stopped(self, status: RunStatus, error: str) -> None:
+        if self.manifest is not None:
+            try:
+                self._save(status=status, error=error)
+            except BaseException:
+                pass          # the original problem is the one to report
+
+    def _run(self) -> OptimizeResult:
         self.start()
+        assert self.manifest is not None
         base = self.baseline()
         self.event("baseline", result=base)
-        current_src, current_launch, current_speedup = self.kf.source, self.spec.launches.get(self.kf.stem) \
-            or self.spec.launch, 1.0
-        current_kernel = self.kf.kernel_name
+        current = _Current(self.kf)
         last_eval: EvalResult = base
-        stop_reason = ""
         rounds = list(self.manifest.rounds)
-        # replay finished rounds (resume)
-        for rec in rounds:
-            if rec.status != "running":
-                self.planner.record_round(rec.measured, int(rec.plan.get("llm_calls", 0) or 0),
-                                          rec.best_speedup or 1.0, [f"round {rec.round}: {v}" for v in rec.set_aside])
-                if rec.status == "done":
-                    self._load_round(rec.round)
-                    if rec.best_speedup and rec.best_speedup > current_speedup * (1 + self.settings.min_gain):
-                        current_src, current_launch, current_kernel = self._round_best_kernel(rec.round,
-                                                                                              rec.best_config)
-                        current_speedup = rec.best_speedup
-        r = len([rec for rec in rounds if rec.status != "running"]) + 1
+        for rec in rounds:        # finished rounds (resume): what they did, as the planner saw it
+            if rec.status is RoundStatus.RUNNING:
+                continue
+            self.planner.record_round(rec.measured, rec.llm_calls, rec.best_speedup or 1.0,
+                                      [f"round {rec.round}: {v}" for v in rec.set_aside])
+            if rec.status is RoundStatus.DONE:
+                self._load_round(rec.round)
+                if current.adopts(rec.best_speedup):
+                    self._adopt(current, rec.round, rec.best_config, rec.best_speedup)
+        r = len([rec for rec in rounds if rec.status is not RoundStatus.RUNNING]) + 1
         while True:
             decision = self.planner.decide(r, last_eval, last_eval.resources, self.kf.lang)
             if decision.stop:
                 stop_reason = decision.reason
                 break
-            plan = decision.plan
-            rec = next((x for x in rounds if x.round == r), None) or RoundRecord(round=r)
-            t0 = time.monotonic()
-            calls_before = self._llm_calls()
-            self.event("round", round=r, plan=plan)
-            proposal = self._proposal(r, plan, current_src, current_launch, base, last_eval, rounds, current_kernel)
-            if proposal is None:
-                rec = rec.model_copy(update={"status": "no-proposal", "message": "the generator had nothing to propose",
-                                             "plan": plan.model_dump() | {"llm_calls": self._llm_calls() - calls_before}})
-                self._put(rounds, rec)
-                self.planner.record_round(0, self._llm_calls() - calls_before, current_speedup)
-                r += 1
-                continue
-            template = parse_template(proposal.template, self.kf.lang, str(self.run_dir.round_dir(r) / "template"))
-            self.templates[r] = template
-            space_size = Space.of(template).size
-            strategy = self.planner.strategy_for(space_size, plan.evaluations)
-            plan = plan.model_copy(update={"strategy": strategy})
-            rec = rec.model_copy(update={
-                "source": proposal.source, "plan": plan.model_dump(),
-                "template": f"rounds/{r:02d}/template{EXT[self.kf.lang]}.j2",
-                "space_size": space_size, "transformations": list(proposal.transformations),
-                "rationale": proposal.rationale})
-            self._put(rounds, rec)
-            summary = self._tune(r, template, plan, base)
-            self.summaries[r] = summary
-            best = summary.general
-            speedup = best.geomean_speedup if best and best.geomean_speedup else None
-            rec = rec.model_copy(update={
-                "set_aside": [v.describe() for v in summary.set_aside],
-                "status": "done", "measured": summary.measured, "tuner_stop": summary.stop_reason,
-                "best_key": best.key if best else "", "best_config": best.config if best else {},
-                "best_speedup": speedup, "seconds": time.monotonic() - t0,
-                "plan": plan.model_dump() | {"llm_calls": self._llm_calls() - calls_before}})
-            self._put(rounds, rec)
-            self.planner.record_round(summary.measured, self._llm_calls() - calls_before,
-                                      max(speedup or 1.0, current_speedup), [f"round {r}: {v}" for v in rec.set_aside])
-            self.event("round_done", round=r, summary=summary)
-            if best is not None and speedup and speedup > current_speedup * (1 + self.settings.min_gain):
-                current_src, current_launch, current_kernel = self._round_best_kernel(r, best.config)
-                current_speedup = speedup
-                last_eval = self._round_best_eval(r, best.key) or last_eval
+            assert decision.plan is not None
+            best = self._round(r, decision.plan, current, base, last_eval, rounds)
+            if best is not None:
+                last_eval = self._round_best_eval(r, best) or last_eval
             r += 1
-        report = self._test(rounds, base)
-        result = self._finish(rounds, base, report, stop_reason)
-        return result
+        report = self._test()
+        return self._finish(rounds, base, report, stop_reason)
 
     # --- rounds -------------------------------------------------------------------
+    def _round(self, r: int, plan: RoundPlan, current: _Current, base: EvalResult, last: EvalResult,
+               rounds: list[RoundRecord]) -> Optional[str]:
+        """One round: propose, tune, record. Returns the key of its best configuration when the
+        next round starts from it."""
+        rec = next((x for x in rounds if x.round == r), None) or RoundRecord(round=r)
+        rec = rec.model_copy(update={"parent_round": current.round})
+        t0 = time.monotonic()
+        calls_before = self._llm_calls()
+        self.event("round", round=r, plan=plan)
+        proposal = self._proposal(r, plan, current, last, rounds)
+        if proposal is None:
+            rec = rec.model_copy(update={"status": RoundStatus.NO_PROPOSAL, "plan": plan,
+                                         "message": "the generator had nothing to propose",
+                                         "llm_calls": self._llm_calls() - calls_before})
+            self._put(rounds, rec)
+            self.planner.record_round(0, rec.llm_calls, current.speedup)
+            return None
+        template = parse_template(proposal.template, self.kf.lang, str(self.run_dir.file(
+            self.run_dir.template_rel(r, self.kf.lang))))
+        self.templates[r] = template
+        space_size = Space.of(template).size
+        plan = plan.model_copy(update={"strategy": self.planner.strategy_for(space_size, plan.evaluations)})
+        rec = rec.model_copy(update={
+            "source": proposal.source, "plan": plan, "template": self.run_dir.template_rel(r, self.kf.lang),
+            "space_size": space_size, "transformations": list(proposal.transformations),
+            "rationale": proposal.rationale})
+        self._put(rounds, rec)
+        summary = self._tune(r, template, plan, base)
+        self.summaries[r] = summary
+        best = summary.general
+        speedup = best.geomean_speedup if best and best.geomean_speedup else None
+        rec = rec.model_copy(update={
+            "set_aside": [v.describe() for v in summary.set_aside],
+            "status": RoundStatus.DONE, "measured": summary.measured, "tuner_stop": summary.stop_reason,
+            "best_key": best.key if best else "", "best_config": best.config if best else {},
+            "best_speedup": speedup, "seconds": time.monotonic() - t0,
+            "llm_calls": self._llm_calls() - calls_before})
+        self._put(rounds, rec)
+        self.planner.record_round(summary.measured, rec.llm_calls, max(speedup or 1.0, current.speedup),
+                                  [f"round {r}: {v}" for v in rec.set_aside])
+        self.event("round_done", round=r, summary=summary)
+        if best is not None and current.adopts(speedup):
+            self._adopt(current, r, best.config, speedup)
+            return best.key
+        return None
+
+    def _adopt(self, current: _Current, r: int, config: dict[str, Any], speedup: Optional[float]) -> None:
+        current.source, current.launch, current.kernel = self._round_best_kernel(r, config)
+        current.speedup, current.round = speedup or current.speedup, r
+
     def _put(self, rounds: list[RoundRecord], rec: RoundRecord) -> None:
         for i, x in enumerate(rounds):
             if x.round == rec.round:
@@ -272,49 +288,45 @@ class Optimizer:
                 break
         else:
             rounds.append(rec)
-        self.manifest = self.manifest.model_copy(update={"rounds": list(rounds), "llm": self._llm_usage()})
-        self._save()
+        self._save(rounds=list(rounds))
 
     def _llm_calls_left(self) -> Optional[int]:
         limit = self.settings.budget.llm_calls
         return None if limit is None else max(0, limit - self._llm_calls())
 
     def _llm_calls(self) -> int:
-        return int(self._llm_usage().get("calls", 0))
+        return self._llm_usage().calls
 
-    def _llm_usage(self) -> dict[str, Any]:
+    def _llm_usage(self) -> LLMUsage:
         usage = getattr(self.generator, "usage", None)
-        return usage() if callable(usage) else {}
+        return usage() if callable(usage) else LLMUsage()
 
-    def _proposal(self, r: int, plan, src: str, launch: LaunchSpec, base: EvalResult, last: EvalResult,
-                  rounds: list[RoundRecord], kernel: str | None = None) -> Proposal | None:
-        d = self.run_dir.round_dir(r)
-        tfile = d / f"template{EXT[self.kf.lang]}.j2"
-        pfile = d / "proposal.json"
-        if tfile.exists() and pfile.exists():          # resuming a round that already has its template
-            data = self.run_dir.read_json(f"rounds/{r:02d}/proposal.json")
-            return Proposal(template=tfile.read_text(), source=data["source"], rationale=data["rationale"],
-                            transformations=tuple(data["transformations"]),
-                            skipped=tuple(tuple(x) for x in data.get("skipped", [])))
-        self.run_dir.write(f"rounds/{r:02d}/input{EXT[self.kf.lang]}", src)
+    def _proposal(self, r: int, plan: RoundPlan, current: _Current, last: EvalResult,
+                  rounds: list[RoundRecord]) -> Proposal | None:
+        run, lang = self.run_dir, self.kf.lang
+        stored, template = run.proposal(r), run.text(run.template_rel(r, lang))
+        if stored is not None and template is not None:        # resuming a round that already has its template
+            return Proposal(template=template, source=stored.source, rationale=stored.rationale,
+                            transformations=tuple(stored.transformations), skipped=tuple(stored.skipped),
+                            attempts=stored.attempts)
+        run.write(run.input_rel(r, lang), current.source)
         history = tuple(RoundNote(round=x.round, source=x.source, description=x.rationale, space_size=x.space_size,
                                   measured=x.measured, best_speedup=x.best_speedup,
                                   failures=self._failures(x.round), best_config=x.best_config,
                                   set_aside=tuple(x.set_aside))
-                        for x in rounds if x.status == "done")
-        req = GenerationRequest(round=r, lang=self.kf.lang, kernel_source=src, original_source=self.kf.source,
-                                launch=launch, spec=self.spec, spec_text=self.kf.loaded.text, device=self.worker.info,
-                                directions=tuple(plan.directions), measurements=self._measurements(last),
-                                history=history, llm_calls_left=self._llm_calls_left(), kernel=kernel)
+                        for x in rounds if x.status is RoundStatus.DONE)
+        req = GenerationRequest(round=r, lang=lang, kernel_source=current.source, original_source=self.kf.source,
+                                launch=current.launch, spec=self.spec, spec_text=self.kf.loaded.text,
+                                device=self.worker.info, directions=tuple(plan.directions),
+                                measurements=self._measurements(last), history=history,
+                                llm_calls_left=self._llm_calls_left(), kernel=current.kernel)
         self.event("step", text=f"round {r}: the {self.generator.name} generator is writing a template")
         proposal = self.generator.propose(req, self._validate)
         if proposal is None:
             return None
-        self.run_dir.write(f"rounds/{r:02d}/template{EXT[self.kf.lang]}.j2", proposal.template)
-        self.run_dir.write_json(f"rounds/{r:02d}/proposal.json", {
-            "source": proposal.source, "rationale": proposal.rationale, "attempts": proposal.attempts,
-            "transformations": list(proposal.transformations), "skipped": [list(x) for x in proposal.skipped],
-            "plan": plan.model_dump()})
+        run.save_proposal(r, lang, proposal.template, ProposalRecord(
+            source=proposal.source, rationale=proposal.rationale, attempts=proposal.attempts,
+            transformations=list(proposal.transformations), skipped=list(proposal.skipped), plan=plan))
         return proposal
 
     def _set_aside_earlier(self, r: int) -> list[dict[str, Any]]:
@@ -330,41 +342,42 @@ class Optimizer:
         s = self.summaries.get(r)
         return dict(s.failed_by_status) if s else {}
 
-    def _tune(self, r: int, template: Template, plan, base: EvalResult) -> TuneSummary:
+    def _tune(self, r: int, template: Template, plan: RoundPlan, base: EvalResult) -> TuneSummary:
         d = self.run_dir.round_dir(r)
         create = not (d / "tuning.db").exists()
         store = RunStore.in_dir(d, create=create)
-        if create:
-            store.set(EARLIER_KEY, self._set_aside_earlier(r))
-        if store.get("baseline") is None:
-            store.set("baseline", base.model_dump(mode="json"))
-        s = self.settings
-        settings = TuneSettings(strategy=plan.strategy, budget=plan.evaluations, time_limit_s=plan.time_s,
-                                seed=s.seed + r, warmup=s.warmup, repeats=s.repeats, timeout_s=s.timeout_s,
-                                shape_set=s.shape_set, distributions=self.distributions,
-                                memcheck="all" if s.memcheck == "all" else "best")
-        if not create:
-            settings = TuneSettings.from_meta(store.get("settings", {}), budget=plan.evaluations)
-        evaluator = LiveEvaluator(self.worker)
-        tuner = Tuner(template, self.kf.loaded, evaluator, store, settings, self.original,
-                      on_progress=lambda p: self.event("tuning", round=r, progress=p), checker=self.checker)
-        reason = tuner.run()
-        store.set("stop_reason", reason)
-        summary = summarize(store, str(d), reason)
-        self.run_dir.write_json(f"rounds/{r:02d}/summary.json", summary)
+        try:
+            if create:
+                store.set(EARLIER_KEY, self._set_aside_earlier(r))
+            if store.get("baseline") is None:
+                store.set("baseline", base.model_dump(mode="json"))
+            s = self.settings
+            settings = TuneSettings(strategy=plan.strategy, budget=plan.evaluations, time_limit_s=plan.time_s,
+                                    seed=s.seed + r, warmup=s.warmup, repeats=s.repeats, timeout_s=s.timeout_s,
+                                    shape_set=s.shape_set, distributions=self.distributions,
+                                    memcheck="all" if s.memcheck == "all" else "best")
+            if not create:
+                settings = TuneSettings.from_meta(store.get("settings", {}), budget=plan.evaluations)
+            tuner = Tuner(template, self.kf.loaded, LiveEvaluator(self.worker), store, settings, self.original,
+                          on_progress=lambda p: self.event("tuning", round=r, progress=p), checker=self.checker)
+            reason = tuner.run()
+            store.set("stop_reason", reason)
+            summary = summarize(store, str(d), reason)
+        finally:
+            store.close()
+        self.run_dir.save_summary(r, summary)
         if summary.general is not None:
             self._round_best_kernel(r, summary.general.config)   # writes rounds/NN/best.<ext>
-        store.close()
         return summary
 
     def _load_round(self, r: int) -> None:
-        d = self.run_dir.round_dir(r)
-        tfile = d / f"template{EXT[self.kf.lang]}.j2"
-        if tfile.exists():
-            self.templates[r] = parse_template(tfile.read_text(), self.kf.lang, str(tfile))
-        data = self.run_dir.read_json(f"rounds/{r:02d}/summary.json")
-        if data is not None:
-            self.summaries[r] = TuneSummary.model_validate(data)
+        text = self.run_dir.text(self.run_dir.template_rel(r, self.kf.lang))
+        if text is not None:
+            self.templates[r] = parse_template(text, self.kf.lang,
+                                               str(self.run_dir.file(self.run_dir.template_rel(r, self.kf.lang))))
+        summary = self.run_dir.summary(r)
+        if summary is not None:
+            self.summaries[r] = summary
 
     def _instance(self, r: int, config: dict[str, Any], label: str) -> KernelInstance:
         return self.templates[r].instance(config, self.spec, label=label)
@@ -375,14 +388,15 @@ class Optimizer:
         t = self.templates[r]
         src = bake(t.render(config, self.spec), self.kf.lang)
         launch = resolve_launch_params(t.decl.launch, config)
-        self.run_dir.write(f"rounds/{r:02d}/best{EXT[self.kf.lang]}", src)
+        self.run_dir.write(self.run_dir.best_rel(r, self.kf.lang), src)
         return src, launch, t.kernel_name(self.spec, config)
 
     def _round_best_eval(self, r: int, key: str) -> EvalResult | None:
         store = RunStore.in_dir(self.run_dir.round_dir(r))
-        found = next((e.result for e in store.evaluations() if e.key == key and e.result is not None), None)
-        store.close()
-        return found
+        try:
+            return next((e.result for e in store.evaluations() if e.key == key and e.result is not None), None)
+        finally:
+            store.close()
 
     # --- testing and outputs ------------------------------------------------------
     def _candidates(self) -> list[Candidate]:
@@ -396,25 +410,25 @@ class Optimizer:
                 if row.best_key and row.speedup:
                     ranked.append((row.speedup * 0.5, r, row.best_key, row.best_config))
         ranked.sort(key=lambda x: -x[0])
-        for score, r, key, config in ranked:
+        for _, r, key, config in ranked:
             if (r, key) in seen or r not in self.templates:
                 continue
             seen.add((r, key))
             inst = self._instance(r, config, f"round {r}: {key}")
             baked = replace(inst, source=bake(self.templates[r].render(config, self.spec), self.kf.lang))
-            out.append(Candidate(round=r, key=key, config=config, instance=inst, tuning_score=score, baked=baked))
+            out.append(Candidate(round=r, key=key, config=config, instance=inst, baked=baked))
             if len(out) >= self.settings.top_k + len(spec_shapes(self.spec, self.settings.shape_set)):
                 break
         return out
 
-    def _test(self, rounds: list[RoundRecord], base: EvalResult) -> TestReport | None:
+    def _test(self) -> TestReport | None:
         cands = self._candidates()
         if not cands:
             return None
         self.event("testing", count=len(cands))
         report = self._tester().confirm(cands, self.settings.seed + 1000, self.settings.final_repeats)
         report = report.model_copy(update={"notes": list(self.notes)})
-        self.run_dir.write_json("test.json", report)
+        self.run_dir.save_test(report)
         return report
 
     @staticmethod
@@ -426,27 +440,21 @@ class Optimizer:
 
     def _finish(self, rounds: list[RoundRecord], base: EvalResult, report: TestReport | None,
                 stop_reason: str) -> OptimizeResult:
-        from kerntune.agents.outputs import write_outputs
-
-        files = write_outputs(self, report)
+        assert self.manifest is not None
+        files = write_outputs(self.run_dir, self.kf, self.templates, report)
         g = report.general if report is not None and report.improved else None
         result = OptimizeResult(
-            run_dir=str(self.run_dir.path), kernel=str(self.kf.path), spec=str(self.kf.loaded.origin),
-            device=f"{self.worker.info.name} ({self.worker.info.id})", generator=self.generator.name, status="done",
-            stop_reason=stop_reason, baseline=base.timings, rounds=rounds, test=report,
+            run_dir=str(self.run_dir.path), kernel=self.manifest.kernel_path, spec=self.manifest.spec_path,
+            device=f"{self.worker.info.name} ({self.worker.info.id})", generator=self.generator.name,
+            status=RunStatus.DONE, stop_reason=stop_reason, baseline=base.timings, rounds=rounds, test=report,
             improved=g is not None, general_round=g.round if g else None, general_key=g.key if g else "",
             general_config=g.config if g else {}, general_speedup=g.geomean_speedup if g else None,
             general_interval=g.geomean if g else None,
             per_shape=report.per_shape if report else self._original_rows(base), llm=self._llm_usage(), files=files,
             checker=self.checker.tool if self.checker.available else self.checker.why_not, notes=list(self.notes))
-        self.run_dir.write_json("results.json", result)
-        from kerntune.agents.report import write_report
-
-        write_report(self.run_dir, result)
-        self.manifest = self.manifest.model_copy(update={"status": "done", "stop_reason": stop_reason,
-                                                         "llm": self._llm_usage()})
-        self._save()
+        self.run_dir.save_results(result)
+        self._save(status=RunStatus.DONE, stop_reason=stop_reason, error="")
         return result
 
 
-__all__ = ["OptimizeResult", "OptimizeSettings", "Optimizer", "resolve_launch_params"]
+__all__ = ["OptimizeResult", "OptimizeSettings", "Optimizer"]

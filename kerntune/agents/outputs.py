@@ -8,87 +8,94 @@ written kernel, so each can be benched beside the original at once:
 
 from __future__ import annotations
 
-import shutil
-from typing import TYPE_CHECKING, Any
+from typing import Any, Mapping
 
 import yaml
 
 from kerntune.agents.bake import bake
+from kerntune.agents.original import helper_path
+from kerntune.kernelfile import KernelFile
+from kerntune.record.outcome import DispatchEntry, OutputFiles, TestReport
+from kerntune.record.store import DISPATCH, ORIGINAL, REPORT, RunDir
+from kerntune.spec.model import LaunchSpec
 from kerntune.tuner.kernel_files import EXT, file_stem, instance_file, launch_dict, own_kernel, with_header
-
-if TYPE_CHECKING:
-    from kerntune.agents.loop import Optimizer
-    from kerntune.agents.tester import TestReport
+from kerntune.tuner.template import Template
 
 
-def write_outputs(opt: "Optimizer", report: "TestReport | None") -> dict[str, str]:
-    run, lang, spec = opt.run_dir, opt.kf.lang, opt.spec
-    ext = EXT[lang]
-    files: dict[str, str] = {}
+class _Writer:
+    """Kernel files for the original and for template configurations, with their launches."""
+
+    def __init__(self, kf: KernelFile, templates: Mapping[int, Template]):
+        self.kf, self.templates, self.spec = kf, templates, kf.spec
+        self.base_options = tuple(getattr(self.spec.compile_options, kf.lang))
+        self.kernels: dict[str, str] = {}      # launches key -> entry point, where it is not the spec's
+
+    def original(self, what: str, key: str) -> tuple[str, LaunchSpec, tuple[str, ...]]:
+        kf, spec = self.kf, self.spec
+        launch = spec.launches.get(kf.stem) or spec.launch
+        extra = tuple(spec.launches[kf.stem].compile_options) if kf.stem in spec.launches else ()
+        if kf.kernel_name != spec.kernel:
+            self.kernels[key] = kf.kernel_name
+        return with_header(kf.source, what, launch, self.base_options + extra), launch, extra
+
+    def configured(self, r: int, config: dict[str, Any], what: str,
+                   key: str) -> tuple[str, LaunchSpec, tuple[str, ...]]:
+        t = self.templates[r]
+        text, launch, options = instance_file(t, config, self.spec, what, finish=lambda s: bake(s, self.kf.lang))
+        n = len(self.base_options)
+        extra = options[n:] if options[:n] == self.base_options else options
+        name = own_kernel(t, config, self.spec)
+        if name:
+            self.kernels[key] = name
+        return text, launch, extra
+
+
+def write_outputs(run: RunDir, kf: KernelFile, templates: Mapping[int, Template],
+                  report: TestReport | None) -> OutputFiles:
+    """Write best.<ext>, per_shape/ and spec.yaml from the tester's report; ``templates`` are the
+    rounds' templates by round number."""
+    ext = EXT[kf.lang]
+    w = _Writer(kf, templates)
     launches: dict[str, dict[str, Any]] = {}
-    original_launch = spec.launches.get(opt.kf.stem) or spec.launch
-    base_options = tuple(getattr(spec.compile_options, lang))
-
-    kernels: dict[str, str] = {}       # launches key -> entry point, where it is not the spec's
-
-    def kernel_text(r: int | None, config: dict[str, Any], what: str, key: str) -> tuple[str, Any, tuple[str, ...]]:
-        """The kernel, its launch, and the compile options it needs beyond the spec's own."""
-        if r is None:
-            launch = original_launch
-            src = opt.kf.source
-            extra: tuple[str, ...] = tuple(spec.launches[opt.kf.stem].compile_options) \
-                if opt.kf.stem in spec.launches else ()
-            if opt.kf.kernel_name != spec.kernel:
-                kernels[key] = opt.kf.kernel_name
-        else:
-            text, launch, options = instance_file(opt.templates[r], config, spec, what,
-                                                  finish=lambda s: bake(s, lang))
-            extra = options[len(base_options):] if options[:len(base_options)] == base_options else options
-            name = own_kernel(opt.templates[r], config, spec)
-            if name:
-                kernels[key] = name
-            return text, launch, extra
-        return with_header(src, what, launch, base_options + extra), launch, extra
-
     g = report.general if report is not None and report.improved else None
     if g is not None:
-        text, launch, extra = kernel_text(g.round, g.config, f"kerntune: general configuration {g.key} from round "
-                                                             f"{g.round}, {g.geomean_speedup:.3f}x geomean over the "
-                                                             "original", "best")
+        text, launch, extra = w.configured(g.round, g.config, f"kerntune: general configuration {g.key} from round "
+                                                              f"{g.round}, {g.geomean_speedup:.3f}x geomean over the "
+                                                              "original", "best")
     else:
-        text, launch, extra = kernel_text(None, {}, "kerntune: no candidate beat the original; this is the original "
-                                                    "kernel", "best")
+        text, launch, extra = w.original("kerntune: no candidate beat the original; this is the original kernel",
+                                         "best")
     run.write("best" + ext, text)
-    launches["best"] = launch_dict(launch, extra, kernels.get("best"))
-    files["best"] = "best" + ext
+    launches["best"] = launch_dict(launch, extra, w.kernels.get("best"))
     dispatch = []
-    for w in (report.per_shape if report is not None else []):
-        stem = file_stem(w.label)
-        if w.winner == "original":
-            text, launch, extra = kernel_text(None, {}, f"kerntune: shape {w.label}: the original kernel is the "
-                                                        "fastest", stem)
+    for win in (report.per_shape if report is not None else []):
+        stem = file_stem(win.label)
+        cand = report.candidate(win.round, win.winner) if win.winner != "original" else None
+        if cand is None:
+            text, launch, extra = w.original(f"kerntune: shape {win.label}: the original kernel is the fastest", stem)
         else:
-            cand = next(c for c in report.candidates if c.key == w.winner and c.round == w.round)
-            text, launch, extra = kernel_text(cand.round, cand.config, f"kerntune: shape {w.label}: {cand.key} from "
-                                                                       f"round {cand.round}, {w.speedup:.3f}x", stem)
+            text, launch, extra = w.configured(cand.round, cand.config, f"kerntune: shape {win.label}: {cand.key} "
+                                                                        f"from round {cand.round}, {win.speedup:.3f}x",
+                                               stem)
         run.write(f"per_shape/{stem}{ext}", text)
-        launches[stem] = launch_dict(launch, extra, kernels.get(stem))
-        dispatch.append({"label": w.label, "shape": w.shape, "kernel": f"per_shape/{stem}{ext}",
-                         "launch": launches[stem], "speedup": w.speedup, "winner": w.winner})
-    run.write_json("per_shape/dispatch.json", dispatch)
-    files["dispatch"] = "per_shape/dispatch.json"
-    # a spec that launches every written kernel correctly, with its helper files beside it
+        launches[stem] = launch_dict(launch, extra, w.kernels.get(stem))
+        dispatch.append(DispatchEntry(label=win.label, shape=win.shape, kernel=f"per_shape/{stem}{ext}",
+                                      launch=launches[stem], speedup=win.speedup, winner=win.winner,
+                                      round=win.round))
+    run.save_dispatch(dispatch)
+    # a spec that launches every written kernel correctly, its helper files in original/
+    spec = kf.spec
     data = spec.model_dump(mode="json", exclude_defaults=True)
+    data.pop("include_dirs", None)      # the kernels written are self-contained (local headers inlined)
     for key in ("reference", "inputs"):
         ref = getattr(spec, key)
         if ref is not None and ref.file is not None:
-            src = (opt.kf.loaded.base_dir / ref.file).resolve()
-            if src.exists():
-                shutil.copy(src, run.path / "original" / src.name)
-                data[key] = {"file": f"original/{src.name}", "function": ref.function}
+            data[key] = {"file": f"{ORIGINAL}/{helper_path(ref.file)}", "function": ref.function}
     data["launches"] = {**{k: launch_dict(v, tuple(v.compile_options), v.kernel) for k, v in spec.launches.items()},
                         **launches}
     run.write("spec.yaml", "# the original spec, with the launch of every kernel this run wrote\n" +
               yaml.safe_dump(data, sort_keys=False))
-    files["spec"] = "spec.yaml"
-    return files
+    return OutputFiles(best="best" + ext, dispatch=DISPATCH, spec="spec.yaml", report=REPORT)
+
+
+__all__ = ["write_outputs"]

@@ -9,23 +9,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
+from kerntune.record.models import Budget, RoundPlan
 from kerntune.results import EvalResult, Record, ResourceUsage
-
-
-class Budget(Record):
-    evaluations: Optional[int] = 200          # measured evaluations over all rounds
-    time_s: Optional[float] = None            # wall time of the whole run
-    llm_calls: Optional[int] = 20
-    rounds: int = 3
-
-
-class RoundPlan(Record):
-    round: int
-    directions: list[str]
-    strategy: str = "local"
-    evaluations: int = 50
-    time_s: Optional[float] = None
-    why: str = ""
+from kerntune.speedup import THRESHOLD
+from kerntune.tuner.strategies import DEFAULT_STRATEGY
 
 
 class Decision(Record):
@@ -82,9 +69,9 @@ def roofline_timings(last: EvalResult) -> list:
 
 
 class Planner:
-    def __init__(self, budget: Budget, min_gain: float = 0.02, patience: int = 1, roofline: float = 0.9):
+    def __init__(self, budget: Budget, patience: int = 1, roofline: float = 0.9, strategy: str | None = None):
         self.budget = budget
-        self.min_gain = min_gain
+        self.strategy = strategy
         self.patience = patience
         self.roofline = roofline
         self.progress = Progress()
@@ -92,8 +79,7 @@ class Planner:
     def elapsed(self) -> float:
         return time.monotonic() - self.progress.started
 
-    def decide(self, round_no: int, last: EvalResult, resources: ResourceUsage | None, lang: str,
-               space_size_hint: int | None = None) -> Decision:
+    def decide(self, round_no: int, last: EvalResult, resources: ResourceUsage | None, lang: str) -> Decision:
         b, p = self.budget, self.progress
         if p.rounds_done >= b.rounds:
             return Decision(stop=True, reason=f"all {b.rounds} rounds done")
@@ -109,8 +95,8 @@ class Planner:
                                               f"{100 * self.roofline:.0f}% of the measured copy bandwidth")
         if len(p.gains) > self.patience:
             recent = p.gains[-(self.patience + 1):]
-            if recent[-1] < recent[0] * (1 + self.min_gain):
-                return Decision(stop=True, reason=f"no gain of {100 * self.min_gain:.0f}% or more over the last "
+            if recent[-1] < recent[0] * THRESHOLD:
+                return Decision(stop=True, reason=f"no gain of {100 * (THRESHOLD - 1):.0f}% or more over the last "
                                                   f"{self.patience} round(s)")
         rounds_left = b.rounds - p.rounds_done
         evals = None
@@ -125,15 +111,13 @@ class Planner:
                     "round, then not measured again): " + "; ".join(p.set_aside))
         plan = RoundPlan(round=round_no, directions=directions, evaluations=evals or 100, time_s=time_s,
                          why=why + (f"; budget for this round: {evals} evaluations" if evals else ""))
-        if space_size_hint is not None:
-            plan = plan.model_copy(update={"strategy": self.strategy_for(space_size_hint, plan.evaluations)})
         return Decision(stop=False, plan=plan)
 
-    @staticmethod
-    def strategy_for(space_size: int, evaluations: int) -> str:
-        """Exhaustive when the space fits the round's budget, else local search from the baseline
-        (the current best kernel), which spends its budget around what already works."""
-        return "exhaustive" if space_size <= evaluations else "local"
+    def strategy_for(self, space_size: int, evaluations: int) -> str:
+        """The strategy the user chose, else the tuner's default (the one `kerntune tune` uses), whatever
+        the space size: when the space fits the round's budget it measures everything all the same, best
+        candidates first, which matters when the time limit ends the round early."""
+        return self.strategy or DEFAULT_STRATEGY
 
     def record_round(self, evaluations: int, llm_calls: int, best_speedup: float,
                      set_aside: Sequence[str] = ()) -> None:

@@ -25,7 +25,9 @@ from kerntune.engine.checker import MemoryChecker, check_shapes
 from kerntune.engine.evaluate import EvalRequest, KernelInstance, TimingOptions
 from kerntune.engine.supervisor import DeviceWorker
 from kerntune.engine.timed import CompareRequest
-from kerntune.results import CheckReport, EvalResult, Record, ShapeTiming, Status
+from kerntune.errors import ErrorCode, KerntuneError
+from kerntune.record.outcome import CandidateResult, ShapeWinner, TestReport
+from kerntune.results import CheckReport, CheckStatus, EvalResult, ShapeTiming, Status
 from kerntune.source.normalize import same_kernel
 from kerntune.spec.load import LoadedSpec
 from kerntune.spec.model import Shape
@@ -42,52 +44,7 @@ class Candidate:
     key: str
     config: dict[str, Any]
     instance: KernelInstance
-    tuning_score: float
     baked: Optional[KernelInstance] = None     # the instance with its parameters baked in (for the identity check)
-
-
-class CandidateResult(Record):
-    round: int
-    key: str
-    config: dict[str, Any]
-    verified: bool
-    message: str = ""
-    identical: bool = False                  # the original kernel itself (1.0x by definition)
-    check: Optional[CheckReport] = None
-    timings: list[ShapeTiming] = []
-    speedups: dict[str, float] = {}          # shape label -> baseline / candidate (the interval's estimate)
-    intervals: dict[str, sp.Interval] = {}   # shape label -> speedup with its confidence interval
-    geomean: Optional[sp.Interval] = None
-    geomean_speedup: Optional[float] = None
-    confirmed: bool = False                  # timed again in the confirmation session (its numbers are those)
-    verdict: str = ""                        # faster, slower, same, unsure (kerntune.speedup.decide)
-    flags: list[str] = []
-
-
-class ShapeWinner(Record):
-    label: str
-    shape: dict[str, int]
-    baseline_ms: float
-    winner: str                              # candidate key, or "original"
-    round: Optional[int] = None
-    best_ms: float
-    speedup: float
-    interval: Optional[sp.Interval] = None
-    pct_of_copy: Optional[float] = None
-
-
-class TestReport(Record):
-    __test__ = False   # not a pytest test class
-    seed: int
-    baseline: list[ShapeTiming] = []
-    candidates: list[CandidateResult] = []
-    general: Optional[CandidateResult] = None
-    improved: bool = False
-    threshold: float = sp.THRESHOLD
-    per_shape: list[ShapeWinner] = []
-    fresh_shapes: list[dict[str, int]] = []
-    checker: str = ""                        # the memory checker used, or why there was none
-    notes: list[str] = []
 
 
 def _timings_by_shape(sessions: dict[str, Any], j: int) -> Optional[dict[str, ShapeTiming]]:
@@ -169,8 +126,10 @@ class Tester:
             cmp = self.worker.compare(req, self.timeout_s * max(len(kernels), 1))
             base = cmp.kernels[0]
             if base.status is not Status.OK:
-                raise RuntimeError(f"the original kernel failed while being timed at {sh.label}: "
-                                   f"{base.status.value}: {base.message}")
+                raise KerntuneError(ErrorCode.WORKER, f"the original kernel failed while being timed at {sh.label}: "
+                                                      f"{base.status.value}: {base.message}",
+                                    hint="the run keeps what it measured: continue it with --resume once the "
+                                         "device is healthy")
             out[sh.key] = cmp
         return out
 
@@ -185,21 +144,20 @@ class Tester:
             base = cmp.kernels[0].samples_ms
             per[sh.label] = sp.paired(base, k.samples_ms)
             pairs.append((base, k.samples_ms))
-        return per, sp.geomean(pairs)
+        return per, sp.geomean_interval(pairs)
 
     def _measured(self, res: CandidateResult, sessions: dict[str, Any], j: int, confirmed: bool) -> CandidateResult:
         timings = _timings_by_shape(sessions, j)
         iv = self._intervals(sessions, j)
         if timings is None or iv is None:
             bad = next(cmp.kernels[j] for cmp in sessions.values() if cmp.kernels[j].status is not Status.OK)
-            return res.model_copy(update={"verified": False, "message": f"while timed: {bad.status.value}: "
-                                                                        f"{bad.message}"})
+            return res.failed(bad.status, "timing", bad.message)
         per, g = iv
         base = {sh.key: sessions[sh.key].kernels[0].timing for sh in self.shapes}
         return res.model_copy(update={
             "timings": [timings[sh.key] for sh in self.shapes], "intervals": per,
             "speedups": {k: v.ratio for k, v in per.items()}, "geomean": g, "geomean_speedup": g.ratio,
-            "verdict": sp.decide(g).value, "confirmed": confirmed, "flags": self._plausibility(base, timings)})
+            "verdict": sp.decide(g), "confirmed": confirmed, "flags": self._plausibility(base, timings)})
 
     # --- the decision ---------------------------------------------------------------------
     def confirm(self, candidates: list[Candidate], seed: int, final_repeats: int) -> TestReport:
@@ -209,10 +167,10 @@ class Tester:
         results: list[CandidateResult] = []
         live: list[tuple[Candidate, int]] = []
         for i, c in enumerate(candidates):
-            res = CandidateResult(round=c.round, key=c.key, config=c.config, verified=True)
+            res = CandidateResult(round=c.round, key=c.key, config=c.config)
             if c.baked is not None and same_kernel(c.baked, self.original, spec, verify):
                 results.append(res.model_copy(update={
-                    "identical": True, "geomean": sp.identical(), "geomean_speedup": 1.0, "verdict": "same",
+                    "identical": True, "geomean": sp.identical(), "geomean_speedup": 1.0, "verdict": sp.Verdict.SAME,
                     "intervals": {sh.label: sp.identical() for sh in self.shapes},
                     "speedups": {sh.label: 1.0 for sh in self.shapes},
                     "message": "the original kernel itself (same source, options and launch)"}))
@@ -221,13 +179,12 @@ class Tester:
             r = self.worker.evaluate(self._request(c.instance, seed + 7919 * (i + 1), verify, (), self.original),
                                      self.timeout_s)
             if r.status is not Status.OK:
-                results.append(res.model_copy(update={"verified": False, "message": f"{r.status.value}: {r.message}"}))
+                results.append(res.failed(r.status, "verify", r.message))
                 continue
             report = self.check(c.instance, seed)
             if report is not None and report.failed:
-                status = "memory_error" if report.status.value == "memory_error" else "wrong_result"
-                results.append(res.model_copy(update={"verified": False, "check": report,
-                                                      "message": f"{status}: {report.tool}: {report.message}"}))
+                status = Status.MEMORY_ERROR if report.status is CheckStatus.MEMORY_ERROR else Status.WRONG_RESULT
+                results.append(res.failed(status, "memcheck", f"{report.tool}: {report.message}", check=report))
                 continue
             results.append(res.model_copy(update={"check": report}))
             live.append((c, len(results) - 1))
@@ -260,7 +217,7 @@ class Tester:
         winners = [self._winner(sh, base_timings[sh.key], results, shape_best.get(sh.key)) for sh in self.shapes]
         checker = (self.checker.tool or self.checker.why_not) if self.checker is not None else "off"
         return TestReport(seed=seed, baseline=[base_timings[sh.key] for sh in self.shapes], candidates=results,
-                          general=general, improved=bool(general and general.verdict == sp.Verdict.FASTER.value),
+                          general=general, improved=bool(general and general.verdict is sp.Verdict.FASTER),
                           per_shape=winners, fresh_shapes=[s.as_dict() for s in fresh], checker=checker)
 
     def _time_original(self, seed: int, repeats: int) -> dict[str, ShapeTiming]:
@@ -290,8 +247,7 @@ class Tester:
             again = self.worker.evaluate(self._request(c.instance, seed + 104729, self.shapes + more, (), self.original),
                                          self.timeout_s)
             if again.status is not Status.OK:
-                results[at] = r.model_copy(update={"verified": False,
-                                                   "message": f"failed re-verification: {again.message}"})
+                results[at] = r.failed(again.status, "re-verify", again.message)
         return results
 
     @staticmethod
@@ -314,4 +270,4 @@ def _failure_of(check) -> str:
     return f"{check.label}: {bad.name}: {bad.reason}" if bad else check.label
 
 
-__all__ = ["Candidate", "CandidateResult", "ShapeWinner", "TestReport", "Tester", "replace"]
+__all__ = ["Candidate", "CandidateResult", "ShapeWinner", "TestReport", "Tester"]

@@ -114,6 +114,18 @@ def probe(dev: Any) -> str:
     return ""
 
 
+def has_subgroups(dev: Any) -> bool:
+    """Sub-group functions: an extension (OpenCL 2.x) or the OpenCL C 3.0 feature."""
+    exts = set((dev.extensions or "").split())
+    if exts & {"cl_khr_subgroups", "cl_intel_subgroups"}:
+        return True
+    try:
+        features = {f.name for f in dev.opencl_c_features}
+    except Exception:       # OpenCL < 3.0 devices (and ICD loaders) have no feature query
+        features = set()
+    return "__opencl_c_subgroups" in features
+
+
 def describe(p: int, d: int, dev: Any, check: bool = False) -> DeviceInfo:
     kind = _kind(dev)
     vendor = dev.vendor.strip()
@@ -129,6 +141,7 @@ def describe(p: int, d: int, dev: Any, check: bool = False) -> DeviceInfo:
         l2_bytes=cache or None, global_mem_bytes=int(dev.global_mem_size),
         clock_mhz=int(dev.max_clock_frequency or 0) or None,
         driver=f"{dev.platform.name.strip()} {dev.driver_version.strip()}",
+        subgroups=has_subgroups(dev),
         problem=probe(dev) if check else "",
     )
 

@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import os
 import sys
-from typing import Optional
+from typing import NoReturn, Optional
 
 import typer
+import typer.main
 
 from kerntune import __version__
-from kerntune.cli.output import State, fail, internal, err
-from kerntune.errors import KerntuneError
+from kerntune.cli import signals
+from kerntune.cli.output import State, err, fail, internal
+from kerntune.errors import ErrorCode, KerntuneError
+
+# the click that typer runs on (typer vendors it as typer._click in recent versions)
+_click = getattr(typer.main, "_click", None) or getattr(typer.main, "click")
 
 app = typer.Typer(
     name="kerntune",
@@ -33,11 +39,12 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def root(
-    debug: bool = typer.Option(False, "--debug", help="Show tracebacks and full logs on errors."),
+    debug: bool = typer.Option(False, "--debug", help="Show tracebacks and full logs on errors (anywhere on the "
+                                                     "command line)."),
     version: Optional[bool] = typer.Option(None, "--version", callback=_version, is_eager=True,
                                            help="Print the version and exit."),
 ) -> None:
-    State.debug = debug
+    State.debug = State.debug or debug
 
 
 def _register() -> None:
@@ -59,15 +66,73 @@ def _register() -> None:
 _register()
 
 
-def main() -> None:
+def _take(args: list[str], flag: str) -> tuple[list[str], bool]:
+    """``args`` without ``flag`` (before a ``--``), and whether it was there."""
+    end = args.index("--") if "--" in args else len(args)
+    kept = [a for a in args[:end] if a != flag] + args[end:]
+    return kept, len(kept) != len(args)
+
+
+def _usage_error(e) -> KerntuneError:
+    ctx = getattr(e, "ctx", None)
+    path = ctx.command_path if ctx is not None else "kerntune"
+    usage = ctx.get_usage().replace("Usage: ", "usage: ", 1) if ctx is not None else ""
+    return KerntuneError(ErrorCode.USAGE, e.format_message(),
+                         hint=(usage + "\n" if usage else "") + f"`{path} --help` explains every option")
+
+
+def _stopped() -> NoReturn:
+    """After a signal (Ctrl-C included): say so unless the command did, and exit 128 + its number."""
+    from kerntune.engine.supervisor import kill_all
+
+    kill_all()
+    signum = signals.received() or 2
+    if not signals.reported():
+        err.print(f"[yellow]{signals.how(signum)}[/]")
+    sys.exit(128 + signum)
+
+
+def _classes(*found) -> tuple:
+    return tuple(x for x in found if isinstance(x, type))
+
+
+# what the click typer runs on raises (the names differ between versions)
+_ABORT = _classes(getattr(typer, "Abort", None), getattr(_click, "Abort", None),
+                  getattr(_click.exceptions, "Abort", None))
+_NO_ARGS = _classes(getattr(_click.exceptions, "NoArgsIsHelpError", None))
+
+
+def main(argv: Optional[list[str]] = None) -> None:
+    """The `kerntune` executable. ``--debug`` is read anywhere on the command line, and ``--json``
+    applies to every error, usage errors included."""
+    args, State.debug = _take(list(sys.argv[1:] if argv is None else argv), "--debug")
+    State.json = "--json" in (args[:args.index("--")] if "--" in args else args)
+    signals.install()
+    status = 0
     try:
-        app()
+        status = typer.main.get_command(app).main(args=args, prog_name="kerntune", standalone_mode=False) or 0
     except KerntuneError as e:
         fail(e)
-    except KeyboardInterrupt:
-        err.print("[yellow]interrupted[/]")
-        sys.exit(130)
+    except KeyboardInterrupt:          # Ctrl-C, or a termination signal (signals.Terminated)
+        _stopped()
+    except _NO_ARGS:
+        status = 0                     # the help was printed
+    except _click.exceptions.UsageError as e:
+        fail(_usage_error(e))
+    except _ABORT:
+        _stopped()
+    except _click.exceptions.ClickException as e:
+        fail(KerntuneError(ErrorCode.USAGE, e.format_message()))
+    except BrokenPipeError:            # the reader of our output went away (`kerntune ... | head`)
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except OSError:
+            pass
+        sys.exit(141)
     except SystemExit:
         raise
     except Exception as e:  # anything else is a bug: say so, without a traceback unless --debug
         internal(e)
+    if signals.received() is not None:   # a framework turned the interrupt into an exit status: ours wins
+        _stopped()
+    sys.exit(status if isinstance(status, int) else 0)

@@ -6,9 +6,10 @@ from pathlib import Path
 from typing import List, Optional
 
 import typer
-from rich.table import Table
+from rich.markup import escape
 
-from kerntune.cli.output import err, fmt_bytes, fmt_interval, fmt_ms, fmt_pct, out, print_json, set_json
+from kerntune.cli.output import (Progress, finish, fmt_bytes, fmt_interval, fmt_ms, fmt_pct, grid, out, print_table,
+                                 set_json)
 from kerntune.errors import ErrorCode, KerntuneError
 from kerntune.results import EvalResult, Status
 
@@ -78,30 +79,30 @@ def bench(
     from kerntune.spec.signature import require_fits
 
     require_fits(a.spec, info, [shape_set])
-    with DeviceWorker(ref) as worker:
-        if json:
-            report = run_bench(worker, a, b, opts)
-        else:
-            with err.status("starting the worker") as status:
-                report = run_bench(worker, a, b, opts, step=lambda msg: status.update(msg))
-    if json:
-        print_json(report)
-    else:
+    with DeviceWorker(ref) as worker, Progress() as progress:
+        progress.status("starting the worker")
+        report = run_bench(worker, a, b, opts, step=progress.status)
+    if not json:
         _render(report)
+    finish(report, _failure(report))      # under --json: one document, with the failure in it
+
+
+def _failure(report) -> KerntuneError | None:
     failed = [r for r in (report.kernel, report.against) if r is not None and r.status is not Status.OK]
-    if failed:
-        f = failed[0]
-        code = ErrorCode.VERIFY if f.status in (Status.WRONG_RESULT, Status.MEMORY_ERROR) else \
-            ErrorCode.COMPILE if f.status is Status.COMPILE_ERROR else \
-            ErrorCode.RESOURCE if f.status is Status.RESOURCE_LIMIT else ErrorCode.WORKER
-        raise KerntuneError(code, f"{f.kernel}: {f.status.value.replace('_', ' ')}: {f.message}",
-                            detail=f.compile_log if f.status is Status.COMPILE_ERROR else None)
+    if not failed:
+        return None
+    f = failed[0]
+    code = ErrorCode.VERIFY if f.status in (Status.WRONG_RESULT, Status.MEMORY_ERROR) else \
+        ErrorCode.COMPILE if f.status is Status.COMPILE_ERROR else \
+        ErrorCode.RESOURCE if f.status is Status.RESOURCE_LIMIT else ErrorCode.WORKER
+    return KerntuneError(code, f"{f.kernel}: {f.status.value.replace('_', ' ')}: {f.message}",
+                         detail=f.compile_log if f.status is Status.COMPILE_ERROR else None)
 
 
 def _verification_line(r: EvalResult) -> str:
     v = r.verification
     if r.status is not Status.OK and v is None:
-        return f"[red]{r.status.value}[/]: {r.message}"
+        return f"[red]{r.status.value}[/]: {escape(r.message)}"
     if v is None:
         return "not verified"
     ref = {"numpy": "the NumPy reference", "kernel": "the reference kernel's outputs",
@@ -112,20 +113,20 @@ def _verification_line(r: EvalResult) -> str:
     if v.ok:
         worst = max((a.rel_l2_err for s in v.shapes for a in s.args), default=0.0)
         return f"[green]correct[/] on {where} against {ref} (worst relative L2 error {worst:.1e})"
-    return f"[red]WRONG[/] against {ref}: {v.first_failure()}"
+    return f"[red]WRONG[/] against {ref}: {escape(v.first_failure())}"
 
 
 def _check_line(c) -> str:
     if c.status.value == "clean":
-        return f"[green]clean[/] under {c.tool} on {', '.join(c.shapes)} ({c.seconds:.1f} s)"
+        return f"[green]clean[/] under {c.tool} on {escape(', '.join(c.shapes))} ({c.seconds:.1f} s)"
     if c.status.value == "unchecked":
-        return f"[yellow]not checked[/]: {c.message}"
-    return f"[red]{c.status.value.replace('_', ' ')}[/] under {c.tool}: {c.message}"
+        return f"[yellow]not checked[/]: {escape(c.message)}"
+    return f"[red]{c.status.value.replace('_', ' ')}[/] under {c.tool}: {escape(c.message)}"
 
 
 def _render(report) -> None:
     d = report.device
-    out.print(f"device  {d.id}  {d.name}  ({d.driver})")
+    out.print(escape(f"device  {d.id}  {d.name}  ({d.driver})"))
     if report.copy_bandwidth:
         c = report.copy_bandwidth
         out.print(f"copy    {c.gbs:.1f} GB/s device-to-device (read+write, {fmt_bytes(c.bytes_per_copy)}, "
@@ -133,22 +134,19 @@ def _render(report) -> None:
     out.print(f"inputs  seed {report.seed} (rerun with --seed {report.seed} to reproduce)")
     for r in (report.kernel, report.against):
         if r is not None:
-            out.print(f"verify  {r.kernel}: {_verification_line(r)}")
+            out.print(f"verify  {escape(r.kernel)}: {_verification_line(r)}")
             if r.check is not None:
-                out.print(f"check   {r.kernel}: {_check_line(r.check)}")
+                out.print(f"check   {escape(r.kernel)}: {_check_line(r.check)}")
     if not any(row.kernel or row.against for row in report.rows):
         return
     two = report.against is not None
-    t = Table(title_justify="left")
-    t.add_column("shape")
     names = [report.kernel.kernel] + ([report.against.kernel] if two else [])
+    headers = ["shape"]
     for name in names:
-        t.add_column(f"{name}\nmedian", justify="right")
-        t.add_column("IQR", justify="right")
-        t.add_column("GB/s", justify="right")
-        t.add_column("% copy", justify="right")
+        headers += [f"{name}\nmedian", "IQR", "GB/s", "% copy"]
     if two:
-        t.add_column("speedup [95% CI]", justify="right")
+        headers.append("speedup [95% CI]")
+    rows = []
     for row in report.rows:
         cells = [row.label]
         for timing in ([row.kernel, row.against] if two else [row.kernel]):
@@ -159,13 +157,13 @@ def _render(report) -> None:
                 cells += [fmt_ms(s.median_ms), fmt_ms(s.iqr_ms), f"{timing.achieved_gbs:.1f}", fmt_pct(timing.pct_of_copy)]
         if two:
             cells.append(fmt_interval(row.interval))
-        t.add_row(*cells)
-    out.print(t)
+        rows.append(cells)
+    print_table(grid(headers, rows, right=frozenset(range(1, len(headers)))))
     if two and report.geomean is not None:
         words = {"faster": "[green]faster[/]", "slower": "[red]slower[/]", "same": "the same speed",
                  "unsure": "[yellow]not distinguishable from noise[/]"}
-        out.print(f"geometric-mean speedup of {report.against.kernel} over {report.kernel.kernel}: "
-                  f"[bold]{fmt_interval(report.geomean)}[/] (95% confidence interval): "
+        out.print(f"geometric-mean speedup of {escape(report.against.kernel)} over {escape(report.kernel.kernel)}: "
+                  f"[bold]{escape(fmt_interval(report.geomean))}[/] (95% confidence interval): "
                   f"{words.get(report.verdict, report.verdict)}")
 
 

@@ -6,9 +6,9 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from rich.table import Table
+from rich.text import Text
 
-from kerntune.cli.output import err, fmt_bytes, fmt_pct, out, print_json, set_json
+from kerntune.cli.output import err, fmt_bytes, fmt_pct, grid, out, print_json, print_table, set_json
 from kerntune.errors import ErrorCode, KerntuneError
 from kerntune.results import DeviceInfo, Record, ResourceUsage
 
@@ -145,7 +145,6 @@ def _render(r: CheckReport) -> None:
     out.print(f"[bold]{r.kernel}[/]: spec {r.spec} is valid; compiled on {where}")
     if r.extracted:
         out.print(r.extracted, markup=False)
-    t = Table(show_header=False, box=None, padding=(0, 2))
     rows = [
         ("registers / thread", res.registers),
         ("static shared memory", fmt_bytes(res.static_shared_bytes) if res.static_shared_bytes is not None else None),
@@ -158,21 +157,17 @@ def _render(r: CheckReport) -> None:
         ("constant memory", fmt_bytes(res.const_bytes) if res.const_bytes is not None else None),
         ("max threads / block", res.max_threads_per_block),
     ]
-    for name, value in rows:
-        if value is not None:
-            t.add_row(name, str(value))
-    out.print(t)
+    print_table(grid(["", ""], [[name, str(value)] for name, value in rows if value is not None], show_header=False))
     if res.spills:
         out.print("[yellow]warning:[/] the kernel spills registers to local memory")
-    lt = Table(title="Launches per shape", title_justify="left")
-    for col in ("shape", "grid", "block", "dyn. shared", "occupancy", "fits"):
-        lt.add_column(col)
+    rows = []
     for launch in r.launches:
         occ = f"{fmt_pct(launch.occupancy * 100)} ({launch.occupancy_limiter})" if launch.occupancy is not None else "-"
-        fits = "[green]yes[/]" if not launch.problems else f"[red]no[/]: {launch.problems[0]}"
-        lt.add_row(launch.label, "x".join(map(str, launch.grid)), "x".join(map(str, launch.block)),
-                   fmt_bytes(launch.dynamic_shared_bytes), occ, fits)
-    out.print(lt)
+        fits = Text("yes", style="green") if not launch.problems else \
+            Text.assemble(("no", "red"), f": {launch.problems[0]}")
+        rows.append([launch.label, "x".join(map(str, launch.grid)), "x".join(map(str, launch.block)),
+                     fmt_bytes(launch.dynamic_shared_bytes), occ, fits])
+    print_table(grid(["shape", "grid", "block", "dyn. shared", "occupancy", "fits"], rows, title="Launches per shape"))
 
 
 def register(app: typer.Typer) -> None:

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import typer
-from rich.table import Table
+from rich.markup import escape
+from rich.text import Text
 
-from kerntune.cli.output import fmt_bytes, out, print_json, set_json
+from kerntune.cli.output import Grid, fmt_bytes, grid, out, print_json, print_table, set_json
 
 
 def devices(
@@ -30,28 +31,27 @@ def devices(
         out.print("No CUDA or OpenCL devices found. Install PoCL (pip install \"pyopencl[pocl]\") for the CPU, "
                   "or CuPy for NVIDIA GPUs (pip install \"kerntune[cuda13]\").")
     else:
-        out.print(_table("Devices", found, live=True))
+        print_table(_table("Devices", found, live=True))
         for d in found:
             if d.problem:
-                out.print(f"[yellow]{d.id}[/] cannot be used: {d.problem}")
+                out.print(f"[yellow]{escape(d.id)}[/] cannot be used: {escape(d.problem)}")
     if stored:
-        out.print(_table("Stored profiles (kerntune check --target NAME, kerntune tune --target NAME)", stored,
+        print_table(_table("Stored profiles (kerntune check --target NAME, kerntune tune --target NAME)", stored,
                          live=False))
 
 
-def _table(title: str, devs: list, live: bool) -> Table:
-    t = Table(title=title, title_justify="left")
-    for col in ("id", "name", "kind", "SMs/CUs", "threads/block", "shared/block", "regs/SM", "L2", "memory"):
-        t.add_column(col, justify="right" if col not in ("id", "name", "kind") else "left")
+def _table(title: str, devs: list, live: bool) -> Grid:
+    rows = []
     for d in devs:
         ident = d.id if live else d.id.removeprefix("profile:")
         name = d.name + (f" ({d.arch})" if d.arch else "")
         shared = fmt_bytes(d.max_shared_per_block) + (f" ({fmt_bytes(d.max_shared_per_block_optin)} opt-in)"
                                                       if d.max_shared_per_block_optin else "")
-        kind = d.kind + ("" if not d.problem else " [red](unusable)[/]")
-        t.add_row(ident, name, kind, str(d.sm_count), str(d.max_threads_per_block), shared,
-                  str(d.registers_per_sm or "-"), fmt_bytes(d.l2_bytes), fmt_bytes(d.global_mem_bytes))
-    return t
+        kind = Text(d.kind) if not d.problem else Text.assemble(d.kind, " ", ("unusable", "red"))
+        rows.append([ident, name, kind, str(d.sm_count), str(d.max_threads_per_block), shared,
+                     str(d.registers_per_sm or "-"), fmt_bytes(d.l2_bytes), fmt_bytes(d.global_mem_bytes)])
+    return grid(["id", "name", "kind", "SMs/\nCUs", "threads\n/block", "shared\n/block", "regs\n/SM", "L2", "memory"],
+                rows, title=title, right=frozenset(range(3, 9)))
 
 
 def register(app: typer.Typer) -> None:

@@ -8,6 +8,7 @@ from typing import List, Optional
 import typer
 
 from kerntune.cli.output import err, print_json, set_json
+from kerntune.speedup import THRESHOLD
 from kerntune.errors import ErrorCode, KerntuneError
 
 app = typer.Typer(help="Training data from `kerntune optimize` runs: verified slow->fast pairs and rewrite traces "
@@ -44,7 +45,7 @@ def _report(what: str, n: int, output: Optional[Path], skipped, dropped: int, js
 def pairs(
     run_dirs: List[Path] = typer.Argument(..., help=RUNS_HELP),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="The JSONL file to write (default: stdout)."),
-    min_speedup: float = typer.Option(1.02, "--min-speedup", min=1.0,
+    min_speedup: float = typer.Option(THRESHOLD, "--min-speedup", min=1.0,
                                       help="Only pairs at least this much faster (the tester's own threshold by "
                                            "default)."),
     json: bool = typer.Option(False, "--json", help="Print a machine-readable summary (needs -o)."),

@@ -7,38 +7,42 @@ from pathlib import Path
 from typing import Any, Optional
 
 import typer
-from rich.console import Group
-from rich.live import Live
-from rich.table import Table
-from rich.text import Text
+from rich.markup import escape
 
-from kerntune.cli.output import err, fmt_interval, fmt_ms, fmt_pct, out, print_json, set_json
+from kerntune.cli import signals
+from kerntune.cli.output import (Progress, err, fmt_interval, fmt_ms, fmt_pct, grid, out, print_json, print_table,
+                                 set_json)
 from kerntune.errors import ErrorCode, KerntuneError
+
+RESUMABLE = {ErrorCode.LLM, ErrorCode.WORKER, ErrorCode.DEVICE, ErrorCode.BACKEND}
 
 
 class _View:
-    """The live panel: round, phase, the tuner's progress, the best speedup so far."""
+    """Progress of a run: on a terminal a live panel (round, phase, the tuner's progress, the best
+    tuning estimate so far), erased at the end; elsewhere one line per step."""
 
     def __init__(self, title: str, rounds: int):
         self.title, self.rounds = title, rounds
         self.round, self.phase, self.best, self.tuning = 0, "starting", 1.0, ""
-        self.live = Live(console=err, refresh_per_second=4)
+        self.progress = Progress()
 
     def __enter__(self):
-        self.live.__enter__()
+        self.progress.__enter__()
+        self.progress.line(escape(self.title))
         return self
 
     def __exit__(self, *exc):
-        self.live.__exit__(*exc)
+        self.progress.__exit__(*exc)
 
     def __call__(self, kind: str, data: dict[str, Any]) -> None:
+        step = ""
         if kind == "step":
-            self.phase = data["text"]
+            self.phase = step = data["text"]
         elif kind == "baseline":
-            self.phase = "baseline measured"
+            self.phase = step = "the original kernel is measured"
         elif kind == "round":
             self.round = data["round"]
-            self.phase = f"round {self.round}: " + data["plan"].why
+            self.phase = step = f"round {self.round}/{self.rounds}: " + data["plan"].why
             self.tuning = ""
         elif kind == "tuning":
             p = data["progress"]
@@ -50,14 +54,14 @@ class _View:
             s = data["summary"]
             if s.general and s.general.geomean_speedup:
                 self.best = max(self.best, s.general.geomean_speedup)
+            step = (f"round {data['round']}/{self.rounds} done: {s.measured} evaluations, best "
+                    f"{self.best:.3f}x (tuning estimate)")
         elif kind == "testing":
-            self.phase = f"testing {data['count']} candidates"
-        lines = [Text(self.title, style="bold"),
-                 Text(f"round {self.round}/{self.rounds}   best so far {self.best:.3f}x (tuning estimate)"),
-                 Text(self.phase, style="dim")]
-        if self.tuning:
-            lines.append(Text(self.tuning))
-        self.live.update(Group(*lines))
+            self.phase = step = f"final test of {data['count']} candidates"
+        lines = [escape(self.title),
+                 f"round {self.round}/{self.rounds}   best so far {self.best:.3f}x (tuning estimate)",
+                 f"[dim]{escape(self.phase)}[/]"] + ([escape(self.tuning)] if self.tuning else [])
+        self.progress.show(lines, escape(step))
 
 
 def optimize(
@@ -93,6 +97,9 @@ def optimize(
                                        "CUDA) on small shapes."),
     memcheck_all: bool = typer.Option(False, "--memcheck-all",
                                       help="Run every verified candidate under the checker, not only would-be bests."),
+    strategy: Optional[str] = typer.Option(None, "--strategy", help="The tuner's search strategy each round "
+                                                                    "(default: surrogate, as `kerntune tune`; "
+                                                                    "`kerntune strategies` lists them)."),
     json: bool = typer.Option(False, "--json", help="Print machine-readable JSON."),
 ) -> None:
     """Rewrite a kernel into parameterized templates and search them, verified against the original.
@@ -107,23 +114,24 @@ def optimize(
     results.json.
     """
     set_json(json)
-    from kerntune.agents.loop import OptimizeSettings, Optimizer
-    from kerntune.agents.planner import Budget
-    from kerntune.agents.rundir import RunDir
+    from kerntune.agents.loop import Optimizer
+    from kerntune.agents.original import load_original
     from kerntune.cli.cmd_tune import parse_duration
     from kerntune.engine.devices import resolve
     from kerntune.engine.supervisor import DeviceWorker
     from kerntune.kernelfile import load_kernel
+    from kerntune.record.models import Budget, LLMSettings, OptimizeSettings
+    from kerntune.record.store import RunDir
 
     if resume is not None:
+        if kernel_path is not None:
+            raise KerntuneError(ErrorCode.USAGE, "give a KERNEL or --resume RUN_DIR, not both",
+                                hint="a resumed run continues with its own copy of the kernel (RUN_DIR/original/)")
         run = RunDir.open(resume)
-        m = run.load_manifest()
-        kf = load_kernel(Path(m.kernel_path), Path(m.spec_path))
-        settings = OptimizeSettings.model_validate(m.settings)
-        if kf.source != (run.path / "original" / Path(m.kernel_path).name).read_text():
-            raise KerntuneError(ErrorCode.RUN, f"{m.kernel_path} changed since the run started",
-                                hint="start a new run for the changed kernel")
-        device = device or m.device.get("id")
+        m = run.manifest()
+        kf = load_original(run, m)
+        settings = m.settings
+        device = device or m.device.id
     else:
         if kernel_path is None:
             raise KerntuneError(ErrorCode.USAGE, "optimize needs a KERNEL (or --resume RUN_DIR)")
@@ -132,13 +140,17 @@ def optimize(
 
         spec_shapes(kf.spec, shape_set)
         budget = Budget(evaluations=evaluations, time_s=parse_duration(time_limit), llm_calls=llm_calls, rounds=rounds)
-        llm_settings = {"provider": llm, "model": model, "base_url": llm_base_url, "api_key_env": llm_api_key_env,
-                        "timeout_s": llm_timeout}
+        llm_settings = None
         if llm != "rules":   # every LLM setting is checked before the run directory exists
             from kerntune.agents.llm.generator import LLMGenerator
 
-            llm_settings = LLMGenerator.check_settings(llm_settings)
-        settings = OptimizeSettings(budget=budget, shape_set=shape_set, seed=seed, warmup=warmup, repeats=repeats,
+            llm_settings = LLMGenerator.check_settings(LLMSettings(
+                provider=llm, model=model, base_url=llm_base_url, api_key_env=llm_api_key_env, timeout_s=llm_timeout))
+        if strategy is not None:
+            from kerntune.tuner.strategies import strategy_class
+
+            strategy_class(strategy)     # an unknown name is refused before the run directory exists
+        settings = OptimizeSettings(budget=budget, shape_set=shape_set, seed=seed, strategy=strategy, warmup=warmup, repeats=repeats,
                                     final_repeats=final_repeats, timeout_s=timeout,
                                     memcheck=("all" if memcheck_all else "best") if memcheck else "off",
                                     generator="rules" if llm == "rules" else "llm", llm=llm_settings)
@@ -156,7 +168,8 @@ def optimize(
             opt = Optimizer(kf, settings, run, worker, generator)
             result = _run(opt, run)
         else:
-            err.print(f"run directory: {run.path}  (interrupt with Ctrl-C; continue with --resume {run.path})")
+            err.print(f"run directory: {escape(str(run.path))}  (interrupt with Ctrl-C; continue with --resume "
+                      f"{escape(str(run.path))})")
             with _View(f"optimizing {kf.path.name} on {info.name} with the {generator.name} generator",
                        settings.budget.rounds) as view:
                 opt = Optimizer(kf, settings, run, worker, generator, on_event=view)
@@ -174,52 +187,51 @@ def make_generator(settings, run):
         return RuleGenerator()
     from kerntune.agents.llm.generator import LLMGenerator
 
+    if settings.llm is None:
+        raise KerntuneError(ErrorCode.RUN, f"{run.path}: the run uses an LLM but records no LLM settings")
     return LLMGenerator.from_settings(settings.llm, run)
 
 
 def _run(opt, run):
     try:
-        return opt.run()
+        return opt.run()      # run.json says how it ended, whatever happens
     except KeyboardInterrupt:
-        if opt.manifest is not None:
-            opt.manifest = opt.manifest.model_copy(update={"status": "interrupted"})
-            run.save_manifest(opt.manifest)
-        err.print(f"[yellow]interrupted[/]: continue with `kerntune optimize --resume {run.path}`")
-        raise SystemExit(130)
+        signals.report(f"the run is kept in {run.path}; continue it with `kerntune optimize --resume {run.path}`")
+        raise
+    except KerntuneError as e:         # an endpoint or a device failed: the run is kept, say how to continue it
+        if e.code in RESUMABLE and "--resume" not in (e.hint or ""):
+            e.hint = ((e.hint + "; ") if e.hint else "") + f"the run is kept: continue it with " \
+                                                            f"`kerntune optimize --resume {run.path}`"
+        raise
 
 
 def _render(r) -> None:
+    """The result first (the sentence of report.md), then the numbers behind it."""
+    out.print(f"[bold]{escape(r.headline)}[/]" if r.headline else f"[bold]{escape(r.kernel)}[/]")
+    rows = [[w.label, fmt_ms(w.baseline_ms), fmt_ms(w.best_ms), fmt_interval(w.interval), fmt_pct(w.pct_of_copy),
+             w.winner if w.winner == "original" else f"round {w.round}: {w.winner}"] for w in r.per_shape]
+    if rows:
+        print_table(grid(["shape", "original", "best", "speedup [95% CI]", "% of\ncopy", "winner"], rows,
+                         title="Per shape (final test: re-verified, re-timed interleaved with the original)",
+                         right=frozenset({1, 2, 3, 4})))
     g = r.test.general if r.test is not None else None
     if r.improved:
-        out.print(f"[bold]{r.kernel}[/] on {r.device}: [bold green]{fmt_interval(r.general_interval)}[/] faster "
-                  f"(geomean over {len(r.per_shape)} shapes, 95% confidence interval)")
+        out.print(f"general configuration (round {r.general_round}): {escape(r.general_key)}  "
+                  f"{fmt_interval(r.general_interval)} geomean")
     elif g is not None and g.geomean is not None:
-        out.print(f"[bold]{r.kernel}[/] on {r.device}: [yellow]no verified speedup[/]: the best candidate measured "
-                  f"{fmt_interval(g.geomean)}, which does not clear {r.test.threshold:.2f}x; best.* is the original")
-    else:
-        out.print(f"[bold]{r.kernel}[/] on {r.device}: [yellow]no candidate beat the original[/]; best.* is the "
-                  "original kernel")
-    t = Table(title="Per shape (final test: re-verified, re-timed interleaved with the original)",
-              title_justify="left")
-    for col in ("shape", "original", "best", "speedup [95% CI]", "% of copy", "winner"):
-        t.add_column(col, justify="left" if col in ("shape", "winner") else "right", overflow="fold")
-    for w in r.per_shape:
-        t.add_row(w.label, fmt_ms(w.baseline_ms), fmt_ms(w.best_ms), fmt_interval(w.interval), fmt_pct(w.pct_of_copy),
-                  w.winner if w.winner == "original" else f"round {w.round}: {w.winner}")
-    out.print(t)
-    if r.improved:
-        out.print(f"general configuration (round {r.general_round}): {r.general_key}")
-    out.print(f"stopped: {r.stop_reason}")
-    out.print(f"memory checker: {r.checker}")
+        out.print(f"best candidate: round {g.round}: {escape(g.key)}  {fmt_interval(g.geomean)} geomean, which does "
+                  f"not clear {r.test.threshold:.2f}x: {r.files.best} is the original kernel")
     for note in r.notes:
-        out.print(f"[yellow]note[/]: {note}")
+        out.print(f"[yellow]note[/]: {escape(note)}")
+    if r.llm.calls or r.llm.failed_attempts:
+        out.print(f"LLM: {r.llm.calls} calls, {r.llm.prompt_tokens} prompt + {r.llm.completion_tokens} completion "
+                  "tokens")
     for rd in r.rounds:
         for v in rd.set_aside:
-            out.print(f"[yellow]round {rd.round} set aside[/] {v}")
-    if r.llm:
-        out.print(f"LLM: {r.llm.get('calls', 0)} calls, {r.llm.get('prompt_tokens', 0)} prompt + "
-                  f"{r.llm.get('completion_tokens', 0)} completion tokens")
-    out.print(f"wrote {r.run_dir}/{r.files.get('best')}, per_shape/, report.md, results.json")
+            out.print(f"[yellow]round {rd.round} set aside[/] {escape(v)}")
+    out.print(f"memory checker: {escape(r.checker)}")
+    out.print(f"stopped: {escape(r.stop_reason)}")
+    out.print(f"wrote {escape(r.run_dir)}/{r.files.best}, per_shape/, report.md, results.json")
 
 
 def register(app: typer.Typer) -> None:

@@ -8,9 +8,10 @@ from pathlib import Path
 from typing import List, Optional
 
 import typer
-from rich.table import Table
+from rich.markup import escape
+from rich.text import Text
 
-from kerntune.cli.output import err, fmt_ms, out, print_json, set_json
+from kerntune.cli.output import Progress, fmt_ms, grid, out, print_json, print_table, set_json
 from kerntune.errors import ErrorCode, KerntuneError
 
 
@@ -98,8 +99,9 @@ def regress(
         if json:
             report, new = run_gate(pairs, baseline, stored, opts)
         else:
-            with err.status("starting the worker") as status:
-                report, new = run_gate(pairs, baseline, stored, opts, step=lambda s: status.update(s))
+            with Progress() as progress:
+                progress.status("starting the worker")
+                report, new = run_gate(pairs, baseline, stored, opts, step=progress.status)
     report = report.model_copy(update={"kernels": report.kernels + skipped})
     if report.updated:
         bl.save(baseline, new)
@@ -182,15 +184,12 @@ def _render(report, opts) -> None:
         s = first.settings
         head += (f"\ndevice {first.device}   {s.batches} batches x {s.repeats} runs (warm-up {s.warmup}) per shape"
                  f"   inputs seed {first.seed} (--seed {first.seed} reproduces them)")
-    out.print(head)
-    t = Table(title_justify="left")
-    for col, just in (("kernel", "left"), ("shape", "left"), ("baseline", "right"), ("now", "right"),
-                      ("change [CI]", "right"), ("p", "right"), ("verdict", "left")):
-        t.add_column(col, justify=just, overflow="fold")
+    out.print(escape(head))
+    rows: list[list] = []
     for k in ks:
         style = _STYLE.get(k.status, "")
         if not k.shapes:
-            t.add_row(k.path, "-", "-", "-", "-", "-", f"[{style}]{k.status.upper()}[/]")
+            rows.append([k.path, "-", "-", "-", "-", "-", Text(k.status.upper(), style=style)])
             continue
         for i, row in enumerate(k.shapes):
             moved = "-" if row.ratio is None else change(row.ratio)
@@ -200,25 +199,27 @@ def _render(report, opts) -> None:
                 moved += f" [{change(t_iv.lo)}, {hi}]"
             p = "-" if row.p_value is None or row.verdict == "same" else f"{row.p_value:.3f}"
             verdict = "SLOWER" if row.verdict == "slower" else row.verdict
-            t.add_row(k.path if i == 0 else "", row.label, _timing(row.baseline), _timing(row.current), moved, p,
-                      f"[{_STYLE.get(row.verdict, '')}]{verdict}[/]")
-    out.print(t)
+            rows.append([k.path if i == 0 else "", row.label, _timing(row.baseline), _timing(row.current), moved, p,
+                         Text(verdict, style=_STYLE.get(row.verdict, ""))])
+    print_table(grid(["kernel", "shape", "baseline", "now", "change [CI]", "p", "verdict"], rows,
+                     right=frozenset({2, 3, 4, 5})))
     for k in ks:
         style = _STYLE.get(k.status, "")
-        line = f"[{style}]{k.status.upper():8}[/] {k.path}"
+        line = f"[{style}]{k.status.upper():8}[/] {escape(k.path)}"
         if k.reference:
             line += f"  verified against {dict(numpy='the NumPy reference', kernel='the baseline source', self='itself').get(k.reference, k.reference)}"
         if k.message:
-            line += f": {k.message}"
+            line += f": {escape(k.message)}"
         out.print(line)
         for n in k.notes:
-            out.print(f"         note: {n}", style="dim")
+            out.print(f"         note: {escape(n)}", style="dim")
     reasons: dict[str, int] = {}
     for k in report.kernels:
         if k.status == "skipped":
             reasons[k.message] = reasons.get(k.message, 0) + 1
     for why, n in reasons.items():
-        out.print(f"[yellow]SKIPPED[/]  {n} kernel{'s' if n > 1 else ''} found in folders: {why} (--json lists them)")
+        out.print(f"[yellow]SKIPPED[/]  {n} kernel{'s' if n > 1 else ''} found in folders: {escape(why)} (--json lists "
+                  "them)")
     if report.updated:
         out.print(f"recorded the new baseline in {report.baseline}")
     elif report.passed:

@@ -6,9 +6,10 @@ from pathlib import Path
 from typing import List, Optional
 
 import typer
-from rich.table import Table
+from rich.text import Text
 
-from kerntune.cli.output import err, fmt_interval, fmt_x, out, print_json, set_json
+from kerntune.cli.output import Progress, err, fmt_interval, fmt_x, grid, out, print_json, print_table, set_json
+from kerntune.speedup import THRESHOLD
 from kerntune.errors import ErrorCode, KerntuneError
 
 app = typer.Typer(help="Scores: KernelBench's fast_p over a set of kernels, and KernelCompare's reward "
@@ -45,13 +46,9 @@ def fast_p_cmd(
     if json:
         print_json(rep)
         return
-    t = Table(title_justify="left")
-    for col, just in (("kernel", "left"), ("from", "left"), ("correct", "left"), ("speedup", "right"),
-                      ("note", "left")):
-        t.add_column(col, justify=just)
-    for k in rep.kernels:
-        t.add_row(k.name, Path(k.source).name, "[green]yes[/]" if k.correct else "[red]no[/]", fmt_x(k.speedup), k.note)
-    out.print(t)
+    rows = [[k.name, Path(k.source).name, Text("yes", style="green") if k.correct else Text("no", style="red"),
+             fmt_x(k.speedup), k.note] for k in rep.kernels]
+    print_table(grid(["kernel", "from", "correct", "speedup", "note"], rows, right=frozenset({3})))
     for row in rep.fast_p:
         out.print(f"fast_{row.p:g} = {row.fraction:.3f}  ({row.count} of {rep.total} kernels correct and faster "
                   f"than {row.p:g}x)")
@@ -71,7 +68,7 @@ def reward_cmd(
     seed: Optional[int] = typer.Option(None, "--seed", help="Seed for inputs and fresh shapes (default: fresh)."),
     warmup: int = typer.Option(10, "--warmup", min=0, help="Untimed runs per shape."),
     repeats: int = typer.Option(50, "--repeats", "-r", min=1, help="Timed runs per shape and kernel."),
-    min_speedup: float = typer.Option(1.02, "--min-speedup", min=1.0,
+    min_speedup: float = typer.Option(THRESHOLD, "--min-speedup", min=1.0,
                                       help="What the lower bound of the geomean speedup's 95% confidence interval "
                                            "must reach for the 0.2 'faster' points."),
     timeout: float = typer.Option(60, "--timeout", help="Seconds per stage before a hung candidate is killed."),
@@ -109,7 +106,8 @@ def reward_cmd(
             r = score_instances(worker, base.loaded, cand.instance(label=candidate.name),
                                 base.instance(label=baseline.name), settings)
         else:
-            with err.status("scoring"):
+            with Progress() as progress:
+                progress.status("scoring")
                 r = score_instances(worker, base.loaded, cand.instance(label=candidate.name),
                                     base.instance(label=baseline.name), settings)
     if json:

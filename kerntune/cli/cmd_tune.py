@@ -9,9 +9,10 @@ from pathlib import Path
 from typing import List, Optional
 
 import typer
-from rich.table import Table
+from rich.markup import escape
 
-from kerntune.cli.output import err, fmt_bytes, out, print_json, set_json
+from kerntune.cli import signals
+from kerntune.cli.output import Progress, err, fmt_bytes, grid, out, print_json, print_table, set_json
 from kerntune.errors import ErrorCode, KerntuneError
 
 
@@ -45,8 +46,9 @@ def tune(
     device: Optional[str] = typer.Option(None, "--device", "-d",
                                          help="CUDA ordinal, 'cpu', opencl:P:D, or replay:RUN_DIR (serve timings "
                                               "from a finished run, no GPU)."),
-    strategy: str = typer.Option("exhaustive", "--strategy", help="exhaustive, random, local, tpe or nsga2 "
-                                                                   "(`kerntune strategies` lists their options)."),
+    strategy: Optional[str] = typer.Option(None, "--strategy", help="surrogate (the default: model-based), "
+                                                                     "exhaustive, random, local, tpe or nsga2 "
+                                                                     "(`kerntune strategies` lists them)."),
     option: Optional[List[str]] = typer.Option(None, "--option", "-o", help="Strategy option KEY=VALUE; repeatable."),
     budget: Optional[int] = typer.Option(None, "--budget", min=1, help="Measured evaluations allowed (pruned and "
                                                                        "duplicate configurations do not count)."),
@@ -128,7 +130,9 @@ def tune(
                 raise KerntuneError(ErrorCode.USAGE, f"the baseline {baseline} is {kf.lang}, the template is "
                                                      f"{template.lang}")
             original = kf.instance(label=baseline.name)
-        settings = TuneSettings(strategy=strategy, options=parse_options(option), budget=budget, time_limit_s=limit_s,
+        from kerntune.tuner.strategies import DEFAULT_STRATEGY
+
+        settings = TuneSettings(strategy=strategy or DEFAULT_STRATEGY, options=parse_options(option), budget=budget, time_limit_s=limit_s,
                                 seed=seed, warmup=warmup, repeats=repeats, timeout_s=timeout,
                                 reject_spills=reject_spills, shape_set=shape_set)
         from kerntune.tuner.strategies import make_strategy
@@ -188,28 +192,31 @@ def _run(template, loaded, store, settings, original, device, compile_workers, r
         if json:
             reason = tuner.run()
         else:
-            err.print(f"run directory: {run_path}  (interrupt with Ctrl-C; continue with --resume {run_path})")
+            err.print(escape(f"run directory: {run_path}  (interrupt with Ctrl-C; continue with --resume {run_path})"))
             with LiveProgress(f"tuning {Path(template.origin).name} on {evaluator.device.name}") as live:
                 tuner.on_progress = live.update
                 reason = tuner.run()
     except KeyboardInterrupt:
         store.set("stop_reason", "interrupted")
-        err.print(f"[yellow]interrupted[/]: everything measured so far is in {run_path}; "
-                  f"continue with `kerntune tune --resume {run_path}`")
-        raise SystemExit(130)
+        signals.report(f"everything measured so far is in {run_path}; continue with "
+                       f"`kerntune tune --resume {run_path}`")
+        raise
     finally:
         evaluator.close()
+    store.set("stop_reason", reason)
+    summary = summarize(store, str(run_path), reason)      # the one summary of this run
     try:
         if worker is not None:
-            _confirm(worker, template, loaded, store, settings, original, checker, final_repeats, json)
+            test = _confirm(worker, template, loaded, store, summary, settings, original, checker, final_repeats,
+                            json)
+            summary = summary.model_copy(update={"test": test})
     except KeyboardInterrupt:
-        err.print(f"[yellow]interrupted[/] while confirming; continue with `kerntune tune --resume {run_path}`")
-        raise SystemExit(130)
+        store.set("stop_reason", "interrupted")
+        signals.report(f"while confirming the winners; continue with `kerntune tune --resume {run_path}`")
+        raise
     finally:
         if worker is not None:
             worker.close()
-    store.set("stop_reason", reason)
-    summary = summarize(store, str(run_path), reason)
     written = write_tuned_kernels(Path(run_path), template, loaded.spec, summary)
     summary = summary.model_copy(update={"kernels": written})
     if not json:
@@ -222,15 +229,15 @@ def _run(template, loaded, store, settings, original, device, compile_workers, r
     return summary
 
 
-def _confirm(worker, template, loaded, store, settings, original, checker, final_repeats, json) -> None:
+def _confirm(worker, template, loaded, store, summary, settings, original, checker, final_repeats, json):
     from kerntune.tuner.confirm import confirm
 
     if json:
-        confirm(worker, template, loaded, store, settings, original, checker, final_repeats)
-        return
-    with err.status("confirming the winners") as status:
-        confirm(worker, template, loaded, store, settings, original, checker, final_repeats,
-                on_step=lambda text: status.update(text))
+        return confirm(worker, template, loaded, store, summary, settings, original, checker, final_repeats)
+    with Progress() as progress:
+        progress.status("confirming the winners")
+        return confirm(worker, template, loaded, store, summary, settings, original, checker, final_repeats,
+                       on_step=progress.status)
 
 
 def _dry_run(template_path, spec, target, arch, shape_set, reject_spills, json):
@@ -255,16 +262,16 @@ def _dry_run(template_path, spec, target, arch, shape_set, reject_spills, json):
                          reject_spills=reject_spills)
         print_json(report)
         return
-    with err.status("compiling") as status:
+    with Progress() as progress:
+        progress.status("compiling")
         report = dry_run(template, loaded.spec, profile, arch or profile.arch or "sm_90", shapes,
                          reject_spills=reject_spills,
-                         progress=lambda d, t: status.update(f"compiling with nvcc: {d}/{t}"))
+                         progress=lambda d, t: progress.count("compiling with nvcc", d, t))
     counts = report.counts()
     out.print(f"[bold]{template_path}[/] for {profile.name} ({report.arch}): {report.space_size} configurations")
-    t = Table(show_header=False, box=None)
-    for k in ("compiled", "pruned", "duplicate", "compile_error", "render_error"):
-        t.add_row(k.replace("_", " "), str(counts.get(k, 0)))
-    out.print(t)
+    print_table(grid(["", ""], [[k.replace("_", " "), str(counts.get(k, 0))]
+                                 for k in ("compiled", "pruned", "duplicate", "compile_error", "render_error")],
+                     right=frozenset({1}), show_header=False))
     if report.pruned_by_reason():
         out.print("pruned by reason: " + ", ".join(f"{k} {v}" for k, v in report.pruned_by_reason().items()))
     compiled = [e for e in report.entries if e.status == "compiled" and e.resources]
@@ -302,18 +309,18 @@ def show(
 def strategies(json: bool = typer.Option(False, "--json", help="Print machine-readable JSON.")) -> None:
     """List the search strategies and their options (set with --option KEY=VALUE)."""
     set_json(json)
-    from kerntune.tuner.strategies import REGISTRY, strategy_class
+    from kerntune.tuner.strategies import DEFAULT_STRATEGY, REGISTRY, strategy_class
 
     rows = []
     for name in REGISTRY:
         cls = strategy_class(name)
-        rows.append({"name": name, "summary": cls.summary,
+        rows.append({"name": name, "default": name == DEFAULT_STRATEGY, "summary": cls.summary,
                      "options": {k: {"default": o.default, "help": o.help} for k, o in cls.options.items()}})
     if json:
         print_json(rows)
         return
     for r in rows:
-        out.print(f"[bold]{r['name']}[/]: {r['summary']}")
+        out.print(f"[bold]{r['name']}[/]{' (the default)' if r['default'] else ''}: {r['summary']}")
         for k, o in r["options"].items():
             out.print(f"    {k} (default {o['default']!r}): {o['help']}")
 

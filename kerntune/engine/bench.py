@@ -142,7 +142,7 @@ def bench(worker: DeviceWorker, a: KernelFile, b: KernelFile | None, opts: Bench
         ra = ra.model_copy(update={"timings": [r.kernel for r in rows], "copy_bandwidth": copy})
     if rb.status is Status.OK:
         rb = rb.model_copy(update={"timings": [r.against for r in rows], "copy_bandwidth": copy})
-    geo = sp.geomean(pairs) if pairs and len(pairs) == len(shapes) else None
+    geo = sp.geomean_interval(pairs) if pairs and len(pairs) == len(shapes) else None
     return BenchReport(device=worker.info, seed=seed, kernel=ra, against=rb, copy_bandwidth=copy, rows=rows,
                        geomean_speedup=geo.ratio if geo else None, geomean=geo,
                        verdict=sp.decide(geo).value if geo else "")

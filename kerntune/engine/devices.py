@@ -3,6 +3,7 @@ CLI never initializes a GPU driver itself) and resolution of ``--device``."""
 
 from __future__ import annotations
 
+import os
 from functools import lru_cache
 
 from kerntune.backends import DEVICE_HELP, DeviceRef, enumerate_devices, parse_device
@@ -48,7 +49,7 @@ def resolve(text: str | None, lang: str) -> tuple[DeviceRef, DeviceInfo]:
         found = _usable(devices, backend="opencl", kind="cpu")
         if not found:
             raise _no_opencl(devices, cpu=True)
-        ref = _ref(found[0])
+        ref = _ref(_preferred_cpu(found))
     if ref.lang != lang:
         if lang == "opencl":
             raise KerntuneError(ErrorCode.DEVICE, f"an OpenCL kernel cannot run on CUDA device {ref.id}",
@@ -62,6 +63,23 @@ def resolve(text: str | None, lang: str) -> tuple[DeviceRef, DeviceInfo]:
             return ref, d
     have = ", ".join(d.id for d in devices) or "none"
     raise KerntuneError(ErrorCode.DEVICE, f"no device {ref.id}", hint=f"devices here: {have}. {DEVICE_HELP}")
+
+
+CPU_PLATFORM_ENV = "KERNTUNE_CPU_PLATFORM"
+
+
+def _preferred_cpu(found: list[DeviceInfo]) -> DeviceInfo:
+    """The first usable CPU device, or the one whose platform names ``$KERNTUNE_CPU_PLATFORM``
+    (e.g. ``Portable`` for PoCL, ``Intel`` for Intel's runtime): how a test run picks its runtime."""
+    want = os.environ.get(CPU_PLATFORM_ENV, "").strip().lower()
+    if not want:
+        return found[0]
+    for d in found:
+        if want in d.driver.lower() or want in d.name.lower():
+            return d
+    raise KerntuneError(ErrorCode.DEVICE, f"no usable OpenCL CPU device on a platform matching {want!r} "
+                                          f"(${CPU_PLATFORM_ENV})",
+                        hint="usable CPU devices: " + ", ".join(f"{d.id} ({d.driver})" for d in found))
 
 
 def _no_opencl(devices: tuple[DeviceInfo, ...], cpu: bool = False) -> KerntuneError:

@@ -8,6 +8,11 @@ a checkout, never shadows the installed package) and connected over a socket
 pair. A worker that crashes (illegal access, segfault, abort) or exceeds its
 time limit (hung kernel) is killed; the evaluation is recorded as CRASH or
 TIMEOUT with the reason, and the next request starts a fresh worker.
+
+A worker never outlives kerntune: :func:`kill_all` ends every worker process
+(and whatever it started: each worker leads its own process group), at exit
+and on every signal the CLI catches; and a worker whose parent is gone (even
+killed with SIGKILL) notices and exits (see ``kerntune.engine.worker``).
 """
 
 from __future__ import annotations
@@ -33,7 +38,7 @@ from kerntune.errors import ErrorCode, KerntuneError
 from kerntune.engine.timed import CompareRequest
 from kerntune.results import Comparison, DeviceInfo, EvalResult, Status, TimedKernel
 
-_LIVE: "weakref.WeakSet[DeviceWorker]" = weakref.WeakSet()
+_LIVE: "weakref.WeakSet[_Process]" = weakref.WeakSet()     # every worker process not yet killed
 # the folder that holds this kerntune package (site-packages when installed, the checkout otherwise)
 _PKG_ROOT = str(Path(__file__).resolve().parents[2])
 # ``python -m`` and ``-c`` put the working directory first on sys.path; the worker replaces it with
@@ -81,6 +86,7 @@ class _Process:
         )
         theirs.close()
         self.conn = Connection(ours.detach())
+        _LIVE.add(self)
 
     def alive(self) -> bool:
         return self.proc.poll() is None
@@ -124,6 +130,13 @@ class _Process:
             raise WorkerCrashed(self.reason()) from None
 
     def kill(self) -> None:
+        """Kill the worker and its process group (a wrapper such as compute-sanitizer, compilers)."""
+        _LIVE.discard(self)
+        if self.proc.returncode is None:     # not reaped yet: its pid is still its group's id, never another's
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)     # its own session: the group is the worker's
+            except OSError:
+                pass
         if self.alive():
             self.proc.kill()
         try:
@@ -153,7 +166,6 @@ class DeviceWorker:
         self._p: _Process | None = None
         self._info: DeviceInfo | None = None
         self.restarts = 0
-        _LIVE.add(self)
 
     # --- lifecycle ------------------------------------------------------------
     def start(self) -> None:
@@ -200,8 +212,11 @@ class DeviceWorker:
     def __enter__(self) -> "DeviceWorker":
         return self
 
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
+    def __exit__(self, kind: Any, *exc: Any) -> None:
+        if kind is not None and issubclass(kind, KeyboardInterrupt):
+            self.kill()          # interrupted: no time to wait for a worker that may be stuck in a kernel
+        else:
+            self.close()
 
     # --- requests -------------------------------------------------------------
     def call(self, kind: str, payload: Any, timeout_s: float) -> Any:
@@ -282,9 +297,10 @@ def run_isolated(fn: Callable[..., Any], *args: Any, timeout_s: float = 60.0, wh
 
 
 @atexit.register
-def _kill_all() -> None:
-    for w in list(_LIVE):
+def kill_all() -> None:
+    """Kill every worker process this process started (at exit, and from the CLI's signal handlers)."""
+    for p in list(_LIVE):
         try:
-            w.kill()
+            p.kill()
         except Exception:
             pass

@@ -4,11 +4,21 @@ Messages are ``(kind, payload)`` tuples over a multiprocessing pipe. Replies
 are ``("ok", value, poisoned)`` or ``("error", KerntuneError)``. When a
 kernel poisons the device context the worker replies, then exits, and the
 supervisor starts a fresh one.
+
+A worker runs in its own session (Ctrl-C in the terminal is for kerntune),
+so it must not outlive its parent: a watchdog thread looks every half second
+whether the parent closed its end of the connection (it does when it exits,
+however it exits) or the worker was re-parented, and then ends the process at
+once, even while the main thread is stuck in a hung kernel.
 """
 
 from __future__ import annotations
 
+import os
 import signal
+import socket
+import threading
+import time
 import traceback
 from dataclasses import dataclass
 from typing import Any
@@ -39,6 +49,38 @@ def _handle(evaluator: Any, kind: str, payload: Any) -> Any:
     if kind == "info":
         return evaluator.backend.info()
     raise KerntuneError(ErrorCode.INTERNAL, f"unknown worker request {kind!r}")
+
+
+WATCH_SECONDS = 0.5
+ORPHANED = 75        # the exit status of a worker whose parent is gone
+
+
+def parent_gone(sock: socket.socket, parent: int) -> bool:
+    """Whether the process at the other end of ``sock`` is gone: the connection reads as closed
+    (peeked, so nothing is consumed), or this process was re-parented."""
+    if os.getppid() != parent:
+        return True
+    try:
+        return sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b""
+    except (BlockingIOError, InterruptedError):
+        return False                 # open, nothing to read: the parent is there
+    except OSError:
+        return True
+
+
+def watch_parent(fd: int, parent: int) -> threading.Thread:
+    """Exit this process when the parent is gone (see the module doc)."""
+    sock = socket.socket(fileno=os.dup(fd))
+
+    def watch() -> None:
+        while True:
+            time.sleep(WATCH_SECONDS)
+            if parent_gone(sock, parent):
+                os._exit(ORPHANED)
+
+    t = threading.Thread(target=watch, name="kerntune-parent-watch", daemon=True)
+    t.start()
+    return t
 
 
 def worker_main(conn: Any, device: Any, exact_alloc: bool = False) -> None:
@@ -101,7 +143,9 @@ def main(argv: list[str]) -> None:
     """``python -m kerntune.engine.worker FD device ID`` or ``FD call module:function``."""
     from multiprocessing.connection import Connection
 
-    conn = Connection(int(argv[0]))
+    fd = int(argv[0])
+    watch_parent(fd, os.getppid())
+    conn = Connection(fd)
     mode, target = argv[1], argv[2]
     if mode == "device":
         from kerntune.backends import parse_device

@@ -13,7 +13,8 @@ import json
 from typing import Any, Optional
 
 from kerntune import __version__
-from kerntune.agents.tester import CandidateResult
+from kerntune.record.models import RoundStatus
+from kerntune.record.outcome import CandidateResult
 from kerntune.speedup import THRESHOLD, Interval
 from kerntune.export.runs import Run, Skip
 from kerntune.source.normalize import source_hash, strip_header
@@ -95,7 +96,7 @@ def _describe(run: Run, r: int, key: str, transformations: list[dict[str, Any]],
 def run_pairs(run: Run, min_speedup: float = THRESHOLD) -> tuple[list[Pair], Optional[str]]:
     """The pairs of one run, or why it has none."""
     if not run.finished:
-        return [], f"not finished (status {run.manifest.status}); finish it with kerntune optimize --resume"
+        return [], run.unfinished_reason
     test = run.test
     if test is None:
         return [], "the tester confirmed no candidate (no test.json)"
@@ -104,13 +105,11 @@ def run_pairs(run: Run, min_speedup: float = THRESHOLD) -> tuple[list[Pair], Opt
     if test.general is not None and test.improved:
         wanted.append(("general", None, test.general.round, test.general.key, f"best{run.ext}"))
     for rec in run.manifest.rounds:
-        if rec.status == "done" and rec.best_key:
-            wanted.append(("round", None, rec.round, rec.best_key, f"rounds/{rec.round:02d}/best{run.ext}"))
-    dispatch = run.rd.read_json("per_shape/dispatch.json") or []
-    for d in dispatch:
-        w = next((x for x in test.per_shape if x.label == d.get("label")), None)
-        if w is not None and w.winner != "original" and w.round is not None:
-            wanted.append(("per_shape", w.label, w.round, w.winner, d["kernel"]))
+        if rec.status is RoundStatus.DONE and rec.best_key:
+            wanted.append(("round", None, rec.round, rec.best_key, run.rd.best_rel(rec.round, run.manifest.lang)))
+    for d in run.dispatch:
+        if d.winner != "original" and d.round is not None:
+            wanted.append(("per_shape", d.label, d.round, d.winner, d.kernel))
     pairs: list[Pair] = []
     for kind, label, r, key, rel in wanted:
         cand = run.candidate(r, key)
@@ -138,7 +137,8 @@ def run_pairs(run: Run, min_speedup: float = THRESHOLD) -> tuple[list[Pair], Opt
             kernel=run.manifest.kernel_name, language=run.manifest.lang, source_file=run.manifest.kernel_path,
             description=_describe(run, r, key, trans, speed, what), original_source=original,
             optimized_source=optimized, original_launch=run.original_launch(), optimized_launch=launch,
-            original_compile_options=run.original_options(), optimized_compile_options=options, spec=run.spec_text, device=run.device, shapes=shapes, speedup=speed,
+            original_compile_options=run.original_options(), optimized_compile_options=options, spec=run.spec_text,
+            device=run.device, shapes=shapes, speedup=speed,
             speedup_interval=interval, geomean_speedup=gm, round=r, config=cand.config, transformations=trans,
             verification={"verified": True, "reference": "the original kernel, run on the same device",
                           "seed": test.seed, "shapes": [s.label for s in shapes],

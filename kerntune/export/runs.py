@@ -1,23 +1,25 @@
-"""Read finished ``kerntune optimize`` run directories for export and scoring:
-the manifest, the tester's report, the kernels the run wrote, each round's
-template and the chain of rounds (which round's best each round started from)."""
+"""Finished ``kerntune optimize`` run directories for export and scoring,
+read through :class:`kerntune.record.store.RunDir`: the manifest, the
+tester's report, the kernels the run wrote, each round's template, and the
+rewrites a round's kernel carries (its ``parent_round`` chain)."""
 
 from __future__ import annotations
 
 import hashlib
-
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import Any, Optional
 
-from kerntune.agents.rundir import MANIFEST, Manifest, RoundRecord, RunDir
-from kerntune.agents.tester import CandidateResult, TestReport
 from kerntune.errors import ErrorCode, KerntuneError
+from kerntune.record.models import Manifest, ProposalRecord, RoundRecord, RunStatus
+from kerntune.record.outcome import CandidateResult, DispatchEntry, TestReport
+from kerntune.record.store import RunDir
 from kerntune.results import EvalResult, Record
-from kerntune.source.normalize import source_hash
 from kerntune.spec.load import LoadedSpec, parse
 from kerntune.tuner.kernel_files import EXT, launch_dict, resolve_launch_params
+from kerntune.tuner.summary import TuneSummary
+
 
 def expand(paths: list[Path]) -> list[Path]:
     """Run directories: each PATH that holds run.json, or else the folders directly inside it that do."""
@@ -26,15 +28,15 @@ def expand(paths: list[Path]) -> list[Path]:
         if not p.exists():
             raise KerntuneError(ErrorCode.FILE, f"no such run directory: {p}",
                                 hint="pass directories written by `kerntune optimize` (they hold run.json)")
-        if (p / MANIFEST).exists():
+        if RunDir.is_run(p):
             out.append(p)
             continue
-        inner = sorted(c for c in p.iterdir() if c.is_dir() and (c / MANIFEST).exists()) if p.is_dir() else []
+        inner = sorted(c for c in p.iterdir() if c.is_dir() and RunDir.is_run(c)) if p.is_dir() else []
         if not inner:
             hint = "pass directories written by `kerntune optimize` (they hold run.json), or a folder of them"
             if p.is_dir() and (p / "tuning.db").exists():
                 hint = "this is a `kerntune tune` run: pairs and traces come from `kerntune optimize` runs"
-            raise KerntuneError(ErrorCode.RUN, f"no optimize run in {p} (no {MANIFEST})", hint=hint)
+            raise KerntuneError(ErrorCode.RUN, f"no optimize run in {p} (no run.json)", hint=hint)
         out += inner
     seen, unique = set(), []
     for p in out:
@@ -60,7 +62,7 @@ class Run:
 
     def __post_init__(self) -> None:
         self.rd = RunDir.open(self.path)
-        self.manifest = self.rd.load_manifest()
+        self.manifest = self.rd.manifest()
 
     # --- identity ---------------------------------------------------------------
     @property
@@ -70,81 +72,86 @@ class Run:
     @cached_property
     def run_id(self) -> str:
         m = self.manifest
-        return hashlib.sha256(f"{m.created!r}|{m.kernel_path}|{m.device.get('id')}".encode()).hexdigest()[:16]
+        return hashlib.sha256(f"{m.created!r}|{m.kernel_path}|{m.device.id}".encode()).hexdigest()[:16]
 
     @property
     def finished(self) -> bool:
-        return self.manifest.status == "done"
+        return self.manifest.status is RunStatus.DONE
+
+    @property
+    def unfinished_reason(self) -> str:
+        return (f"not finished (status {self.manifest.status.value}); finish it with "
+                f"kerntune optimize --resume {self.path}")
 
     @property
     def device(self) -> dict[str, Any]:
         d = self.manifest.device
-        return {k: d.get(k) for k in ("name", "id", "backend", "kind", "arch", "driver")}
+        return {"name": d.name, "id": d.id, "backend": d.backend, "kind": d.kind, "arch": d.arch, "driver": d.driver}
 
     # --- files --------------------------------------------------------------------
     def text(self, rel: str) -> str:
-        p = self.path / rel
-        try:
-            return p.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise KerntuneError(ErrorCode.RUN, f"{p} is missing: the run directory is incomplete",
-                                hint="export only finished runs (kerntune optimize --resume RUN_DIR finishes one)") \
-                from None
-        except (OSError, UnicodeDecodeError) as e:
-            raise KerntuneError(ErrorCode.RUN, f"cannot read {p}: {e}") from None
+        text = self.rd.text(rel)
+        if text is None:
+            raise KerntuneError(ErrorCode.RUN, f"{self.path / rel} is missing: the run directory is incomplete",
+                                hint="export only finished runs (kerntune optimize --resume RUN_DIR finishes one)")
+        return text
+
+    def maybe(self, rel: str) -> str:
+        return self.rd.text(rel) or ""
 
     def has(self, rel: str) -> bool:
-        return (self.path / rel).exists()
+        return self.rd.has(rel)
 
     @cached_property
     def original_source(self) -> str:
-        return self.text(f"original/{Path(self.manifest.kernel_path).name}")
+        return self.text(self.rd.original(self.manifest))
 
     @cached_property
     def spec_text(self) -> str:
-        return self.text("original/spec.yaml")
+        return self.text(self.rd.original_spec)
 
     @cached_property
     def loaded_spec(self) -> LoadedSpec:
-        return parse(self.spec_text, origin=self.path / "original/spec.yaml", base_dir=self.path / "original")
+        origin = self.rd.file(self.rd.original_spec)
+        return parse(self.spec_text, origin=origin, base_dir=origin.parent)
 
     @cached_property
     def test(self) -> Optional[TestReport]:
-        data = self.rd.read_json("test.json")
-        return None if data is None else _validate(TestReport, data, self.path / "test.json")
+        return self.rd.test()
 
     @cached_property
     def baseline(self) -> Optional[EvalResult]:
-        data = self.rd.read_json("baseline.json")
-        return None if data is None else _validate(EvalResult, data, self.path / "baseline.json")
+        return self.rd.baseline()
 
-    def summary(self, r: int) -> Optional[dict[str, Any]]:
-        return self.rd.read_json(f"rounds/{r:02d}/summary.json")
+    @cached_property
+    def dispatch(self) -> list[DispatchEntry]:
+        return self.rd.dispatch()
 
-    def proposal(self, r: int) -> dict[str, Any]:
-        return self.rd.read_json(f"rounds/{r:02d}/proposal.json") or {}
+    def summary(self, r: int) -> Optional[TuneSummary]:
+        return self.rd.summary(r)
+
+    def proposal(self, r: int) -> Optional[ProposalRecord]:
+        return self.rd.proposal(r)
 
     def round(self, r: int) -> Optional[RoundRecord]:
-        return next((x for x in self.manifest.rounds if x.round == r), None)
+        return self.manifest.round(r)
 
     # --- kernels ----------------------------------------------------------------------
     def original_launch(self) -> dict[str, Any]:
         spec = self.loaded_spec.spec
-        stem = Path(self.manifest.kernel_path).name.split(".")[0]
+        stem = self.manifest.kernel_file.split(".")[0]
         return launch_dict(spec.launches.get(stem) or spec.launch)
 
     def original_options(self) -> list[str]:
         return list(getattr(self.loaded_spec.spec.compile_options, self.manifest.lang))
 
     def candidate(self, r: int, key: str) -> Optional[CandidateResult]:
-        if self.test is None:
-            return None
-        return next((c for c in self.test.candidates if c.round == r and c.key == key), None)
+        return self.test.candidate(r, key) if self.test is not None else None
 
     def template(self, r: int):
         from kerntune.tuner.template import parse_template
 
-        rel = f"rounds/{r:02d}/template{self.ext}.j2"
+        rel = self.rd.template_rel(r, self.manifest.lang)
         return parse_template(self.text(rel), self.manifest.lang, str(self.path / rel))
 
     def launch_and_options(self, r: int, config: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
@@ -153,40 +160,18 @@ class Run:
         return launch_dict(resolve_launch_params(t.decl.launch, config)), list(t.options(config, self.loaded_spec.spec))
 
     @cached_property
-    def parents(self) -> dict[int, Optional[int]]:
-        """For every round with an input kernel: the round whose best it started from (None: the original)."""
-        best: dict[int, str] = {}
-        out: dict[int, Optional[int]] = {}
-        original = source_hash(self.original_source)
-        for rec in sorted(self.manifest.rounds, key=lambda x: x.round):
-            r = rec.round
-            if self.has(f"rounds/{r:02d}/input{self.ext}"):
-                h = source_hash(self.text(f"rounds/{r:02d}/input{self.ext}"))
-                earlier = [m for m, bh in best.items() if bh == h and m < r]
-                out[r] = max(earlier) if earlier and h != original else None
-            if self.has(f"rounds/{r:02d}/best{self.ext}"):
-                best[r] = source_hash(self.text(f"rounds/{r:02d}/best{self.ext}"))
-        return out
-
-    def lineage(self, r: int) -> list[int]:
-        """The rounds whose rewrites a kernel of round ``r`` carries, oldest first."""
-        chain = [r]
-        while self.parents.get(chain[-1]) is not None:
-            chain.append(self.parents[chain[-1]])
-        return list(reversed(chain))
+    def adopted(self) -> set[int]:
+        """Rounds a later round started from."""
+        return {rec.parent_round for rec in self.manifest.rounds if rec.parent_round is not None}
 
     def transformations(self, r: int) -> list[dict[str, Any]]:
+        """Every rewrite a kernel of round ``r`` carries, oldest first, with the round that applied it."""
         out = []
-        for m in self.lineage(r):
+        for m in self.manifest.lineage(r):
             rec = self.round(m)
             for t in (rec.transformations if rec is not None else []):
-                out.append({"round": m, **t})
+                out.append({"round": m, **t.model_dump()})
         return out
 
 
-def _validate(model, data: Any, where: Path):
-    try:
-        return model.model_validate(data)
-    except Exception as e:
-        raise KerntuneError(ErrorCode.RUN, f"{where} is not a valid kerntune record: {str(e).splitlines()[0]}",
-                            hint="was it written by another kerntune version?") from None
+__all__ = ["Run", "Skip", "expand"]

@@ -28,6 +28,7 @@ class TraceShape(Record):
 class Confirmation(Record):
     """What the final tester said about a round's best kernel (absent when it was not among its candidates)."""
     verified: bool
+    status: str = "ok"                         # how it ended (kerntune.results.Status)
     message: str = ""
     geomean_speedup: Optional[float] = None
     speedups: dict[str, float] = {}
@@ -35,7 +36,7 @@ class Confirmation(Record):
 
 class TraceStep(Record):
     round: int
-    status: str                                # done, no-proposal, failed, running
+    status: str                                # done, no-proposal, running
     source: str                                # who wrote the template: rules or llm
     parent_round: Optional[int] = None         # the round whose best kernel was this round's input (None: original)
     input_source: str = ""
@@ -85,45 +86,43 @@ class Trace(Record):
 
 def run_trace(run: Run) -> tuple[Optional[Trace], Optional[str]]:
     if not run.finished:
-        return None, f"not finished (status {run.manifest.status}); finish it with kerntune optimize --resume"
+        return None, run.unfinished_reason
     m = run.manifest
-    adopted = {p for p in run.parents.values() if p is not None}
     steps = []
     for rec in sorted(m.rounds, key=lambda x: x.round):
-        r = rec.round
-        d = f"rounds/{r:02d}/"
+        r, lang = rec.round, m.lang
         prop = run.proposal(r)
-        summary = run.summary(r) or {}
-        shapes = [TraceShape(label=s["label"], shape=s["shape"], original_ms=s.get("baseline_ms"),
-                             best_ms=s.get("best_ms"), best_key=s.get("best_key", ""), general_ms=s.get("general_ms"),
-                             speedup=s.get("general_speedup")) for s in summary.get("shapes", [])]
+        summary = run.summary(r)
+        shapes = [TraceShape(label=s.label, shape=s.shape, original_ms=s.baseline_ms, best_ms=s.best_ms,
+                             best_key=s.best_key, general_ms=s.general_ms, speedup=s.general_speedup)
+                  for s in (summary.shapes if summary is not None else [])]
         cand = run.candidate(r, rec.best_key) if rec.best_key else None
         steps.append(TraceStep(
-            round=r, status=rec.status, source=rec.source, parent_round=run.parents.get(r),
-            input_source=run.text(d + f"input{run.ext}") if run.has(d + f"input{run.ext}") else "",
-            template=run.text(d + f"template{run.ext}.j2") if run.has(d + f"template{run.ext}.j2") else "",
-            rationale=rec.rationale, transformations=list(rec.transformations),
-            rules_not_applied=[list(x) for x in prop.get("skipped", [])],
-            strategy=str(rec.plan.get("strategy", "")), space_size=rec.space_size, measured=rec.measured,
-            failed_by_status=summary.get("failed_by_status", {}), best_key=rec.best_key, best_config=rec.best_config,
-            best_source=run.text(d + f"best{run.ext}") if run.has(d + f"best{run.ext}") else "",
+            round=r, status=rec.status.value, source=rec.source, parent_round=rec.parent_round,
+            input_source=run.maybe(run.rd.input_rel(r, lang)), template=run.maybe(run.rd.template_rel(r, lang)),
+            rationale=rec.rationale, transformations=[t.model_dump() for t in rec.transformations],
+            rules_not_applied=[[x.rule, x.why] for x in (prop.skipped if prop is not None else [])],
+            strategy=rec.plan.strategy if rec.plan is not None else "", space_size=rec.space_size,
+            measured=rec.measured, failed_by_status=dict(summary.failed_by_status) if summary is not None else {},
+            best_key=rec.best_key, best_config=rec.best_config, best_source=run.maybe(run.rd.best_rel(r, lang)),
             tuning_speedup=rec.best_speedup, shapes=shapes,
-            confirmed=None if cand is None else Confirmation(verified=cand.verified, message=cand.message,
+            confirmed=None if cand is None else Confirmation(verified=cand.verified, status=cand.status.value,
+                                                              message=cand.message,
                                                               geomean_speedup=cand.geomean_speedup,
                                                               speedups=cand.speedups),
-            adopted=r in adopted))
+            adopted=r in run.adopted))
     test = run.test
     g = test.general if test is not None and test.improved else None
     base = run.baseline
     return Trace(
         run_id=run.run_id, run_dir=str(run.path), kernel=m.kernel_name, language=m.lang, source_file=m.kernel_path,
-        device=run.device, generator=str(m.settings.get("generator", "")), spec=run.spec_text,
+        device=run.device, generator=m.settings.generator, spec=run.spec_text,
         original_source=run.original_source, original_launch=run.original_launch(),
         baseline=[{"label": t.label, "shape": t.shape, "median_ms": t.stats.median_ms, "iqr_ms": t.stats.iqr_ms,
                    "runs": t.stats.n} for t in (base.timings if base is not None else [])],
         steps=steps, improved=g is not None, general_round=g.round if g else None, general_key=g.key if g else "",
         general_speedup=g.geomean_speedup if g else None,
-        final_source=strip_header(run.text(f"best{run.ext}")) if run.has(f"best{run.ext}") else "",
+        final_source=strip_header(run.maybe(f"best{run.ext}")),
         per_shape=[w.model_dump(mode="json") for w in (test.per_shape if test is not None else [])],
         stop_reason=m.stop_reason), None
 

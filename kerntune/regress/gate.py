@@ -20,7 +20,7 @@ from kerntune.regress import baseline as bl
 from kerntune import speedup as sp
 from kerntune.engine.checker import MemoryChecker, check_shapes
 from kerntune.regress.stats import MIN_BATCHES, Verdict, center, decide
-from kerntune.results import EvalResult, Record, ShapeTiming, Status, Verification, geomean
+from kerntune.results import EvalResult, Record, ShapeTiming, Status, Verification
 from kerntune.spec.model import LaunchSpec, Shape
 from kerntune.spec.shapes import holdout_shapes, spec_shapes
 
@@ -292,7 +292,7 @@ def _judge(j: _Job, opts: GateOptions, seed: int, now: float) -> tuple[KernelRes
                                 interval=iv, p_value=p, verdict=verdict.value))
     ratios = [x.ratio for x in rows if x.ratio is not None]
     both = [(x.baseline.batch_medians, x.current.batch_medians) for x in rows if x.baseline is not None]
-    geo = sp.geomean(both, is_paired=False, confidence=1.0 - 2.0 * opts.alpha) if both else None
+    geo = sp.geomean_interval(both, is_paired=False, confidence=1.0 - 2.0 * opts.alpha) if both else None
     slower = [x for x in rows if x.verdict == Verdict.SLOWER.value]
     compared = any(x.baseline is not None for x in rows)
     if opts.update:
@@ -315,7 +315,7 @@ def _judge(j: _Job, opts: GateOptions, seed: int, now: float) -> tuple[KernelRes
         launch=(j.kf.spec.launches[j.kf.stem].model_dump(mode="json") if j.kf.stem in j.kf.spec.launches else None),
         verified_against=ref, shapes=current)
     return KernelResult(**common, status=status, message=msg, reference=ref, verification=v, shapes=rows,
-                        geomean_ratio=geomean(ratios) if ratios else None, geomean_interval=geo, notes=notes), record
+                        geomean_ratio=sp.geomean(ratios) if ratios else None, geomean_interval=geo, notes=notes), record
 
 
 def skipped(kf_path: Path, key: str, lang: str, why: str) -> KernelResult:

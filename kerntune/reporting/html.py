@@ -10,7 +10,7 @@ from typing import Optional
 from kerntune import __version__
 from kerntune.reporting import diff, tables
 from kerntune.reporting.model import RunReport, headline
-from kerntune.reporting.sections import TITLES, caption, missing, plot_ids
+from kerntune.reporting.sections import TITLES, caption, file_items, llm_line, missing, plan_line, plot_ids, reproduce
 from kerntune.reporting.style import CSS
 from kerntune.reporting.tables import Code, Table
 
@@ -109,8 +109,7 @@ def _skipped(r: RunReport) -> str:
         if s.rationale and s.source == "llm":
             parts.append(f"<p><strong>Round {s.round} rationale:</strong> {esc(s.rationale)}</p>")
         if s.skipped:
-            items = "".join(f"<li><code>{esc(x[0])}</code>: {esc(x[1] if len(x) > 1 else '')}</li>"
-                            for x in s.skipped)
+            items = "".join(f"<li><code>{esc(x.rule)}</code>: {esc(x.why)}</li>" for x in s.skipped)
             parts.append(f"<details><summary>Round {s.round}: rules that did not apply ({len(s.skipped)})"
                          f"</summary><ul>{items}</ul></details>")
     return "".join(parts)
@@ -149,8 +148,9 @@ def _diff(r: RunReport) -> str:
 
 def _details(r: RunReport) -> str:
     parts = ["<h3>Rounds</h3>", table(tables.rounds(r))]
-    plans = [f"<li>Round {rd.round}: {esc(rd.plan.get('why', ''))} (strategy {esc(rd.plan.get('strategy'))}, budget "
-             f"{esc(rd.plan.get('evaluations'))} evaluations)</li>" for rd in r.rounds if rd.plan]
+    plans = [f"<li>{esc(plan_line(rd))}</li>" for rd in r.rounds if rd.plan]
+    plans += [f"<li>{esc(f'Round {rd.round} set aside {v}; later proposals with it were answered without measuring.')}</li>"
+              for rd in r.rounds for v in rd.set_aside]
     if plans:
         parts.append(f'<ul class="plans">{"".join(plans)}</ul>')
     if r.test is not None:
@@ -159,15 +159,11 @@ def _details(r: RunReport) -> str:
                   f"<p>Every candidate was verified again with fresh inputs (seed {r.test.seed}) on every shape, the "
                   f"spec's held-out shapes and {len(r.test.fresh_shapes)} fresh shapes no candidate saw "
                   f"({esc(fresh)}).</p>", table(tables.final_test(r))]
-    if r.llm:
-        parts.append(f"<h3>LLM usage</h3><p>{r.llm.get('calls', 0)} calls, {r.llm.get('prompt_tokens', 0)} prompt "
-                     f"tokens, {r.llm.get('completion_tokens', 0)} completion tokens</p>")
+    if r.llm.calls or r.llm.failed_attempts:
+        parts.append(f"<h3>LLM usage</h3><p>{esc(llm_line(r.llm))}</p>")
     if r.files:
-        items = "".join(f"<li>{esc(k)}: <code>{esc(v)}</code></li>" for k, v in r.files.items())
-        kernel = r.original.path if r.original and r.original.path else "original/<kernel>"
-        cmd = (f"kerntune bench {r.run_dir}/{kernel} --against {r.run_dir}/{r.files.get('best', 'best')} "
-               f"--spec {r.run_dir}/spec.yaml")
-        parts.append(f"<h3>Files</h3><ul>{items}</ul><p>Reproduce the comparison:</p><pre>{esc(cmd)}</pre>")
+        items = "".join(f"<li>{esc(k)}: <code>{esc(v)}</code></li>" for k, v in file_items(r.files))
+        parts.append(f"<h3>Files</h3><ul>{items}</ul><p>Reproduce the comparison:</p><pre>{esc(reproduce(r))}</pre>")
     return "".join(parts)
 
 

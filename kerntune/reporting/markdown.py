@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from kerntune.reporting import diff, tables
 from kerntune.reporting.model import RunReport, headline
-from kerntune.reporting.sections import TITLES, caption, missing, plot_ids
+from kerntune.reporting.sections import (TITLES, caption, file_items, llm_line, missing, plan_line, plot_ids,
+                                         reproduce)
 from kerntune.reporting.tables import Code, Table
 
 
@@ -53,7 +54,7 @@ def _result_line(r: RunReport) -> list[str]:
     if r.kind != "optimize" or not r.confirmed:
         return []
     return [result_line(bool(r.improved), r.general_interval, r.general_speedup, r.general_key, r.general_round,
-                        r.files.get("best", "best")), ""]
+                        r.files.best if r.files else "best"), ""]
 
 
 def _diff(r: RunReport) -> list[str]:
@@ -77,7 +78,7 @@ def _trace_extra(r: RunReport) -> list[str]:
             lines += [f"Round {s.round} rationale (LLM): {s.rationale}", ""]
         if s.skipped:
             lines += [f"Round {s.round}: rules that did not apply: "
-                      + "; ".join(f"{x[0]} ({x[1]})" if len(x) > 1 else x[0] for x in s.skipped), ""]
+                      + "; ".join(f"{x.rule} ({x.why})" for x in s.skipped), ""]
     return lines
 
 
@@ -85,22 +86,20 @@ def _details(r: RunReport) -> list[str]:
     lines = ["## Rounds", ""] + (table(tables.rounds(r)) or ["*No round has started yet.*", ""])
     for rd in r.rounds:
         if rd.plan:
-            lines += [f"Round {rd.round} plan: {rd.plan.get('why', '')} (strategy {rd.plan.get('strategy')}, "
-                      f"budget {rd.plan.get('evaluations')} evaluations)", ""]
+            lines += [plan_line(rd), ""]
+        for v in rd.set_aside:
+            lines += [f"Round {rd.round} set aside {v}; later proposals with it were answered without measuring.", ""]
     if r.test is not None:
         fresh = ", ".join(str(s) for s in r.test.fresh_shapes)
         lines += ["## Final test", "",
                   f"Every candidate was verified again with fresh inputs (seed {r.test.seed}) on every shape, the "
                   f"spec's held-out shapes and {len(r.test.fresh_shapes)} fresh shapes no candidate saw ({fresh}).",
                   ""] + table(tables.final_test(r))
-    if r.llm:
-        lines += ["## LLM usage", "", f"{r.llm.get('calls', 0)} calls, {r.llm.get('prompt_tokens', 0)} prompt tokens, "
-                  f"{r.llm.get('completion_tokens', 0)} completion tokens", ""]
+    if r.llm.calls or r.llm.failed_attempts:
+        lines += ["## LLM usage", "", llm_line(r.llm), ""]
     if r.files:
-        lines += ["## Files", ""] + [f"- {k}: `{v}`" for k, v in r.files.items()] + [""]
-        kernel = r.original.path if r.original and r.original.path else "original/<kernel>"
-        lines += ["Reproduce the comparison: `kerntune bench " + f"{r.run_dir}/{kernel} --against "
-                  f"{r.run_dir}/{r.files.get('best', 'best')} --spec {r.run_dir}/spec.yaml`", ""]
+        lines += ["## Files", ""] + [f"- {k}: `{v}`" for k, v in file_items(r.files)] + [""]
+        lines += [f"Reproduce the comparison: `{reproduce(r)}`", ""]
     return lines
 
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from kerntune.agents.rundir import RoundRecord
-from kerntune.agents.tester import TestReport
+from kerntune.record.models import LLMUsage, RoundRecord, SkippedRule, Transformation
+from kerntune.record.outcome import OutputFiles, TestReport
 from kerntune.results import Record
 from kerntune.speedup import Interval
 
@@ -68,11 +68,11 @@ class Step(Record):
 
     round: int
     source: str = ""                          # "rules" or "llm"
-    transformations: list[dict[str, Any]] = []
+    transformations: list[Transformation] = []
     chosen: dict[str, Any] = {}               # the winning configuration's values of this round's parameters
     speedup: Optional[float] = None           # the round's best geomean speedup while tuning
     rationale: str = ""
-    skipped: list[list[str]] = []             # rules that did not apply, with why
+    skipped: list[SkippedRule] = []           # rules that did not apply, with why
 
 
 class Param(Record):
@@ -125,8 +125,8 @@ class RunReport(Record):
     # optimize runs: the records behind the detail sections
     rounds: list[RoundRecord] = []
     test: Optional[TestReport] = None
-    llm: dict[str, Any] = {}
-    files: dict[str, str] = {}                # what the run handed back (best kernel, dispatch, spec)
+    llm: LLMUsage = LLMUsage()
+    files: Optional[OutputFiles] = None       # what the run handed back (best kernel, dispatch, spec)
 
 
 def _x(v: float) -> str:

@@ -217,7 +217,7 @@ def trace(r: RunReport) -> Optional[bytes]:
         return None
     steps = [("original", 1.0, "")]
     for s in r.trace:
-        rules = ", ".join(t.get("rule", "?") for t in s.transformations)
+        rules = ", ".join(t.rule for t in s.transformations)
         steps.append((f"round {s.round} ({s.source or 'rewrite'})", s.speedup, rules))
     if r.confirmed and r.general_speedup:
         steps.append(("final test", r.general_speedup, "re-verified, re-timed beside the original"))

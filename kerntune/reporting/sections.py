@@ -3,6 +3,8 @@ figure (shared by the Markdown and HTML renderers)."""
 
 from __future__ import annotations
 
+from kerntune.record.models import LLMUsage, RoundRecord
+from kerntune.record.outcome import OutputFiles
 from kerntune.reporting.model import RunReport
 
 TITLES = {
@@ -73,4 +75,25 @@ def missing(pid: str, r: RunReport) -> str:
     return "Nothing measured for this yet."
 
 
-__all__ = ["TITLES", "caption", "missing", "plot_ids"]
+def plan_line(rd: RoundRecord) -> str:
+    p = rd.plan
+    return "" if p is None else (f"Round {rd.round} plan: {p.why} (strategy {p.strategy}, budget {p.evaluations} "
+                                 "evaluations)")
+
+
+def llm_line(u: LLMUsage) -> str:
+    return f"{u.calls} calls, {u.prompt_tokens} prompt tokens, {u.completion_tokens} completion tokens"
+
+
+def file_items(f: OutputFiles) -> list[tuple[str, str]]:
+    return [(k, v) for k, v in f.model_dump().items() if v]
+
+
+def reproduce(r: RunReport) -> str:
+    """The command that compares the kernel the run handed back with the original."""
+    kernel = r.original.path if r.original and r.original.path else "original/<kernel>"
+    best = r.files.best if r.files and r.files.best else "best"
+    return f"kerntune bench {r.run_dir}/{kernel} --against {r.run_dir}/{best} --spec {r.run_dir}/spec.yaml"
+
+
+__all__ = ["TITLES", "caption", "file_items", "llm_line", "missing", "plan_line", "plot_ids", "reproduce"]

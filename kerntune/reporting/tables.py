@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from kerntune import fmt
+from kerntune.record.models import Transformation
 from kerntune.reporting.model import RunReport, ShapeRow
 
 
@@ -111,10 +112,10 @@ def trace(r: RunReport) -> Table:
     t = Table(["round", "source", "rule", "what it did", "chosen values", "round best (tuning)"],
               numeric=frozenset({5}))
     for step in r.trace:
-        for i, tr in enumerate(step.transformations or [{}]):
-            chosen = ", ".join(f"{p}={value(step.chosen[p])}" for p in tr.get("params", []) if p in step.chosen)
+        for i, tr in enumerate(step.transformations or [Transformation(rule="-")]):
+            chosen = ", ".join(f"{p}={value(step.chosen[p])}" for p in tr.params if p in step.chosen)
             t.rows.append([str(step.round) if i == 0 else "", step.source if i == 0 else "",
-                           Code(tr.get("rule", "-")), tr.get("summary", ""), Code(chosen) if chosen else "-",
+                           Code(tr.rule), tr.summary, Code(chosen) if chosen else "-",
                            x(step.speedup) if i == 0 else ""])
     return t
 
@@ -131,8 +132,8 @@ def rounds(r: RunReport) -> Table:
     t = Table(["round", "source", "status", "space", "measured", "best (tuning)", "transformations"],
               numeric=frozenset({3, 4, 5}))
     for rd in r.rounds:
-        tr = "; ".join(x_.get("summary", "") for x_ in rd.transformations) or rd.message or "-"
-        t.rows.append([str(rd.round), rd.source or "-", rd.status, str(rd.space_size), str(rd.measured),
+        tr = "; ".join(x_.summary for x_ in rd.transformations) or rd.message or "-"
+        t.rows.append([str(rd.round), rd.source or "-", rd.status.value, str(rd.space_size), str(rd.measured),
                        x(rd.best_speedup) if rd.best_speedup else "-", tr])
     return t
 

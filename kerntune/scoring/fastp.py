@@ -76,8 +76,8 @@ def fast_p(outcomes: Iterable[Scored], p: float) -> float:
 
 def from_run(run: Run) -> KernelOutcome | Skip:
     if not run.finished:
-        return Skip(run_dir=str(run.path), reason=f"not finished (status {run.manifest.status})")
-    name = f"{run.manifest.kernel_name} ({Path(run.manifest.kernel_path).name})"
+        return Skip(run_dir=str(run.path), reason=run.unfinished_reason)
+    name = f"{run.manifest.kernel_name} ({run.manifest.kernel_file})"
     test = run.test
     if test is not None and test.improved and test.general is not None and test.general.verified:
         g = test.general

@@ -142,7 +142,7 @@ def score_instances(worker: DeviceWorker, loaded: LoadedSpec, candidate: KernelI
                          message=f"failed while timing at {shape.label}: {c.message}")
         intervals[shape.label] = sp.paired(b.samples_ms, c.samples_ms)
         pairs.append((b.samples_ms, c.samples_ms))
-    geo = sp.geomean(pairs)
+    geo = sp.geomean_interval(pairs)
     speedups = {k: v.ratio for k, v in intervals.items()}
     speed = geo.ratio
     if speed > RECHECK_ABOVE:

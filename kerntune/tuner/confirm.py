@@ -11,7 +11,7 @@ from dataclasses import replace
 from typing import Callable
 
 from kerntune.agents.bake import bake
-from kerntune.agents.tester import Candidate, TestReport, Tester
+from kerntune.agents.tester import Candidate, Tester
 from kerntune.engine.checker import MemoryChecker
 from kerntune.engine.evaluate import KernelInstance
 from kerntune.engine.supervisor import DeviceWorker
@@ -19,16 +19,18 @@ from kerntune.spec.load import LoadedSpec
 from kerntune.tuner.run import TuneSettings
 from kerntune.tuner.space import Space
 from kerntune.tuner.store import RunStore
-from kerntune.tuner.summary import summarize
+from kerntune.record.outcome import TestReport
+from kerntune.tuner.summary import TuneSummary
 from kerntune.tuner.template import Template
 
 TEST_KEY = "test"
 
 
-def confirm(worker: DeviceWorker, template: Template, loaded: LoadedSpec, store: RunStore, settings: TuneSettings,
-            original: KernelInstance | None, checker: MemoryChecker | None, final_repeats: int,
-            on_step: Callable[[str], None] = lambda s: None) -> TestReport | None:
-    summary = summarize(store)
+def confirm(worker: DeviceWorker, template: Template, loaded: LoadedSpec, store: RunStore, summary: TuneSummary,
+            settings: TuneSettings, original: KernelInstance | None, checker: MemoryChecker | None,
+            final_repeats: int, on_step: Callable[[str], None] = lambda s: None) -> TestReport | None:
+    """Confirm what ``summary`` (the search's own summary of ``store``) picked; the report is
+    stored in the run's database and returned."""
     picks: dict[str, dict] = {}
     if summary.general is not None:
         picks[summary.general.key] = summary.general.config
@@ -43,7 +45,7 @@ def confirm(worker: DeviceWorker, template: Template, loaded: LoadedSpec, store:
     for key, config in picks.items():
         inst = template.instance(config, spec, label=key)
         baked = replace(inst, source=bake(template.render(config, spec), template.lang))
-        candidates.append(Candidate(round=0, key=key, config=config, instance=inst, tuning_score=0.0, baked=baked))
+        candidates.append(Candidate(round=0, key=key, config=config, instance=inst, baked=baked))
     tester = Tester(worker, loaded, baseline, settings.shape_set, settings.warmup, settings.repeats,
                     settings.timeout_s, on_step=on_step, checker=checker, distributions=settings.distributions)
     report = tester.confirm(candidates, settings.seed + 1000, final_repeats)

@@ -17,7 +17,8 @@ from kerntune import __version__
 from kerntune.engine.checker import MemoryChecker, check_shapes
 from kerntune.engine.evaluate import EvalRequest, KernelInstance, TimingOptions, resolve_launch
 from kerntune.errors import ErrorCode, KerntuneError
-from kerntune.results import CheckStatus, EvalResult, Status, geomean
+from kerntune.results import CheckStatus, EvalResult, Status
+from kerntune.speedup import geomean
 from kerntune.spec.load import LoadedSpec
 from kerntune.spec.model import Shape
 from kerntune.spec.shapes import holdout_shapes, spec_shapes
@@ -26,7 +27,7 @@ from kerntune.tuner.feasibility import before_compile
 from kerntune.tuner.setaside import EARLIER_KEY, REASON as SET_ASIDE_REASON, SetAside
 from kerntune.tuner.space import Config, Space
 from kerntune.tuner.store import Evaluation, RunStore
-from kerntune.tuner.strategies import make_strategy
+from kerntune.tuner.strategies import DEFAULT_STRATEGY, make_strategy
 from kerntune.tuner.template import Template, TemplateRenderError, config_key
 
 
@@ -36,7 +37,7 @@ REPEATS_BEFORE_FALLBACK = 20
 
 @dataclass(frozen=True)
 class TuneSettings:
-    strategy: str = "exhaustive"
+    strategy: str = DEFAULT_STRATEGY
     options: dict[str, Any] = field(default_factory=dict)
     budget: Optional[int] = None            # measured evaluations (pruned and duplicates do not count)
     time_limit_s: Optional[float] = None    # wall time; the evaluation in flight finishes

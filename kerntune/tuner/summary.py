@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from kerntune.agents.tester import TestReport
 from kerntune.errors import KerntuneError
-from kerntune.results import EvalResult, Record, Status, geomean
+from kerntune.record.outcome import TestReport
+from kerntune.results import EvalResult, Record, Status
+from kerntune.speedup import geomean
 from kerntune.tuner.setaside import SetAside, SetAsideValue
 from kerntune.spec.model import Shape
 from kerntune.tuner.store import Evaluation, RunStore

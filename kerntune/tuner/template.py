@@ -15,8 +15,11 @@ holding its declaration in YAML::
     #}
 
 Templates are untrusted input (an LLM may have written one): they render in
-Jinja's immutable sandbox with strict undefined variables, under a time limit
-and an output size limit, and nothing in them is ever executed as Python.
+Jinja's immutable sandbox with strict undefined variables, under a time limit,
+an output size limit and a memory limit (operators and filters that would
+build huge values are refused before they run), and nothing in them is ever
+executed as Python. Every mistake in a template is a :class:`KerntuneError`
+(exit status 2) naming the template's file and line.
 """
 
 from __future__ import annotations
@@ -26,9 +29,10 @@ import hashlib
 import re
 import signal
 import threading
+import traceback
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Union
+from typing import Any, Iterator, Optional, Union
 
 import yaml
 from jinja2 import StrictUndefined, TemplateError, TemplateSyntaxError, UndefinedError
@@ -48,6 +52,9 @@ DECL_OPEN = re.compile(r"^\s*\{#-?\s*kerntune-template\s*\n")
 RENDER_SECONDS = 5.0
 MAX_OUTPUT = 2_000_000
 MAX_RANGE = 4096
+MAX_POWER_BITS = 4096                   # the largest integer ``**`` may build
+RENDER_MEMORY = 512 * 2**20             # address space a render may add (Linux), beyond what the process uses
+TEMPLATE_HINT = "the template format and its sandbox are described in docs/templates.md"
 
 
 class TemplateDecl(BaseModel):
@@ -82,20 +89,55 @@ class TemplateDecl(BaseModel):
         return v
 
 
-class TemplateRenderError(Exception):
-    """A configuration of a template that cannot be rendered."""
+class TemplateRenderError(KerntuneError):
+    """A configuration of a template that cannot be rendered: a template error (exit status 2)
+    that names the template's file and, where it can be known, the line."""
 
-    def __init__(self, kind: str, message: str):
-        super().__init__(message)
-        self.kind = kind          # "undefined", "security", "limit", "error"
-        self.message = message
+    def __init__(self, kind: str, message: str, origin: str = "", line: Optional[int] = None):
+        where = f"{origin}:{line}: " if origin and line else f"{origin}: " if origin else ""
+        super().__init__(ErrorCode.TEMPLATE, where + message, hint=TEMPLATE_HINT)
+        self.kind = kind          # "syntax", "undefined", "security", "limit", "error"
+        self.reason = message     # the problem without the place
+        self.origin = origin
+        self.line = line
+
+    def __reduce__(self):
+        return (TemplateRenderError, (self.kind, self.reason, self.origin, self.line))
+
+
+def _too_big(n: int, what: str) -> None:
+    if n > MAX_OUTPUT:
+        raise SecurityError(f"{what} would build {n} items (the limit is {MAX_OUTPUT})")
+
+
+_SIZED = (str, bytes, list, tuple)
+_PRINTF_SIZES = re.compile(r"%[-#0 +]*(\*|\d+)?(?:\.(\*|\d+))?")
+
+
+def _bounded_filter(f: Any, name: str) -> Any:
+    """A filter whose integer arguments are widths: refused above the output limit."""
+
+    def bounded(*args: Any, **kwargs: Any) -> Any:
+        for v in (*args[1:], *kwargs.values()):
+            if isinstance(v, int) and not isinstance(v, bool):
+                _too_big(v, f"the filter {name}")
+        return f(*args, **kwargs)
+
+    return bounded
 
 
 class _Sandbox(ImmutableSandboxedEnvironment):
+    """Jinja's immutable sandbox, with the operators and filters that build values of a size
+    the template chooses (``'A' * n``, ``x ** n``, ``'%*s' % ...``, ``center(n)``) bounded."""
+
+    intercepted_binops = frozenset({"*", "**", "%"})
+
     def __init__(self) -> None:
         super().__init__(undefined=StrictUndefined, autoescape=False, keep_trailing_newline=True,
                          trim_blocks=True, lstrip_blocks=True)
         self.globals = {"range": self._range}
+        for name in ("center", "indent", "wordwrap", "truncate", "format"):
+            self.filters[name] = _bounded_filter(self.filters[name], name)
 
     @staticmethod
     def _range(*args: int) -> range:
@@ -104,8 +146,59 @@ class _Sandbox(ImmutableSandboxedEnvironment):
             raise SecurityError(f"range() of {len(r)} items exceeds the limit of {MAX_RANGE}")
         return r
 
+    def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
+        if operator == "*":
+            for seq, n in ((left, right), (right, left)):
+                if isinstance(seq, _SIZED) and isinstance(n, int):
+                    _too_big(len(seq) * n, "'*'")
+        elif operator == "**" and isinstance(left, int) and isinstance(right, int) and right > 0 \
+                and abs(left) > 1 and abs(left).bit_length() * right > MAX_POWER_BITS:
+            raise SecurityError(f"'**' would build an integer of about {abs(left).bit_length() * right} bits "
+                                f"(the limit is {MAX_POWER_BITS})")
+        elif operator == "%" and isinstance(left, str):
+            for m in _PRINTF_SIZES.finditer(left):
+                for size in m.groups():
+                    if size is not None and size != "*":
+                        _too_big(int(size), "'%' formatting")
+            if "*" in left:
+                for v in (right if isinstance(right, tuple) else (right,)):
+                    if isinstance(v, int) and not isinstance(v, bool):
+                        _too_big(v, "'%' formatting")
+        return super().call_binop(context, operator, left, right)
+
+    def call(__self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: N805
+        if isinstance(getattr(__obj, "__self__", None), (str, bytes)):   # e.g. 'x'.ljust(n), 'x'.zfill(n)
+            for v in (*args, *kwargs.values()):
+                if isinstance(v, int) and not isinstance(v, bool):
+                    _too_big(v, f"{getattr(__obj, '__name__', 'a string method')}()")
+        return super().call(__context, __obj, *args, **kwargs)
+
 
 _ENV = _Sandbox()
+
+
+@contextlib.contextmanager
+def _memory_limit(extra: int) -> Iterator[None]:
+    """Cap the process's address space at what it uses now plus ``extra`` (Linux), so that a
+    runaway render ends in a MemoryError instead of exhausting the machine."""
+    try:
+        import resource
+
+        with open("/proc/self/status", encoding="ascii") as f:
+            used = next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmSize:"))
+        soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    except (ImportError, OSError, StopIteration, ValueError):
+        yield
+        return
+    cap = used + extra
+    if (hard != resource.RLIM_INFINITY and cap > hard) or (soft != resource.RLIM_INFINITY and cap > soft):
+        yield
+        return
+    resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
 
 
 @contextlib.contextmanager
@@ -139,6 +232,7 @@ class Template:
     body: str                 # the Jinja source after the declaration block
     decl: TemplateDecl
     text: str                 # the whole file
+    body_line: int = 1        # the file line where the body starts
 
     @property
     def digest(self) -> str:
@@ -157,8 +251,8 @@ class Template:
             try:
                 name = _ENV.from_string(name).render(config if config is not None else self.baseline)
             except (TemplateError, SecurityError, ArithmeticError, TypeError, ValueError) as e:
-                raise TemplateRenderError("error", f"the kernel name {self.decl.kernel!r} does not render: {e}") \
-                    from None
+                raise TemplateRenderError("error", f"the kernel name {self.decl.kernel!r} does not render: {e}",
+                                          self.origin, line_of(self.text, "kernel:")) from None
         return " ".join(name.split())
 
     def context(self, config: dict[str, Value], spec: KernelSpec) -> dict[str, Any]:
@@ -167,30 +261,55 @@ class Template:
         name = self.kernel_name(spec, config)
         return {**config, "args": args, "lang": self.lang, "kernel_name": name, "kernel_function": base_name(name)}
 
+    def _line(self, e: BaseException) -> Optional[int]:
+        """The file line of the template code that raised ``e`` (Jinja maps its frames to template lines)."""
+        line = None
+        for frame, lineno in traceback.walk_tb(e.__traceback__):
+            if frame.f_code.co_filename == "<template>":
+                line = lineno
+        return self.body_line + line - 1 if line else None
+
+    def _error(self, kind: str, message: str, e: Optional[BaseException] = None,
+               line: Optional[int] = None) -> TemplateRenderError:
+        if line is None and e is not None:
+            line = self._line(e)
+        return TemplateRenderError(kind, message, self.origin, line)
+
     def render(self, config: dict[str, Value], spec: KernelSpec) -> str:
         try:
             compiled = _ENV.from_string(self.body)
         except TemplateSyntaxError as e:
-            raise TemplateRenderError("syntax", f"line {e.lineno}: {e.message}") from None
+            raise self._error("syntax", f"Jinja syntax error: {e.message}",
+                              line=self.body_line + (e.lineno or 1) - 1) from None
+        context = self.context(config, spec)
         try:
-            with _time_limit(RENDER_SECONDS):
-                out = compiled.render(self.context(config, spec))
+            with _time_limit(RENDER_SECONDS), _memory_limit(RENDER_MEMORY):
+                out = compiled.render(context)
         except TemplateRenderError:
             raise
         except SecurityError as e:
-            raise TemplateRenderError("security", f"the template tried something the sandbox forbids: {e}") from None
+            raise self._error("security", f"the template tried something the sandbox forbids: {e}", e) from None
         except UndefinedError as e:
-            raise TemplateRenderError("undefined", f"undefined variable: {e.message}") from None
-        except (TemplateError, ArithmeticError, TypeError, ValueError, AttributeError) as e:
-            raise TemplateRenderError("error", f"{type(e).__name__}: {e}") from None
+            raise self._error("undefined", f"undefined variable: {e.message}", e) from None
+        except MemoryError as e:
+            raise self._error("limit", "rendering ran out of memory (the template builds a value too large)",
+                              e) from None
+        except RecursionError as e:
+            raise self._error("limit", "rendering recursed too deeply", e) from None
+        except (TemplateError, ArithmeticError, TypeError, ValueError, AttributeError, LookupError) as e:
+            raise self._error("error", f"{type(e).__name__}: {e}", e) from None
         if len(out) > MAX_OUTPUT:
-            raise TemplateRenderError("limit", f"rendered source is {len(out)} characters (limit {MAX_OUTPUT})")
+            raise self._error("limit", f"rendered source is {len(out)} characters (limit {MAX_OUTPUT})")
         return out
 
     def options(self, config: dict[str, Value], spec: KernelSpec) -> tuple[str, ...]:
         base = list(getattr(spec.compile_options, self.lang))
         for option, condition in self.decl.flags.get(self.lang, {}).items():
-            if expr.evaluate(condition, config):
+            try:
+                on = expr.evaluate(condition, config)
+            except expr.ExprError as e:
+                raise self._error("error", f"flags: {option}: {e}", line=line_of(self.text, condition)) from None
+            if on:
                 base.append(option)
         return tuple(base)
 
@@ -200,16 +319,29 @@ class Template:
                               params=tuple(config.items()), label=label or config_key(config))
 
 
+def line_of(text: str, needle: str, start: int = 0) -> Optional[int]:
+    """The 1-based line of ``text`` where ``needle`` first appears (after character ``start``)."""
+    i = text.find(needle, start) if needle else -1
+    return text.count("\n", 0, i) + 1 if i >= 0 else None
+
+
+def _where(origin: str, line: Optional[int]) -> str:
+    return f"{origin}:{line}" if line else origin
+
+
+def _template_error(origin: str, message: str, line: Optional[int] = None) -> KerntuneError:
+    return KerntuneError(ErrorCode.TEMPLATE, f"{_where(origin, line)}: {message}", hint=TEMPLATE_HINT)
+
+
 def split_declaration(text: str, origin: str) -> tuple[str, str, int]:
     """(YAML declaration, Jinja body, line where the body starts)."""
     m = DECL_OPEN.match(text)
     if not m:
-        raise KerntuneError(ErrorCode.TEMPLATE, f"{origin}: a template must open with a "
-                                                "'{# kerntune-template' block declaring its parameters",
-                            hint="see docs/templates.md for the format")
+        raise _template_error(origin, "a template must open with a '{# kerntune-template' block declaring its "
+                                      "parameters", 1)
     end = text.find("#}", m.end())
     if end < 0:
-        raise KerntuneError(ErrorCode.TEMPLATE, f"{origin}: the '{{# kerntune-template' block is never closed with '#}}'")
+        raise _template_error(origin, "the '{# kerntune-template' block is never closed with '#}'", 1)
     decl = text[m.end():end].rstrip("-").rstrip()
     body_start = end + 2
     if text[body_start:body_start + 1] == "\n":
@@ -217,37 +349,63 @@ def split_declaration(text: str, origin: str) -> tuple[str, str, int]:
     return decl, text[body_start:], text.count("\n", 0, body_start) + 1
 
 
+def _decl_line(text: str, loc: tuple) -> Optional[int]:
+    """The line of a declaration field (its last named key), for a validation error."""
+    keys = [str(k) for k in loc if isinstance(k, str)]
+    at = 0
+    for k in keys:
+        found = re.search(rf"(^|[\s{{,]){re.escape(k)}\s*:", text[at:], re.M)
+        if found is None:
+            break
+        at += found.start()
+    return text.count("\n", 0, at) + 1 if keys else None
+
+
 def parse_template(text: str, lang: str, origin: str = "<template>") -> Template:
-    decl_text, body, _ = split_declaration(text, origin)
+    decl_text, body, body_line = split_declaration(text, origin)
     try:
         data = yaml.safe_load(decl_text)
     except yaml.YAMLError as e:
-        raise KerntuneError(ErrorCode.TEMPLATE, f"{origin}: the declaration is not valid YAML: {e}") from None
+        mark = getattr(e, "problem_mark", None)
+        line = mark.line + 2 if mark is not None else None        # the declaration starts on line 2
+        raise _template_error(origin, f"the declaration is not valid YAML: {getattr(e, 'problem', None) or e}",
+                              line) from None
     if not isinstance(data, dict):
-        raise KerntuneError(ErrorCode.TEMPLATE, f"{origin}: the declaration must be a YAML mapping")
+        raise _template_error(origin, "the declaration must be a YAML mapping", 2)
     try:
         decl = TemplateDecl.model_validate(data)
     except ValidationError as e:
+        errors = e.errors(include_url=False)
         problems = "; ".join(f"{'.'.join(map(str, err['loc'])) or '(top)'}: {err['msg'].removeprefix('Value error, ')}"
-                             for err in e.errors(include_url=False))
-        raise KerntuneError(ErrorCode.TEMPLATE, f"{origin}: invalid template declaration: {problems}") from None
+                             for err in errors)
+        raise _template_error(origin, f"invalid template declaration: {problems}",
+                              _decl_line(text, errors[0]["loc"]) if errors else None) from None
+    params = set(decl.params)
     for where, text_expr in [("restrictions", r) for r in decl.restrictions] + \
             [("flags", c) for f in decl.flags.values() for c in f.values()] + \
             [("launch", str(d)) for d in [*decl.launch.grid, *decl.launch.block, decl.launch.shared_mem]]:
         try:
             expr.parse(str(text_expr))
         except expr.ExprError as e:
-            raise KerntuneError(ErrorCode.TEMPLATE, f"{origin}: {where}: {e}") from None
+            raise _template_error(origin, f"{where}: {e}", line_of(text, str(text_expr))) from None
+    for lang_, flags in decl.flags.items():      # a flag's condition is evaluated on the parameters alone
+        for option, condition in flags.items():
+            unknown = expr.names(condition) - params
+            if unknown:
+                raise _template_error(origin, f"flags: {lang_}: {option}: {condition!r} uses {sorted(unknown)}; "
+                                              f"flag conditions may use the parameters ({', '.join(decl.params)})",
+                                              line_of(text, condition))
     try:
         _ENV.parse(body)
     except TemplateSyntaxError as e:
-        raise KerntuneError(ErrorCode.TEMPLATE, f"{origin}: Jinja syntax error at body line {e.lineno}: {e.message}") from None
-    t = Template(origin=origin, lang=lang, body=body, decl=decl, text=text)
+        raise _template_error(origin, f"Jinja syntax error: {e.message}", body_line + (e.lineno or 1) - 1) from None
+    t = Template(origin=origin, lang=lang, body=body, decl=decl, text=text, body_line=body_line)
     if decl.kernel is not None:
         try:
             parse_kernel_name(t.kernel_name(None, t.baseline))   # type: ignore[arg-type]
         except (KernelNameError, TemplateRenderError) as e:
-            raise KerntuneError(ErrorCode.TEMPLATE, f"{origin}: kernel: {e}") from None
+            reason = e.reason if isinstance(e, TemplateRenderError) else str(e)
+            raise _template_error(origin, f"kernel: {reason}", line_of(text, "kernel:")) from None
     return t
 
 
@@ -261,7 +419,8 @@ def check_against_spec(t: Template, spec: KernelSpec) -> None:
     known = set(t.decl.params) | set(spec.sizes) | set(spec.constants)
     clashes = sorted(set(t.decl.params) & set(spec.sizes))
     if clashes:
-        raise KerntuneError(ErrorCode.TEMPLATE, f"{t.origin}: parameters {clashes} have the names of spec sizes")
+        raise _template_error(t.origin, f"parameters {clashes} have the names of spec sizes",
+                              line_of(t.text, f"{clashes[0]}:"))
     exprs = list(t.decl.restrictions) + [str(d) for d in [*t.decl.launch.grid, *t.decl.launch.block,
                                                           t.decl.launch.shared_mem]]
     if t.decl.shared_estimate is not None:
@@ -269,6 +428,6 @@ def check_against_spec(t: Template, spec: KernelSpec) -> None:
     for e in exprs:
         unknown = expr.names(e) - known
         if unknown:
-            raise KerntuneError(ErrorCode.TEMPLATE, f"{t.origin}: {e!r} uses {sorted(unknown)}, which are neither "
-                                                    f"parameters ({', '.join(t.decl.params)}) nor sizes "
-                                                    f"({', '.join(spec.sizes)})")
+            raise _template_error(t.origin, f"{e!r} uses {sorted(unknown)}, which are neither parameters "
+                                            f"({', '.join(t.decl.params)}) nor sizes ({', '.join(spec.sizes)})",
+                                  line_of(t.text, e))

@@ -37,7 +37,6 @@ class ChatReply:
     completion_tokens: int
     seconds: float
     finish_reason: str = ""
-    from_recording: bool = False           # served from a recording: nothing was requested
 
 
 @dataclass(frozen=True)
@@ -180,16 +179,15 @@ class OpenAIChatClient:
                 seconds = time.monotonic() - t0
                 cause = e.__cause__ or e.__context__
                 last = "could not connect" + (f": {self._scrub(str(cause), 300)}" if cause else "")
-            except oa.OpenAIError as e:      # a reply the package cannot read: not an OpenAI-compatible endpoint
-                seconds = time.monotonic() - t0
-                detail = self._scrub(f"{type(e).__name__}: {e}")
-                self._record(key, request, Attempt(try_no, mode, False, seconds, error=detail, next_step="give up"))
-                raise KerntuneError(ErrorCode.LLM, f"the LLM endpoint {self.endpoint} sent a reply that is not an "
-                                                   f"OpenAI chat completion: {detail}",
-                                    hint="--llm-base-url must point at an OpenAI-compatible API "
-                                         "(e.g. http://localhost:8000/v1)") from None
+            except (oa.OpenAIError, ValueError, TypeError) as e:
+                # a reply the package cannot read (a body that is not JSON, say): not an OpenAI-compatible endpoint
+                raise self._not_a_completion(key, request, try_no, mode, time.monotonic() - t0,
+                                             f"{type(e).__name__}: {e}") from None
             else:
-                reply = self._reply(resp, time.monotonic() - t0)
+                try:
+                    reply = self._reply(resp, time.monotonic() - t0)
+                except _NotACompletion as e:
+                    raise self._not_a_completion(key, request, try_no, mode, time.monotonic() - t0, str(e)) from None
                 if reply is not None:
                     self._record(key, request, Attempt(try_no, mode, True, reply.seconds, reply=reply))
                     return reply
@@ -212,17 +210,40 @@ class OpenAIChatClient:
                                                next_step=f"retry in {wait:.1f} s"))
             self.sleep(wait)
 
+    def _not_a_completion(self, key: Any, request: dict[str, Any], try_no: int, mode: str, seconds: float,
+                          what: str) -> KerntuneError:
+        detail = self._scrub(what, limit=300)
+        self._record(key, request, Attempt(try_no, mode, False, seconds, error=detail, next_step="give up"))
+        return KerntuneError(ErrorCode.LLM, f"the LLM endpoint {self.endpoint} sent a reply that is not an OpenAI "
+                                            f"chat completion: {detail}",
+                             hint="--llm-base-url must point at an OpenAI-compatible API (e.g. "
+                                  "http://localhost:8000/v1); the run keeps what it did: continue it with "
+                                  f"`kerntune optimize --resume {self.run_dir}`")
+
     def _reply(self, resp: Any, seconds: float) -> Optional[ChatReply]:
-        choices = getattr(resp, "choices", None) or []
+        """The reply, None when it has no choices (retried); a body of another shape is not a completion."""
+        if isinstance(resp, (str, bytes, dict, list)) or not hasattr(resp, "choices"):
+            raise _NotACompletion(f"the body is {type(resp).__name__} {self._scrub(str(resp), 120)!r}")
+        choices = resp.choices
         if not choices:
             return None
-        msg = choices[0].message
-        text = (getattr(msg, "content", None) or getattr(msg, "refusal", None) or "")
+        if not isinstance(choices, list):
+            raise _NotACompletion(f"'choices' is {type(choices).__name__}, not a list")
+        msg = getattr(choices[0], "message", None)
+        if msg is None:
+            raise _NotACompletion("the first choice has no message")
+        text = getattr(msg, "content", None) or getattr(msg, "refusal", None) or ""
+        if not isinstance(text, str):
+            raise _NotACompletion(f"the message content is {type(text).__name__}, not text")
         usage = getattr(resp, "usage", None)
         return ChatReply(text=self._scrub(text, limit=10**7),
                          prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
                          completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
                          seconds=seconds, finish_reason=str(choices[0].finish_reason or ""))
+
+
+class _NotACompletion(Exception):
+    """A 200 reply whose body is not an OpenAI chat completion."""
 
 
 def _error_text(e: Any) -> str:

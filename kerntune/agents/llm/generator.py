@@ -18,7 +18,8 @@ from kerntune.agents.llm.client import (PLACEHOLDER_KEY, ChatReply, OpenAIChatCl
                                         is_local)
 from kerntune.agents.llm.prompts import build_messages, feedback_message
 from kerntune.agents.llm.recording import (Recorder, RecordedReplies, ReplayClient, RequestKey, ReusingClient)
-from kerntune.agents.rundir import RunDir
+from kerntune.record.models import LLMSettings, LLMUsage, Transformation
+from kerntune.record.store import RunDir
 from kerntune.errors import ErrorCode, KerntuneError
 
 PROVIDERS = ("openai", "replay:RUN_DIR")
@@ -35,11 +36,10 @@ class LLMGenerator:
 
     # --- construction from the run's settings -----------------------------------------------
     @staticmethod
-    def check_settings(settings: dict[str, Any]) -> dict[str, Any]:
+    def check_settings(settings: LLMSettings) -> LLMSettings:
         """Validate before anything is created (run directory, client), and normalize what is
         stored in the run's manifest: an absolute replay path, a base URL without credentials."""
-        provider = str(settings.get("provider") or "openai")
-        out = dict(settings)
+        provider = settings.provider
         if provider.startswith("replay:"):
             source = provider[len("replay:"):]
             if not source:
@@ -48,66 +48,47 @@ class LLMGenerator:
             if not (Path(source) / "run.json").exists():
                 raise KerntuneError(ErrorCode.USAGE, f"--llm replay: no optimize run in {source}",
                                     hint="name the run directory of an earlier `kerntune optimize --llm ...` run")
-            out["provider"] = "replay:" + str(Path(source).resolve())
-        elif provider == "openai":
-            if not settings.get("model"):
-                raise KerntuneError(ErrorCode.USAGE, "--llm openai needs --model NAME",
-                                    hint="the model the endpoint serves, e.g. --model gpt-4.1, or the name a local "
-                                         "vLLM/Ollama server was started with")
-            base_url = check_base_url(settings["base_url"]) if settings.get("base_url") else None
-            env = str(settings.get("api_key_env") or "OPENAI_API_KEY")
-            if not os.environ.get(env, "").strip() and not (base_url is not None and is_local(base_url)):
-                where = display_url(base_url) if base_url else "the OpenAI API"
-                raise KerntuneError(ErrorCode.LLM, f"no API key for {where}: the environment variable {env} is "
-                                                   "not set",
-                                    hint=f"export {env}=<your key> (--llm-api-key-env names another variable), "
-                                         "point --llm-base-url at a local server (no key needed), or use --llm rules")
-            if base_url is not None:
-                out["base_url"] = display_url(base_url)     # never keep user:password@ in the manifest
-        else:
+            return settings.model_copy(update={"provider": "replay:" + str(Path(source).resolve())})
+        if provider != "openai":
             raise KerntuneError(ErrorCode.USAGE, f"unknown LLM provider {provider!r}",
                                 hint="--llm takes one of: rules, " + ", ".join(PROVIDERS))
-        return out
+        if not settings.model:
+            raise KerntuneError(ErrorCode.USAGE, "--llm openai needs --model NAME",
+                                hint="the model the endpoint serves, e.g. --model gpt-4.1, or the name a local "
+                                     "vLLM/Ollama server was started with")
+        base_url = check_base_url(settings.base_url) if settings.base_url else None
+        _api_key(settings.api_key_env, base_url)
+        # never keep user:password@ in the manifest
+        return settings.model_copy(update={"base_url": display_url(base_url) if base_url else None})
 
     @classmethod
-    def from_settings(cls, settings: dict[str, Any], run: RunDir) -> "LLMGenerator":
-        """settings: {"provider": "openai" | "replay:RUN_DIR", "model", "base_url", "api_key_env",
-        optional "timeout_s", "max_attempts"}. The API key is read here, from the variable named by
-        api_key_env, and kept only inside the HTTP client."""
-        provider = str(settings.get("provider") or "openai")
-        attempts = int(settings.get("max_attempts") or 3)
-        if provider == "openai":
-            source = None
-        elif provider.startswith("replay:"):
-            source = provider[len("replay:"):]
-            if not source:
-                raise KerntuneError(ErrorCode.USAGE, "--llm replay: needs a run directory",
-                                    hint="e.g. --llm replay:runs/vector_add-20250101-120000")
-        else:
-            raise KerntuneError(ErrorCode.USAGE, f"unknown LLM provider {provider!r}",
-                                hint="--llm takes one of: rules, " + ", ".join(PROVIDERS))
+    def from_settings(cls, settings: LLMSettings, run: RunDir) -> "LLMGenerator":
+        """The generator the settings describe. The API key is read here, from the variable
+        ``settings.api_key_env`` names, and kept only inside the HTTP client."""
+        settings = cls.check_settings(settings)
         recorder = Recorder(run)
-        if source is None:
+        if settings.provider == "openai":
             client: Any = _openai_client(settings, recorder)
         else:
-            if Path(source).resolve() == run.path.resolve():
+            source = Path(settings.provider[len("replay:"):])
+            if source.resolve() == run.path.resolve():
                 raise KerntuneError(ErrorCode.USAGE, "--llm replay: names this run's own directory",
                                     hint="replay another run (a resumed run reuses its own replies by itself)")
-            client = ReplayClient(Path(source), recorder)
+            client = ReplayClient(source, recorder)
         own = RecordedReplies(run.path)
         if own:
             client = ReusingClient(client, own)
-        return cls(client, recorder, attempts)
+        return cls(client, recorder, settings.max_attempts)
 
     # --- the Generator protocol -------------------------------------------------------------
-    def usage(self) -> dict[str, int]:
-        return self.recorder.usage() if self.recorder is not None else {}
+    def usage(self) -> LLMUsage:
+        return self.recorder.usage() if self.recorder is not None else LLMUsage()
 
     def propose(self, req: GenerationRequest, validate: Validate) -> Proposal | None:
         messages = build_messages(req)
-        calls_at_start = self.usage().get("calls", 0)
+        calls_at_start = self.usage().calls
         for turn in range(1, self.max_attempts + 1):
-            if req.llm_calls_left is not None and self.usage().get("calls", 0) - calls_at_start >= req.llm_calls_left:
+            if req.llm_calls_left is not None and self.usage().calls - calls_at_start >= req.llm_calls_left:
                 return None                  # the run's LLM call budget is spent: no correction turn
             key = RequestKey.of(req.round, turn, req.original_source)
             reply: ChatReply = self.client.complete(messages, key=key, schema=answer_schema())
@@ -125,7 +106,7 @@ class LLMGenerator:
                 self.recorder.verdict(key, "accepted" if why is None else why)
             if why is None and answer is not None:
                 return Proposal(template=answer.template, source="llm", rationale=answer.rationale.strip(),
-                                transformations=tuple({"rule": "llm", "summary": t.strip()}
+                                transformations=tuple(Transformation(rule="llm", summary=t.strip())
                                                       for t in answer.transformations if t.strip()),
                                 attempts=turn)
             messages = messages + [{"role": "assistant", "content": reply.text},
@@ -134,24 +115,22 @@ class LLMGenerator:
         return None
 
 
-def _openai_client(settings: dict[str, Any], recorder: Recorder) -> OpenAIChatClient:
-    model = settings.get("model")
-    if not model:
-        raise KerntuneError(ErrorCode.USAGE, "--llm openai needs --model NAME",
-                            hint="the model the endpoint serves, e.g. --model gpt-4.1, or the name a local "
-                                 "vLLM/Ollama server was started with")
-    base_url = check_base_url(settings["base_url"]) if settings.get("base_url") else None
-    env = str(settings.get("api_key_env") or "OPENAI_API_KEY")
+def _api_key(env: str, base_url: Optional[str]) -> str:
+    """The API key from the environment ("" for a local server that needs none)."""
     key = os.environ.get(env, "").strip()
-    local = base_url is not None and is_local(base_url)
-    if not key and not local:
+    if not key and not (base_url is not None and is_local(base_url)):
         where = display_url(base_url) if base_url else "the OpenAI API"
         raise KerntuneError(ErrorCode.LLM, f"no API key for {where}: the environment variable {env} is not set",
                             hint=f"export {env}=<your key> (--llm-api-key-env names another variable), point "
                                  "--llm-base-url at a local server (no key needed), or use --llm rules")
-    client = OpenAIChatClient(model=str(model), base_url=base_url, api_key=key or PLACEHOLDER_KEY,
-                              key_source=f"the environment variable {env}",
-                              timeout_s=float(settings.get("timeout_s") or 300.0), on_attempt=recorder.attempt,
+    return key
+
+
+def _openai_client(settings: LLMSettings, recorder: Recorder) -> OpenAIChatClient:
+    key = _api_key(settings.api_key_env, settings.base_url)
+    client = OpenAIChatClient(model=str(settings.model), base_url=settings.base_url, api_key=key or PLACEHOLDER_KEY,
+                              key_source=f"the environment variable {settings.api_key_env}",
+                              timeout_s=settings.timeout_s, on_attempt=recorder.attempt,
                               run_dir=str(recorder.run.path))
     if recorder.fell_back:
         client.structured = False            # this run's endpoint already refused json_schema

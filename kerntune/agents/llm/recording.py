@@ -31,7 +31,8 @@ from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from kerntune.agents.llm.client import FALLBACK, Attempt, ChatReply, Message
-from kerntune.agents.rundir import RunDir
+from kerntune.record.models import LLMUsage
+from kerntune.record.store import RunDir
 from kerntune.errors import ErrorCode, KerntuneError
 
 FOLDER = "llm"
@@ -141,8 +142,8 @@ class Recorder:
             rec["verdict"] = verdict
             self.run.write_json(f"{FOLDER}/{name}", rec)
 
-    def usage(self) -> dict[str, int]:
-        return dict(self.totals)
+    def usage(self) -> LLMUsage:
+        return LLMUsage(**self.totals)
 
 
 class RecordedReplies:
@@ -168,8 +169,7 @@ class RecordedReplies:
         resp = rec["response"]
         return ChatReply(text=str(resp.get("text") or ""), prompt_tokens=int(resp.get("prompt_tokens") or 0),
                          completion_tokens=int(resp.get("completion_tokens") or 0),
-                         seconds=float(rec.get("seconds") or 0.0), finish_reason=str(resp.get("finish_reason") or ""),
-                         from_recording=True)
+                         seconds=float(rec.get("seconds") or 0.0), finish_reason=str(resp.get("finish_reason") or ""))
 
     @staticmethod
     def roles(rec: dict[str, Any]) -> list[str]:
@@ -232,12 +232,10 @@ class ReusingClient:
         self.inner = inner
         self.own = own
         self.endpoint = inner.endpoint
-        self.reused = 0
 
     def complete(self, messages: Sequence[Message], *, key: RequestKey, schema: Optional[dict[str, Any]] = None
                  ) -> ChatReply:
         found = self.own.get(key)
         if found is not None and self.own.roles(found[1]) == _roles(messages):
-            self.reused += 1
             return self.own.reply(found[1])
         return self.inner.complete(messages, key=key, schema=schema)

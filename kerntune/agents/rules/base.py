@@ -11,7 +11,6 @@ reproduce the original kernel.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -66,6 +65,7 @@ class RewriteState:
     spec: KernelSpec
     launch: LaunchSpec                # may reference parameters
     device_max_threads: int = 1024
+    subgroups: bool = True            # the device has sub-groups (OpenCL cl_khr_subgroups; CUDA: warps)
     params: dict[str, Param] = field(default_factory=dict)
     restrictions: list[str] = field(default_factory=list)
     flags: dict[str, dict[str, str]] = field(default_factory=dict)
@@ -142,17 +142,12 @@ class RewriteState:
                 return self.text(v).strip() if v is not None else ""
         return None
 
-    def has_macro(self, name: str) -> bool:
-        return re.search(r"\b" + re.escape(name) + r"\b", self.source) is not None
-
-
 class Rule:
     """A semantics-preserving transformation. ``check`` returns why it does not
     apply ('' when it does); ``apply`` rewrites the state in place."""
 
     name: str = ""
     summary: str = ""
-    generic: bool = False             # applies to any kernel (launch configuration, unrolling, flags)
     langs: tuple[str, ...] = ("cuda", "opencl")
 
     def check(self, st: RewriteState) -> str:
@@ -186,10 +181,6 @@ class Rule:
 
 class RuleDeclined(Exception):
     """A rule found, while applying, that its precondition does not hold after all."""
-
-
-def is_identifier(node, st: RewriteState, name: str | None = None) -> bool:
-    return node.type == "identifier" and (name is None or st.text(node) == name)
 
 
 def function_name(st: "RewriteState", fn) -> str:

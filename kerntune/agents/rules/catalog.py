@@ -75,10 +75,12 @@ def assemble(st: RewriteState, note: str = "") -> str:
 
 
 def apply_catalog(source: str, lang: str, spec: KernelSpec, kernel: str | None = None, device_max_threads: int = 1024,
-                  rules: list[Rule] | None = None, note: str = "", launch: LaunchSpec | None = None) -> CatalogResult:
-    """Rewrite ``source`` (launched with ``launch``, default the spec's) with every applicable rule."""
+                  rules: list[Rule] | None = None, note: str = "", launch: LaunchSpec | None = None,
+                  subgroups: bool = True) -> CatalogResult:
+    """Rewrite ``source`` (launched with ``launch``, default the spec's) with every applicable rule;
+    ``subgroups``: whether the device has sub-groups (rules that need them decline otherwise)."""
     st = RewriteState(lang=lang, source=source, kernel=kernel or spec.kernel, spec=spec, launch=launch or spec.launch,
-                      device_max_threads=min(device_max_threads, 1024))
+                      device_max_threads=min(device_max_threads, 1024), subgroups=subgroups)
     for rule in rules if rules is not None else default_rules():
         rule.run(st)
     size = 1

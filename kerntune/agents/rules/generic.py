@@ -51,7 +51,6 @@ def _candidate_loops(st: RewriteState) -> list:
 class Unroll(Rule):
     name = "unroll"
     summary = "an unroll factor for each loop that touches memory (innermost first)"
-    generic = True
 
     def check(self, st: RewriteState) -> str:
         return "" if _candidate_loops(st) else "no loop over memory without an unroll pragma"
@@ -97,7 +96,6 @@ def _pointer_params(st: RewriteState) -> list:
 class Restrict(Rule):
     name = "restrict"
     summary = "restrict-qualified pointers (read-only loads for inputs), on or off"
-    generic = False
 
     def check(self, st: RewriteState) -> str:
         if not st.spec.noalias:
@@ -152,7 +150,6 @@ class FastMath(Rule):
 class CompilerFlags(Rule):
     name = "compiler-flags"
     summary = "the compiler's fast-math flag, on or off"
-    generic = True
 
     def check(self, st: RewriteState) -> str:
         if any(a.dtype == "fp64" for a in st.spec.args):

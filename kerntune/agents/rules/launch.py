@@ -80,7 +80,6 @@ def int_literal_text(text: str) -> int | None:
 class LaunchConfig(Rule):
     name = "launch-config"
     summary = "threads per block as a parameter (the grid follows where it is written in terms of the block)"
-    generic = True
 
     def check(self, st: RewriteState) -> str:
         dims = _literal_dims(st.launch)

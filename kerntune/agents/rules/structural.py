@@ -72,12 +72,6 @@ def _is_block_dim_x(st: RewriteState, node, fn=None) -> bool:
     return value is not None and builtin_dim(st, value, "block_dim") == "x"
 
 
-def _enclosing_function(node):
-    while node is not None and node.type != "function_definition":
-        node = node.parent
-    return node
-
-
 def _line_indent(st: RewriteState, node) -> str:
     start = st.raw.rfind(b"\n", 0, node.start_byte) + 1
     pre = st.raw[start:node.start_byte].decode()
@@ -237,6 +231,8 @@ class ShuffleReduction(Rule):
     def check(self, st: RewriteState) -> str:
         if not _tree_loops(st):
             return "no shared-memory tree reduction over the block (if (t < s) a[t] += a[t + s]; barrier)"
+        if st.lang == "opencl" and not st.subgroups:
+            return "the device has no sub-groups (cl_khr_subgroups) to reduce with"
         block = st.launch.block
         if len(block) > 1 and any(str(b) not in ("1",) for b in block[1:]):
             return "the block is not one-dimensional"
@@ -244,7 +240,7 @@ class ShuffleReduction(Rule):
 
     def apply(self, st: RewriteState) -> Applied:
         loops = sorted(_tree_loops(st), key=lambda x: x[1].start_byte)
-        edits, names, helpers = [], [], set()
+        edits, names, helpers = [], [], {}          # helper code -> the parameters that call it
         for fn, loop, array, op, elem_type, _ in loops:
             name = st.fresh("REDUCE")
             while name in names:
@@ -253,12 +249,13 @@ class ShuffleReduction(Rule):
             tid = "threadIdx.x" if st.lang == "cuda" else "get_local_id(0)"
             if st.lang == "cuda":
                 call = f"kt_block_reduce_{op}({array}, {tid});"
-                helpers.add(CUDA_REDUCE.format(op=op, expr=CUDA_COMBINE[op], identity=CUDA_IDENTITY[op]))
+                helpers.setdefault(CUDA_REDUCE.format(op=op, expr=CUDA_COMBINE[op], identity=CUDA_IDENTITY[op]),
+                                   []).append(name)
             else:
                 tname = "_".join(elem_type.split())
                 call = f"kt_block_reduce_{op}_{tname}({array}, {tid});"
-                helpers.add(OPENCL_REDUCE.format(op=op, tname=tname, ctype=elem_type, op2=OPENCL_OP[op],
-                                                 combine=OPENCL_COMBINE[op]))
+                helpers.setdefault(OPENCL_REDUCE.format(op=op, tname=tname, ctype=elem_type, op2=OPENCL_OP[op],
+                                                        combine=OPENCL_COMBINE[op]), []).append(name)
             start = pragma_start(st, loop)         # the loop's unroll pragma goes with it into #else
             indent, lead = _line_indent(st, loop), _indent_before(st, start)
             new = (f"\n#if KT_{name}\n{indent}{call}\n#else\n{lead}{st.raw[start:loop.end_byte].decode()}"
@@ -275,7 +272,9 @@ class ShuffleReduction(Rule):
                 elif int(b0) % 32:
                     raise RuleDeclined(f"the block of {b0} threads is not a whole number of warps")
         st.source = apply_edits(st.raw, edits)
-        st.prelude.extend(guarded("REDUCE_" + h.split("kt_block_reduce_")[1].split("(")[0].upper(), h)
+        # a helper exists only where a parameter chose it: the 'tree' baseline compiles without sub-groups
+        st.prelude.extend("#if " + " || ".join(f"KT_{n}" for n in helpers[h]) + "\n"
+                          + guarded("REDUCE_" + h.split("kt_block_reduce_")[1].split("(")[0].upper(), h) + "\n#endif"
                           for h in sorted(helpers))
         return Applied(self.name, f"{len(names)} shared-memory tree(s) may reduce with "
                                   f"{'warp shuffles' if st.lang == 'cuda' else 'sub-group reductions'}",

@@ -9,14 +9,18 @@ from kerntune.errors import ErrorCode, KerntuneError
 from kerntune.tuner.space import Space
 from kerntune.tuner.strategies.base import Option, Strategy
 
-# name -> "module:Class"; model-based strategies import Optuna only when chosen
+# name -> "module:Class"; the Optuna strategies import Optuna only when chosen
 REGISTRY = {
     "exhaustive": "kerntune.tuner.strategies.simple:Exhaustive",
     "random": "kerntune.tuner.strategies.simple:RandomSearch",
     "local": "kerntune.tuner.strategies.simple:LocalSearch",
     "tpe": "kerntune.tuner.strategies.model_based:TPE",
     "nsga2": "kerntune.tuner.strategies.model_based:NSGA2",
+    "surrogate": "kerntune.tuner.strategies.surrogate:Surrogate",
 }
+
+# what `kerntune tune` and `kerntune optimize` search with unless told otherwise
+DEFAULT_STRATEGY = "surrogate"
 
 
 def strategy_class(name: str) -> type[Strategy]:
@@ -30,4 +34,4 @@ def make_strategy(name: str, space: Space, seed: int, options: dict[str, Any] | 
     return strategy_class(name)(space, seed, **(options or {}))
 
 
-__all__ = ["Option", "REGISTRY", "Strategy", "make_strategy", "strategy_class"]
+__all__ = ["DEFAULT_STRATEGY", "Option", "REGISTRY", "Strategy", "make_strategy", "strategy_class"]

@@ -1,0 +1,337 @@
+"""The default search: Thompson sampling on a Bayesian model of the space.
+
+Why this design (measured in scripts/bench_strategies.py, results under
+bench/results/): tuning spaces are small and discrete (tens to a few thousand
+feasible configurations), most of a configuration's run time is explained by
+each parameter's own value plus pairs of parameters acting together, and a
+budget is often a small share of the feasible set. So the model is a Bayesian
+linear regression of log(score) on
+
+- one indicator per parameter value (main effects),
+- a linear and a quadratic term in the value's rank, for numeric parameters
+  (neighbouring values share what is learned),
+- one indicator per pair of values of two parameters (interactions), whose
+  prior grows with the number of measurements.
+
+Each proposal minimizes one posterior draw of that model over every untried
+configuration (Thompson sampling: exploration in proportion to the model's
+uncertainty, no acquisition function to tune), after a couple of
+space-filling configurations. Every ``local_every``-th proposal is instead
+the untried neighbour of the best configurations so far that the posterior
+mean likes most, so the end of a budget polishes the best region.
+
+It learns the feasible set from the tuner, which checks restrictions and
+resources before anything is compiled or launched and tells a pruned
+configuration ``inf`` at no cost to the budget (and records why): a
+configuration told ``inf`` (pruned or failed) is never proposed again and
+never enters the model.
+
+Cost: the model is solved on a geometric schedule (every measurement at
+first, then every ~10% more measurements), and one solve yields, at once, all
+the posterior draws until the next (sampling by perturbed least squares) and
+their predictions for every configuration (one matrix product). Spaces larger
+than ``pool`` (20,000) are scored on a fresh random sample plus the neighbourhood of
+the best configurations.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from kerntune.tuner.space import Config, Space
+from kerntune.tuner.strategies.base import Option, Strategy
+
+Row = tuple[int, ...]
+
+
+def _numeric(values: tuple) -> bool:
+    return all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values)
+
+
+class Features:
+    """The model's features for configurations given as value-index rows:
+    ``columns(rows)`` gives, per row, the indices of its indicator features
+    and the values of its rank features (which sit in fixed columns)."""
+
+    def __init__(self, cards: list[int], ranks: list[np.ndarray | None], max_pair_width: int):
+        self.cards, self.ranks = cards, ranks
+        d = len(cards)
+        at, self.main_at = 0, []
+        for c in cards:
+            self.main_at.append(at)
+            at += c
+        self.main_width = at
+        self.numeric = [i for i in range(d) if ranks[i] is not None]
+        self.rank_at = at
+        at += 2 * len(self.numeric)
+        self.pairs, self.pair_at = [], []
+        self.pair_start = at
+        for i, j in sorted(((i, j) for i in range(d) for j in range(i + 1, d)), key=lambda p: cards[p[0]] * cards[p[1]]):
+            if at + cards[i] * cards[j] - self.pair_start > max_pair_width:
+                continue
+            self.pairs.append((i, j))
+            self.pair_at.append(at)
+            at += cards[i] * cards[j]
+        self.width = at
+
+    def columns(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(indicator column indices: n x (d + pairs), rank feature values: n x 2*numeric)."""
+        ind = [rows[:, i] + self.main_at[i] for i in range(len(self.cards))]
+        ind += [rows[:, i] * self.cards[j] + rows[:, j] + at for (i, j), at in zip(self.pairs, self.pair_at)]
+        ranks = []
+        for i in self.numeric:
+            x = self.ranks[i][rows[:, i]]
+            ranks += [x, x * x - 1.0 / 3.0]
+        cols = np.stack(ind, axis=1)
+        vals = np.stack(ranks, axis=1) if ranks else np.zeros((len(rows), 0))
+        return cols, vals
+
+    def dense(self, rows: np.ndarray) -> np.ndarray:
+        cols, vals = self.columns(rows)
+        phi = np.zeros((len(rows), self.width))
+        np.put_along_axis(phi, cols, 1.0, axis=1)
+        phi[:, self.rank_at:self.rank_at + vals.shape[1]] = vals
+        return phi
+
+    def predict(self, weights: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """Predictions (n x k) of k weight vectors (width x k)."""
+        return self.predict_columns(weights, *self.columns(rows))
+
+    def predict_columns(self, weights: np.ndarray, cols: np.ndarray, vals: np.ndarray) -> np.ndarray:
+        out = weights[cols].sum(axis=1)
+        if vals.shape[1]:
+            out += vals @ weights[self.rank_at:self.rank_at + vals.shape[1]]
+        return out
+
+
+class Surrogate(Strategy):
+    name = "surrogate"
+    summary = ("model-based: Thompson sampling on a Bayesian model of log time (per-value, rank and pairwise "
+               "terms) with a local step around the best")
+    options = {
+        "initial": Option(3, "space-filling configurations before the model is used"),
+        "local_every": Option(3, "every Nth proposal is the model's favourite untried neighbour of the best "
+                                 "(0: never)"),
+        "noise": Option(0.01, "measurement noise variance, as a share of the scores' variance"),
+        "pairs": Option(300, "most pairwise-interaction features in the model (0: main effects only)"),
+        "pool": Option(20_000, "spaces up to this size are scored whole; larger ones on a sample of this size"),
+    }
+
+    def __init__(self, space: Space, seed: int, **options: Any):
+        super().__init__(space, seed, **options)
+        self._np = np.random.default_rng(seed)
+        self._names = list(space.params)
+        self._values = [tuple(v) for v in space.params.values()]
+        self._cards = [len(v) for v in self._values]
+        self._index = [{v: i for i, v in enumerate(values)} for values in self._values]
+        ranks: list[np.ndarray | None] = []
+        self._order: list[list[int]] = []       # value indices in numeric order ([] for other parameters)
+        for values in self._values:
+            if _numeric(values) and len(values) > 2:
+                order = [int(k) for k in np.argsort(np.array(values, dtype=float), kind="stable")]
+                pos = np.empty(len(values))
+                pos[order] = np.linspace(-1.0, 1.0, len(values))
+                ranks.append(pos)
+                self._order.append(order)
+            else:
+                ranks.append(None)
+                self._order.append([])
+        self._f = Features(self._cards, ranks, self.opts["pairs"])
+        self._strides = [math.prod(self._cards[i + 1:]) for i in range(len(self._cards))]
+        self._whole = space.size <= self.opts["pool"]
+        if self._whole:     # every configuration, in declaration order: a row's position is its ravelled index
+            self._pool = np.indices(self._cards, dtype=np.int32).reshape(len(self._cards), -1).T.copy()
+            self._pool_phi = self._f.dense(self._pool).astype(np.float32)
+            self._untried = np.ones(len(self._pool), dtype=bool)
+        self._tried: set[Row] = set()          # proposed or told: never proposed again
+        self._measured: set[Row] = set()
+        self._rows: list[Row] = []             # measured with a finite score, in order
+        self._y: list[float] = []              # their log scores
+        self._phi = np.zeros((64, self._f.width))          # their features (grows)
+        self._gram = np.zeros((self._f.width, self._f.width))
+        self._in_gram = 0                      # measurements added to the Gram matrix so far
+        self._mean: np.ndarray | None = None   # posterior mean of the weights
+        self._draws: np.ndarray | None = None  # pending posterior draws (weights x draws; sampled pools)
+        self._left = 0                         # pending draws
+        self._scores: np.ndarray | None = None     # predictions of the pending draws (configurations x draws)
+        self._solved_at = 0
+        self._proposals = 0
+
+    # --- encoding ---------------------------------------------------------------
+    def _row(self, config: Config) -> Row | None:
+        try:
+            return tuple(self._index[i][config[name]] for i, name in enumerate(self._names))
+        except (KeyError, TypeError):
+            return None
+
+    def _config(self, row: Row) -> Config:
+        return {name: self._values[i][k] for i, (name, k) in enumerate(zip(self._names, row))}
+
+    def _at(self, row: Row) -> int:
+        return sum(k * s for k, s in zip(row, self._strides))
+
+    def _sample(self, n: int) -> np.ndarray:
+        return np.stack([self._np.integers(0, c, size=n, dtype=np.int32) for c in self._cards], axis=1)
+
+    def _mark(self, row: Row) -> None:
+        self._tried.add(row)
+        if self._whole:
+            self._untried[self._at(row)] = False
+
+    def _allowed(self, row: Row) -> bool:
+        return row not in self._tried
+
+    def _neighbours(self, row: Row) -> list[Row]:
+        out = []
+        for i, c in enumerate(self._cards):
+            order = self._order[i]
+            if order:       # the adjacent values in numeric order
+                at = order.index(row[i])
+                alternatives = [order[j] for j in (at - 1, at + 1) if 0 <= j < c]
+            else:
+                alternatives = [k for k in range(c) if k != row[i]]
+            out += [row[:i] + (k,) + row[i + 1:] for k in alternatives]
+        return out
+
+    # --- the model ----------------------------------------------------------------
+    def _prior(self) -> np.ndarray:
+        """Prior variance of each weight (scores are standardized); interactions earn theirs with data."""
+        f, d = self._f, len(self._cards)
+        prior = np.empty(f.width)
+        prior[:f.main_width] = 1.0 / d
+        prior[f.rank_at:f.pair_start] = 0.5 / d
+        grow = min(1.0, len(self._rows) / (2.0 * f.main_width))
+        prior[f.pair_start:] = max(1e-6, 0.5 * grow / max(1, len(f.pairs)))
+        return prior
+
+    def _solve(self, k: int) -> None:
+        """Posterior mean and k posterior draws, by perturbed least squares,
+        w = A^-1 (Phi^T (y + e) / s2 + w0 / v) with e ~ N(0, s2), w0 ~ N(0, v),
+        and the draws' predictions for the candidates."""
+        n = len(self._rows)
+        phi = self._phi[:n]
+        new = phi[self._in_gram:]
+        self._gram += new.T @ new
+        self._in_gram = n
+        y = np.array(self._y)
+        y = (y - y.mean()) / (y.std() or 1.0)
+        prior, s2 = self._prior(), self.opts["noise"]
+        e = self._np.standard_normal((n, k)) * math.sqrt(s2)
+        w0 = self._np.standard_normal((len(prior), k)) * np.sqrt(prior)[:, None]
+        rhs = np.concatenate([phi.T @ y[:, None], phi.T @ (y[:, None] + e) + s2 * w0 / prior[:, None]], axis=1)
+        sol = np.linalg.solve(self._gram + np.diag(s2 / prior), rhs)
+        self._mean, draws = sol[:, 0], sol[:, 1:]
+        if self._whole:
+            self._scores = self._pool_phi @ draws.astype(np.float32)
+        else:
+            self._draws = draws
+        self._left = k
+        self._solved_at = n
+
+    def _thompson(self) -> Row | None:
+        """The untried configuration that one posterior draw predicts fastest."""
+        n = len(self._rows)
+        if self._mean is None or self._left == 0 or n >= self._solved_at + max(1, self._solved_at // 10):
+            self._solve(max(1, n // 10) + 1)     # the draws until the next solve is due, and one spare
+        self._left -= 1
+        if self._whole:
+            scores = np.where(self._untried, self._scores[:, self._left], np.inf)
+            rows = self._pool
+        else:
+            rows = self._candidates()
+            scores = self._f.predict(self._draws[:, self._left:self._left + 1], rows)[:, 0]
+        while len(scores):
+            i = int(np.argmin(scores))
+            if not np.isfinite(scores[i]):
+                break
+            row = tuple(int(x) for x in rows[i])
+            if self._allowed(row):
+                return row
+            scores[i] = np.inf
+        return None
+
+    def _candidates(self) -> np.ndarray:
+        """For a space too large to score whole: a fresh random sample and the neighbours of the best
+        configurations, untried ones only."""
+        best = [self._rows[i] for i in np.argsort(self._y, kind="stable")[:8]]
+        near = np.array([r for b in best for r in self._neighbours(b)], dtype=np.int32).reshape(-1, len(self._cards))
+        rows = np.unique(np.concatenate([self._sample(self.opts["pool"]), near]), axis=0)
+        tried = np.array(list(self._tried), dtype=np.int32).reshape(-1, len(self._cards))
+        code = np.ravel_multi_index(rows.T, self._cards)
+        return rows[~np.isin(code, np.ravel_multi_index(tried.T, self._cards))]
+
+    # --- proposals --------------------------------------------------------------------
+    def _space_filling(self) -> Row | None:
+        """An untried configuration far (in Hamming distance) from the measured ones."""
+        for _ in range(8):
+            sample = self._sample(64)
+            if self._rows:
+                measured = np.array(self._rows, dtype=np.int32)
+                dist = (sample[:, None, :] != measured[None, :, :]).sum(axis=2).min(axis=1)
+                order = np.argsort(-dist, kind="stable")
+            else:
+                order = range(len(sample))
+            for i in order:
+                row = tuple(int(x) for x in sample[i])
+                if self._allowed(row):
+                    return row
+        return None
+
+    def _local_step(self) -> Row | None:
+        """The untried neighbour of the best configurations that the posterior mean likes most."""
+        for i in np.argsort(self._y, kind="stable")[:4]:
+            near = [r for r in self._neighbours(self._rows[i]) if r not in self._tried]
+            if not near:
+                continue
+            scores = self._f.predict(self._mean[:, None], np.array(near, dtype=np.int32))[:, 0]
+            for j in np.argsort(scores, kind="stable"):
+                if self._allowed(near[j]):
+                    return near[j]
+        return None
+
+    def ask(self) -> Config | None:
+        self._proposals += 1
+        row = None
+        if len(self._rows) < max(2, self.opts["initial"]):
+            row = self._space_filling()
+        else:
+            every = self.opts["local_every"]
+            if every and self._proposals % every == 0 and self._mean is not None:
+                row = self._local_step()
+            if row is None:
+                row = self._thompson()
+        if row is None:
+            row = self._anything()
+        if row is None:
+            return None
+        self._mark(row)
+        return self._config(row)
+
+    def _anything(self) -> Row | None:
+        """Nothing left that the model would propose: the first untried configuration."""
+        for config in self.space.configs():
+            row = self._row(config)
+            if row is not None and self._allowed(row):
+                return row
+        return None
+
+    def tell(self, config: Config, score: float) -> None:
+        row = self._row(config)
+        if row is None:
+            return
+        self._mark(row)
+        if not (math.isfinite(score) and score > 0) or row in self._measured:
+            return
+        self._measured.add(row)
+        n = len(self._rows)
+        if n == len(self._phi):
+            self._phi = np.concatenate([self._phi, np.zeros_like(self._phi)])
+        if self._whole:
+            self._phi[n] = self._pool_phi[self._at(row)]
+        else:
+            self._phi[n] = self._f.dense(np.array([row], dtype=np.int32))[0]
+        self._rows.append(row)
+        self._y.append(math.log(score))
