@@ -38,7 +38,7 @@ def rules_used(run: Run, general_round: int, general_config: dict) -> list[str]:
     """The rules whose parameters the winning kernel has at a value other than the first (the
     original's), in every round it descends from: the rewrites it actually carries."""
     used = []
-    for m in run.lineage(general_round):
+    for m in run.manifest.lineage(general_round):
         rec = run.round(m)
         if rec is None:
             continue
@@ -46,8 +46,8 @@ def rules_used(run: Run, general_round: int, general_config: dict) -> list[str]:
         base = Space.of(run.template(m)).baseline()
         changed = {k for k, v in config.items() if k in base and base[k] != v}
         for t in rec.transformations:
-            if changed & set(t.get("params", [])) and t["rule"] not in used:
-                used.append(t["rule"])
+            if changed & set(t.params) and t.rule not in used:
+                used.append(t.rule)
     return used
 
 
@@ -59,7 +59,8 @@ def row_of(name: str, run_dir: Path, seconds: float, load: tuple[float, float]) 
     r = json.loads((run_dir / "results.json").read_text())
     test = json.loads((run_dir / "test.json").read_text()) if (run_dir / "test.json").exists() else {}
     run = Run(run_dir)
-    gi = r.get("general_interval") or {}
+    # the general configuration's interval; when it did not clear the threshold, the best candidate's
+    gi = r.get("general_interval") or ((test.get("general") or {}).get("geomean")) or {}
     base_t = largest(test.get("baseline") or [])
     gen_t = largest(((test.get("general") or {}).get("timings")) or [])
     used = rules_used(run, r["general_round"], r["general_config"]) if r.get("improved") and r.get("general_round") \
@@ -67,6 +68,7 @@ def row_of(name: str, run_dir: Path, seconds: float, load: tuple[float, float]) 
     return {
         "name": name, "kernel": f"kernels/naive/{name}/{name}.cl", "improved": r["improved"],
         "speedup": r.get("general_speedup") or 1.0, "lo": gi.get("lo"), "hi": gi.get("hi"),
+        "best_candidate": None if r["improved"] else gi.get("ratio"),
         "general_round": r.get("general_round"), "general_key": r.get("general_key"),
         "largest_shape": base_t["label"] if base_t else None,
         "naive_pct_of_copy": base_t.get("pct_of_copy") if base_t else None,
@@ -128,7 +130,8 @@ def main() -> int:
                 db.unlink()
         row = row_of(name, run, timing["seconds"], (timing["load_before"], timing["load_after"]))
         rows.append(row)
-        print(f"{name}: {row['speedup']:.2f}x [{row['lo'] or 0:.2f}, {row['hi'] or 0:.2f}] in "
+        print(f"{name}: {row['speedup']:.2f}x{'' if row['improved'] else ' (not faster)'} "
+              f"[{row['lo'] or 0:.2f}, {_hi(row['hi'])}] in "
               f"{row['seconds']:.0f} s; uses {', '.join(row['rules_used']) or '-'}", file=sys.stderr)
     summary = summarize(rows)
     meta = {"device": args.device, "date": stamp, "cpus": os.cpu_count(), "command": " ".join(sys.argv),
@@ -159,6 +162,10 @@ def summarize(rows: list[dict]) -> dict:
     }
 
 
+def _hi(v) -> str:
+    return "inf" if v is None else f"{v:.2f}"
+
+
 def _pct(v) -> str:
     return f"{v:.0f}%" if v is not None else "-"
 
@@ -179,8 +186,11 @@ def render(rows: list[dict], s: dict, meta: dict) -> str:
             lines.append(f"| {r['name']} | failed: {r['error'].splitlines()[-1] if r['error'] else ''} | - | - | "
                          f"{r['seconds']:.0f} s | - |")
             continue
-        ci = f" [{r['lo']:.2f}, {r['hi']:.2f}]" if r["lo"] is not None else ""
-        lines.append(f"| {r['name']} | {r['speedup']:.2f}x{ci}{'' if r['improved'] else ' (not faster)'} | "
+        ci = f" [{r['lo']:.2f}, {_hi(r['hi'])}]" if r["lo"] is not None else ""
+        shown = (f"{r['speedup']:.2f}x{ci}" if r["improved"] else
+                 f"1.00x (not faster: best candidate {r['best_candidate']:.2f}x{ci})" if r.get("best_candidate")
+                 else "1.00x (no candidate)")
+        lines.append(f"| {r['name']} | {shown} | "
                      f"{_pct(r['naive_pct_of_copy'])} -> {_pct(r['best_pct_of_copy'])} ({r['largest_shape']}) | "
                      f"{', '.join(r['rules_used']) or '-'} | {r['seconds']:.0f} s | {r['stop']} |")
     if s.get("median_speedup") is not None:
