@@ -59,6 +59,18 @@ CASES = {
                    {"launch-config", "elements-per-thread"}),
     "histogram": ("kernels/classic/histogram/naive", "kernels/classic/histogram/spec.yaml",
                   {"privatize-atomics", "unroll"}),
+    # the naive corpus (kernels/naive): one row per thread, multi-pass rows, a flat index split by division,
+    # a block-strided loop at an offset
+    "naive_rms_norm": ("kernels/naive/rms_norm/rms_norm", "kernels/naive/rms_norm/spec.yaml",
+                       {"launch-config", "cooperative-rows", "hoist-invariants", "unroll", "restrict"}),
+    "naive_softmax": ("kernels/naive/softmax/softmax", "kernels/naive/softmax/spec.yaml",
+                      {"launch-config", "online-softmax", "cooperative-rows", "hoist-invariants", "unroll",
+                       "fast-math"}),
+    "naive_silu_and_mul": ("kernels/naive/silu_and_mul/silu_and_mul", "kernels/naive/silu_and_mul/spec.yaml",
+                           {"launch-config", "row-column-grid", "restrict", "fast-math"}),
+    "naive_gelu_tanh_rows": ("kernels/naive/gelu_tanh_and_mul_rows/gelu_tanh_and_mul_rows",
+                             "kernels/naive/gelu_tanh_and_mul_rows/spec.yaml",
+                             {"launch-config", "vectorize", "hoist-invariants", "unroll"}),
 }
 EXT = {"opencl": ".cl", "cuda": ".cu"}
 EXHAUSTIVE_UP_TO = 48
@@ -141,7 +153,7 @@ def winners(space: Space, trace, shapes) -> list[tuple[str, dict]]:
 # and the kernel, and the all-rules winner (the others' winners change a qualifier, a call name, a
 # number or a flag, which the all-rules winner covers)
 WINNERS = {"shuffle-reduction", "vectorize", "elements-per-thread", "privatize-atomics", "unroll",
-           "launch-bounds", "all"}
+           "launch-bounds", "cooperative-rows", "online-softmax", "row-column-grid", "hoist-invariants", "all"}
 
 
 def next_rounds(name: str, lang: str, labels: set[str] | None = None):

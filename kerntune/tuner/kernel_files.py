@@ -21,6 +21,31 @@ _HEADER = ("// {what}\n// launch: grid {grid}, block {block}, dynamic shared mem
            "sizes)\n// compile options: {options}\n")
 
 
+def _constant(node: ast.AST):
+    """The truth of a comparison (or boolean combination) of constants, else None."""
+    if isinstance(node, ast.Constant):
+        return bool(node.value)
+    if isinstance(node, ast.BoolOp):
+        values = [_constant(v) for v in node.values]
+        if None in values:
+            return None
+        return all(values) if isinstance(node.op, ast.And) else any(values)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        v = _constant(node.operand)
+        return None if v is None else not v
+    if isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.left, ast.Constant) \
+            and isinstance(node.comparators[0], ast.Constant):
+        a, b = node.left.value, node.comparators[0].value
+        ops = {ast.Eq: lambda: a == b, ast.NotEq: lambda: a != b, ast.Lt: lambda: a < b, ast.LtE: lambda: a <= b,
+               ast.Gt: lambda: a > b, ast.GtE: lambda: a >= b}
+        f = ops.get(type(node.ops[0]))
+        try:
+            return None if f is None else bool(f())
+        except TypeError:
+            return None
+    return None
+
+
 def resolve_launch_params(launch: LaunchSpec, config: dict[str, Any]) -> LaunchSpec:
     """The template's launch with parameter values written in (sizes stay symbolic)."""
 
@@ -33,6 +58,15 @@ def resolve_launch_params(launch: LaunchSpec, config: dict[str, Any]) -> LaunchS
             def visit_Name(self, node):
                 if node.id in config:
                     return ast.copy_location(ast.Constant(config[node.id]), node)
+                return node
+
+            def visit_IfExp(self, node):
+                # a choice between launches by a parameter (grid = A if ROWS == 'thread' else B) keeps
+                # only the chosen side once the parameter is known
+                self.generic_visit(node)
+                test = _constant(node.test)
+                if test is not None:
+                    return node.body if test else node.orelse
                 return node
 
         out = ast.unparse(S().visit(tree))

@@ -20,10 +20,14 @@ _JINJA = ("{{", "{%", "{#", "}}", "%}", "#}")
 
 def default_rules() -> list[Rule]:
     """Structural rewrites first (they need the code as it is), decorations last."""
+    from kerntune.agents.rules.hoist import HoistInvariants
+    from kerntune.agents.rules.online import OnlineSoftmax
+    from kerntune.agents.rules.rows import CooperativeRows
+    from kerntune.agents.rules.split import RowColumnGrid
     from kerntune.agents.rules.structural import ElementsPerThread, PrivatizeAtomics, ShuffleReduction, Vectorize
 
-    return [LaunchConfig(), ShuffleReduction(), PrivatizeAtomics(), ElementsPerThread(), Vectorize(), Unroll(),
-            Restrict(), FastMath(), LaunchBounds(), CompilerFlags()]
+    return [LaunchConfig(), RowColumnGrid(), OnlineSoftmax(), CooperativeRows(), ShuffleReduction(), PrivatizeAtomics(), ElementsPerThread(),
+            Vectorize(), HoistInvariants(), Unroll(), Restrict(), FastMath(), LaunchBounds(), CompilerFlags()]
 
 
 @dataclass

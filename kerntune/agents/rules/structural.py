@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 
+from kerntune.agents.rules.access import affine_base, identifiers, squash
 from kerntune.agents.rules.base import (
     Applied, Edit, Param, Rule, RuleDeclined, RewriteState, apply_edits, builtin_dim, int_literal, opencl_space,
     pragma_start, unwrap,
@@ -508,33 +509,74 @@ def _strided_loops(st: RewriteState):
     return out, reasons
 
 
+class Stream:
+    """The elements of one array at ``base + i`` for the loop's ``i``: loaded or stored VEC at a time."""
+
+    def __init__(self, array: str, base: str, name: str):
+        self.array, self.base, self.name = array, base, name
+        self.read = self.write = self.cond_write = False
+        self.nodes: list = []
+
+    def address(self, start: str) -> str:
+        return f"{self.array} + {self.base} + {start}" if self.base else f"{self.array} + {start}"
+
+    def element(self, start: str) -> str:
+        return f"{self.array}[{self.base} + {start}]" if self.base else f"{self.array}[{start}]"
+
+
 def _accesses(st: RewriteState, body, var: str):
-    """(reads, writes, conditional writes) of P[var] subscripts, or None if var is used otherwise."""
-    reads, writes, cond_writes = set(), set(), set()
+    """The streams (one per array and base) the body touches as ``p[base + var]``, with ``base`` loop
+    invariant, and whether ``var`` has other uses; None (with why) when an access is of another form."""
+    assigned = {st.text(unwrap(n.child_by_field_name("left") or n.child_by_field_name("argument")))
+                for n in walk(body) if n.type in ("assignment_expression", "update_expression")}
+    declared = {st.text(n.child_by_field_name("declarator")) for n in walk(body) if n.type == "init_declarator"}
+    streams: dict[tuple[str, str], Stream] = {}
+    other_uses = False
+    subs = set()
     for n in walk(body):
-        if n.type != "identifier" or st.text(n) != var:
+        if n.type != "subscript_expression":
             continue
-        idx = n.parent
-        sub = idx.parent if idx is not None and idx.type == "subscript_argument_list" else None
-        if sub is None or sub.type != "subscript_expression" or len(idx.named_children) != 1:
-            return None
-        arr = sub.child_by_field_name("argument")
+        idx = n.child_by_field_name("indices")
+        if idx is None or len(idx.named_children) != 1 or var not in identifiers(st, idx.named_children[0]):
+            continue
+        arr = n.child_by_field_name("argument")
         if arr is None or arr.type != "identifier":
-            return None
-        name = st.text(arr)
-        parent = sub.parent
-        if parent is not None and parent.type == "assignment_expression" and parent.child_by_field_name("left") == sub:
-            writes.add(name)
+            return None, f"{st.text(n)} indexes something other than an array with the loop index {var}"
+        base = affine_base(st, idx.named_children[0], var)
+        if base is None or (identifiers(st, idx.named_children[0]) - {var}) & (assigned | declared):
+            return None, f"the loop index {var} is used in {st.text(n)}, not as p[base + {var}]"
+        key = (st.text(arr), squash(base))
+        if key not in streams:
+            streams[key] = Stream(st.text(arr), base, f"kt_v_{st.text(arr)}{len([k for k in streams if k[0] == key[0]]) or ''}")
+        stream = streams[key]
+        stream.nodes.append(n)
+        subs.add(n.id)
+        parent = n.parent
+        if parent is not None and parent.type == "assignment_expression" and parent.child_by_field_name("left") == n:
+            stream.write = True
             if st.text(parent.child_by_field_name("operator")) != "=":
-                reads.add(name)
+                stream.read = True
             p = parent.parent
-            while p is not None and p is not body:
+            while p is not None and p != body:
                 if p.type in ("if_statement", "conditional_expression", "while_statement", "for_statement"):
-                    cond_writes.add(name)
+                    stream.cond_write = True
                 p = p.parent
+        elif parent is not None and parent.type == "update_expression":
+            stream.read = stream.write = True
         else:
-            reads.add(name)
-    return reads, writes, cond_writes
+            stream.read = True
+    for n in walk(body):
+        if n.type == "identifier" and st.text(n) == var:
+            p = n
+            while p is not None and p != body and p.id not in subs:
+                p = p.parent
+            if p is None or p == body:
+                other_uses = True
+    written = {s.array for s in streams.values() if s.write}
+    for arr in written:
+        if len([s for s in streams.values() if s.array == arr]) > 1:
+            return None, f"{arr} is written at one offset from {var} and accessed at another"
+    return (list(streams.values()), other_uses), ""
 
 
 def _vectorizable_body(st: RewriteState, body, var: str) -> str:
@@ -546,10 +588,10 @@ def _vectorizable_body(st: RewriteState, body, var: str) -> str:
             return "the loop body synchronizes or uses atomics"
         if n.type == "for_statement" or n.type == "while_statement":
             return "the loop body has an inner loop"
-    acc = _accesses(st, body, var)
+    acc, why = _accesses(st, body, var)
     if acc is None:
-        return f"the loop index {var} is used other than as p[{var}]"
-    if not acc[0] and not acc[1]:
+        return why
+    if not acc[0]:
         return "the loop body does not access memory through the index"
     return ""
 
@@ -619,48 +661,43 @@ class Vectorize(Rule):
         loops, _ = _strided_loops(st)
         edits = []
         for fn, loop, var, bound, body in loops:
-            reads, writes, cond_writes = _accesses(st, body, var)
-            arrays = sorted(reads | writes)
+            (streams, other_uses), _ = _accesses(st, body, var)
             ind = _line_indent(st, loop)
             tid, bdim = ("threadIdx.x", "blockDim.x") if st.lang == "cuda" else ("get_local_id(0)", "get_local_size(0)")
-            vec_body = st.text(body)
-            # rewrite P[var] -> kt_v_P[kt_v] inside the body (by byte ranges, innermost first)
+            vtype = st.text(loop.child_by_field_name("initializer").child_by_field_name("type"))
+            # rewrite each p[base + var] -> kt_v_p[kt_v] inside the body (by byte ranges)
             b0 = body.start_byte
-            sub_edits = []
-            for n in walk(body):
-                if n.type == "subscript_expression":
-                    arr = n.child_by_field_name("argument")
-                    idx = n.child_by_field_name("indices")
-                    if arr is not None and idx is not None and len(idx.named_children) == 1 and \
-                            st.text(idx.named_children[0]) == var and st.text(arr) in arrays:
-                        name = f"kt_v_{st.text(arr)}" + (".v" if st.lang == "cuda" else "")
-                        sub_edits.append(Edit(n.start_byte - b0, n.end_byte - b0, f"{name}[kt_v]"))
-            vec_body = apply_edits(vec_body.encode(), sub_edits)
-            lines = [f"for (int kt_i0 = ({tid}) * KT_VEC; kt_i0 < {bound}; kt_i0 += ({bdim}) * KT_VEC) {{",
+            sub_edits = [Edit(n.start_byte - b0, n.end_byte - b0, f"{s.name}{'.v' if st.lang == 'cuda' else ''}[kt_v]")
+                         for s in streams for n in s.nodes]
+            vec_body = apply_edits(st.raw[body.start_byte:body.end_byte], sub_edits)
+            if other_uses:       # the index itself is still needed (a position, a guard): define it per element
+                vec_body = "{ const " + vtype + " " + var + " = kt_i0 + kt_v; " + vec_body + " }"
+            lines = [f"for ({vtype} kt_i0 = ({tid}) * KT_VEC; kt_i0 < {bound}; kt_i0 += ({bdim}) * KT_VEC) {{",
                      f"    if (kt_i0 + KT_VEC <= {bound}) {{"]
-            for a in arrays:
+            for s in streams:
                 if st.lang == "cuda":
-                    lines.append(f"        kt_vec<typename kt_elem<decltype({a}[0])>::type, KT_VEC> kt_v_{a};")
+                    lines.append(f"        kt_vec<typename kt_elem<decltype({s.array}[0])>::type, KT_VEC> {s.name};")
                 else:
-                    t = _pointee_type(st, fn, a)
+                    t = _pointee_type(st, fn, s.array)
                     if t is None:
-                        raise RuleDeclined(f"cannot tell the element type of {a}")
-                    lines.append(f"        {t} kt_v_{a}[KT_VEC];")
-            for a in arrays:
-                if a in reads or a in cond_writes:
+                        raise RuleDeclined(f"cannot tell the element type of {s.array}")
+                    lines.append(f"        {t} {s.name}[KT_VEC];")
+            for s in streams:
+                if s.read or s.cond_write:
                     if st.lang == "cuda":
-                        lines.append(f"        kt_vload<KT_VEC>({a} + kt_i0, kt_v_{a}.v);")
+                        lines.append(f"        kt_vload<KT_VEC>({s.address('kt_i0')}, {s.name}.v);")
                     else:
-                        lines.append(f"        for (int kt_v = 0; kt_v < KT_VEC; ++kt_v) kt_v_{a}[kt_v] = {a}[kt_i0 + kt_v];")
+                        lines.append(f"        for (int kt_v = 0; kt_v < KT_VEC; ++kt_v) {s.name}[kt_v] = "
+                                     f"{s.element('kt_i0 + kt_v')};")
             lines += ["#pragma unroll", "        for (int kt_v = 0; kt_v < KT_VEC; ++kt_v)",
                       "            " + vec_body]
-            for a in arrays:
-                if a in writes:
+            for s in streams:
+                if s.write:
                     if st.lang == "cuda":
-                        lines.append(f"        kt_vstore<KT_VEC>({a} + kt_i0, kt_v_{a}.v);")
+                        lines.append(f"        kt_vstore<KT_VEC>({s.address('kt_i0')}, {s.name}.v);")
                     else:
-                        lines.append(f"        for (int kt_v = 0; kt_v < KT_VEC; ++kt_v) {a}[kt_i0 + kt_v] = kt_v_{a}[kt_v];")
-            vtype = st.text(loop.child_by_field_name("initializer").child_by_field_name("type"))
+                        lines.append(f"        for (int kt_v = 0; kt_v < KT_VEC; ++kt_v) {s.element('kt_i0 + kt_v')} = "
+                                     f"{s.name}[kt_v];")
             lines += ["    } else {", "        " + GENERATED, f"        for ({vtype} {var} = kt_i0; {var} < {bound}; ++{var})",
                       "            " + st.text(body), "    }", "}"]
             start = pragma_start(st, loop)         # the loop's unroll pragma goes with it into #else

@@ -1,0 +1,339 @@
+"""The rules for naive kernels of common families (kernels/naive): cooperative-rows, online-softmax,
+row-column-grid, hoist-invariants, and vectorize at an offset from the loop index.
+
+Preconditions on small kernels (each decline comes with its reason); the corpus's rewrites verified
+on the CPU against the original kernel on every input distribution; the cooperative instances run
+clean under Oclgrind (races in local memory, barrier divergence, out-of-bounds accesses); the CUDA
+instances compiled with nvcc for sm_90."""
+
+from __future__ import annotations
+
+import shutil
+import textwrap
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from kerntune.agents.rules.catalog import apply_catalog
+from kerntune.engine.evaluate import EvalRequest, KernelInstance
+from kerntune.results import Status
+from kerntune.spec.load import load_file
+from kerntune.spec.model import Shape
+from kerntune.spec.shapes import holdout_shapes, spec_shapes
+from kerntune.tuner.space import Space
+from kerntune.tuner.template import parse_template
+from tests.conftest import REPO
+
+needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on PATH")
+NAIVE = REPO / "kernels/naive"
+
+# kernel folder -> the rules of this family that must apply in round 1 (OpenCL)
+EXPECTED = {
+    "rms_norm": {"cooperative-rows", "hoist-invariants"},
+    "layer_norm": {"cooperative-rows", "hoist-invariants"},
+    "fused_add_rms_norm": {"cooperative-rows", "hoist-invariants"},
+    "l2_normalize": {"cooperative-rows"},
+    "softmax": {"online-softmax", "cooperative-rows", "hoist-invariants"},
+    "log_softmax": {"online-softmax", "cooperative-rows"},
+    "cross_entropy": {"online-softmax", "cooperative-rows"},
+    "silu_and_mul": {"row-column-grid"},
+    "gelu_and_mul": {"row-column-grid"},
+    "bias_gelu": {"row-column-grid"},
+    "gelu_tanh_and_mul_rows": {"vectorize", "hoist-invariants"},
+    "gemv": {"cooperative-rows", "hoist-invariants"},
+    "gemv_t": {"cooperative-rows"},
+    "row_dot": {"cooperative-rows"},
+}
+NEW_PARAMS = ("ROWS", "ONLINE", "GRID2D", "HOIST", "VEC")
+
+
+def _catalog(folder: str, lang: str = "opencl"):
+    loaded = load_file(NAIVE / folder / "spec.yaml")
+    source = (NAIVE / folder / f"{folder}{'.cl' if lang == 'opencl' else '.cu'}").read_text()
+    result = apply_catalog(source, lang, loaded.spec)
+    return loaded, source, result, parse_template(result.template, lang, folder)
+
+
+def test_corpus_is_complete():
+    """At least 12 naive kernels, each with a spec and an OpenCL version; CUDA versions of several."""
+    folders = sorted(p.parent.name for p in NAIVE.glob("*/spec.yaml"))
+    assert set(EXPECTED) == set(folders)
+    assert len(list(NAIVE.glob("*/*.cu"))) >= 5
+
+
+@pytest.mark.parametrize("folder", sorted(EXPECTED))
+def test_family_rules_apply(folder):
+    _, _, result, _ = _catalog(folder)
+    assert EXPECTED[folder] <= set(result.applied_names), dict(result.skipped)
+
+
+@pytest.mark.parametrize("folder", sorted(p.parent.name for p in NAIVE.glob("*/*.cu")))
+def test_family_rules_apply_to_cuda(folder):
+    _, _, result, _ = _catalog(folder, "cuda")
+    assert EXPECTED[folder] <= set(result.applied_names), dict(result.skipped)
+
+
+# --- preconditions on small kernels --------------------------------------------------------------------------
+
+ROW_SPEC = """
+kernel: k
+args:
+  - {name: out, dtype: fp32, shape: [rows, cols], intent: inout}
+  - {name: x, dtype: fp32, shape: [rows, cols], intent: in}
+  - {name: rows, dtype: int32, value: rows}
+  - {name: cols, dtype: int32, value: cols}
+launch: {grid: ["ceil_div(rows, 128)"], block: [128]}
+shapes: [{rows: 64, cols: 100}]
+noalias: NOALIAS
+"""
+
+
+def _skipped(tmp_path: Path, body: str, rule: str, noalias: bool = True, spec: str = ROW_SPEC,
+             lang: str = "opencl") -> str:
+    p = tmp_path / "spec.yaml"
+    p.write_text(textwrap.dedent(spec).replace("NOALIAS", "true" if noalias else "false"))
+    loaded = load_file(p)
+    result = apply_catalog(textwrap.dedent(body), lang, loaded.spec)
+    return dict(result.skipped).get(rule, "") if rule not in result.applied_names else ""
+
+
+ROW_KERNEL = """
+__kernel void k(__global float* out, __global const float* x, const int rows, const int cols)
+{
+    const int r = get_global_id(0);
+    if (r >= rows) return;
+BODY
+}
+"""
+
+
+@pytest.mark.parametrize("body, why", [
+    # a prefix sum: element c reads what element c - 1 wrote
+    ("    for (int c = 1; c < cols; ++c) out[r * cols + c] = out[r * cols + c - 1] + x[r * cols + c];",
+     "more than one index"),
+    # an accumulation into memory inside the loop
+    ("    for (int c = 0; c < cols; ++c) out[r * cols] += x[r * cols + c];", "not out[base + c]"),
+    # an arg-max: the accumulator is read outside a sum/max/min update
+    ("    float m = -INFINITY; int at = 0;\n"
+     "    for (int c = 0; c < cols; ++c) { if (x[r * cols + c] > m) { m = x[r * cols + c]; at = c; } }\n"
+     "    out[r * cols] = at;", "other than by accumulating"),
+    # a sum that leaves the row's loop early
+    ("    float s = 0.0f;\n    for (int c = 0; c < cols; ++c) { if (x[r * cols + c] < 0.0f) break; s += x[r * cols + c]; }\n"
+     "    out[r * cols] = s;", "leaves early"),
+    # reversed: the thread that writes element c is not the one that reads it
+    ("    for (int c = 0; c < cols; ++c) out[r * cols + c] = x[r * cols + c];\n"
+     "    for (int c = 0; c < cols; ++c) out[r * cols + c] += out[r * cols + cols - 1 - c];", ""),
+])
+def test_cooperative_rows_declines(tmp_path, body, why):
+    reason = _skipped(tmp_path, ROW_KERNEL.replace("BODY", body), "cooperative-rows")
+    assert reason, "cooperative-rows applied to a kernel whose threads of a row would share elements"
+    assert why in reason
+
+
+def test_cooperative_rows_needs_noalias_when_it_writes(tmp_path):
+    body = "    for (int c = 0; c < cols; ++c) out[r * cols + c] = 2.0f * x[r * cols + c];"
+    assert "noalias" in _skipped(tmp_path, ROW_KERNEL.replace("BODY", body), "cooperative-rows", noalias=False)
+    assert _skipped(tmp_path, ROW_KERNEL.replace("BODY", body), "cooperative-rows", noalias=True) == ""
+
+
+def test_cooperative_rows_needs_a_grid_of_rows(tmp_path):
+    body = "    float s = 0.0f;\n    for (int c = 0; c < cols; ++c) s += x[r * cols + c];\n    out[r * cols] = s;"
+    spec = ROW_SPEC.replace('grid: ["ceil_div(rows, 128)"]', 'grid: ["rows // 128 + 1"]')
+    assert "ceil_div" in _skipped(tmp_path, ROW_KERNEL.replace("BODY", body), "cooperative-rows", spec=spec)
+
+
+def test_cooperative_rows_row_first_lane_writes_the_row_result(tmp_path):
+    """A write outside the loops (the row's result) is made by the row's first thread only."""
+    p = tmp_path / "spec.yaml"
+    p.write_text(textwrap.dedent(ROW_SPEC).replace("NOALIAS", "true"))
+    body = "    float s = 0.0f;\n    for (int c = 0; c < cols; ++c) s += x[r * cols + c];\n    out[r * cols] = s;"
+    result = apply_catalog(textwrap.dedent(ROW_KERNEL.replace("BODY", body)), "opencl", load_file(p).spec)
+    assert "cooperative-rows" in result.applied_names
+    assert "if (kt_lane == 0) { out[r * cols] = s; }" in result.template
+
+
+@pytest.mark.parametrize("body, why", [
+    # the sum exponentiates other elements than those whose maximum was taken
+    ("    float m = -INFINITY;\n    for (int c = 0; c < cols; ++c) m = fmax(m, x[r * cols + c]);\n"
+     "    float s = 0.0f;\n    for (int c = 0; c < cols; ++c) s += exp(out[r * cols + c] - m);\n"
+     "    out[r * cols] = s;", "does not exponentiate"),
+    # over a different range
+    ("    float m = -INFINITY;\n    for (int c = 0; c < cols; ++c) m = fmax(m, x[r * cols + c]);\n"
+     "    float s = 0.0f;\n    for (int c = 1; c < cols; ++c) s += exp(x[r * cols + c] - m);\n"
+     "    out[r * cols] = s;", "different ranges"),
+    # a sum that does not start from zero
+    ("    float m = -INFINITY;\n    for (int c = 0; c < cols; ++c) m = fmax(m, x[r * cols + c]);\n"
+     "    float s = 1.0f;\n    for (int c = 0; c < cols; ++c) s += exp(x[r * cols + c] - m);\n"
+     "    out[r * cols] = s;", "zero"),
+])
+def test_online_softmax_declines(tmp_path, body, why):
+    reason = _skipped(tmp_path, ROW_KERNEL.replace("BODY", body), "online-softmax")
+    assert why in reason, reason
+
+
+FLAT_SPEC = """
+kernel: k
+args:
+  - {name: out, dtype: fp32, shape: [T, d], intent: out}
+  - {name: x, dtype: fp32, shape: [T, d], intent: in}
+  - {name: b, dtype: fp32, shape: [d], intent: in}
+  - {name: T, dtype: int32, value: T}
+  - {name: d, dtype: int32, value: d}
+launch: {grid: ["ceil_div(T * d, 256)"], block: [256]}
+shapes: [{T: 4, d: 100}]
+noalias: true
+"""
+
+
+@pytest.mark.parametrize("body, why", [
+    ("    if (gid >= T * d + 1) return;\n    out[gid] = x[gid] + b[gid % d];", "not rows * d"),
+    ("    if (gid >= T * d) return;\n    out[gid] = x[gid] + b[gid % d] + b[gid % T];", "more than one number"),
+    ("    if (gid >= T * d) return;\n    out[gid] = x[gid] + b[0];", "not split"),
+])
+def test_row_column_grid_declines(tmp_path, body, why):
+    kernel = ("__kernel void k(__global float* out, __global const float* x, __global const float* b, const int T, "
+              "const int d)\n{\n    const int gid = get_global_id(0);\n" + body + "\n}\n")
+    reason = _skipped(tmp_path, kernel, "row-column-grid", spec=FLAT_SPEC)
+    assert why in reason, reason
+
+
+HOIST_KERNEL = """
+__kernel void k(__global float* out, __global const float* x, const int rows, const int cols)
+{
+    const int r = get_group_id(0);
+    for (int c = get_local_id(0); c < cols; c += get_local_size(0))
+        out[r * cols + c] = x[r * cols + c] * x[r];
+}
+"""
+
+
+def test_hoist_moves_a_load_only_when_nothing_in_the_loop_can_write_it(tmp_path):
+    from kerntune.agents.rules.hoist import HoistInvariants
+
+    spec = ROW_SPEC.replace('grid: ["ceil_div(rows, 128)"]', "grid: [rows]")
+    p = tmp_path / "spec.yaml"
+    for noalias, hoisted in ((True, True), (False, False)):    # the loop stores to out: x[r] may alias it
+        p.write_text(textwrap.dedent(spec).replace("NOALIAS", "true" if noalias else "false"))
+        result = apply_catalog(textwrap.dedent(HOIST_KERNEL), "opencl", load_file(p).spec, rules=[HoistInvariants()])
+        assert "hoist-invariants" in result.applied_names       # the row offset r * cols always moves
+        assert ("? x[r] :" in result.template) is hoisted, result.template
+    # the loop writes the array the load reads: never
+    p.write_text(textwrap.dedent(spec).replace("NOALIAS", "true"))
+    result = apply_catalog(textwrap.dedent(HOIST_KERNEL).replace("* x[r]", "* out[r]"), "opencl", load_file(p).spec,
+                           rules=[HoistInvariants()])
+    assert "? out[r] :" not in result.template
+
+
+def test_vectorize_takes_an_offset_but_not_two_offsets_of_a_written_array(tmp_path):
+    spec = ROW_SPEC.replace('grid: ["ceil_div(rows, 128)"]', "grid: [rows]")
+    ok = HOIST_KERNEL.replace(" * x[r];", " * x[r * cols + cols - 1];")
+    assert _skipped(tmp_path, ok, "vectorize", spec=spec) == ""
+    bad = HOIST_KERNEL.replace("x[r * cols + c] * x[r]", "out[r * cols + c + 1]")
+    assert "written at one offset" in _skipped(tmp_path, bad, "vectorize", spec=spec)
+
+
+# --- the corpus's rewrites, run --------------------------------------------------------------------------------
+
+def _small_shapes(spec) -> tuple[Shape, ...]:
+    """The smallest listed shape and the held-out ones: enough to catch a wrong rewrite, quick on 2 cores."""
+    listed = sorted(spec_shapes(spec), key=lambda s: sum(v for _, v in s.sizes))
+    return (listed[0], *holdout_shapes(spec))
+
+
+def _instances(space: Space, params: list[str]) -> list[dict]:
+    """The baseline; each new parameter's values one at a time at two block sizes; and all of the new
+    parameters at their last values together."""
+    base = space.baseline()
+    blocks = [b for b in (32, 256) if b in space.params.get("BLOCK", ())] or [base.get("BLOCK")]
+    out = [base]
+    for b in blocks:
+        for p in params:
+            out += [{**base, "BLOCK": b, p: v} if "BLOCK" in base else {**base, p: v} for v in space.params[p][1:]]
+    out.append({**base, **{p: space.params[p][-1] for p in params}})
+    seen, uniq = set(), []
+    for c in out:
+        if space.key(c) not in seen:
+            seen.add(space.key(c))
+            uniq.append(c)
+    return uniq
+
+
+@pytest.mark.parametrize("folder", sorted(EXPECTED))
+def test_rewrites_verify_against_the_original(worker, folder):
+    """Every value of the new parameters (at two block sizes) verifies against the original kernel on
+    every input distribution (spec range, shifted, negative, large, small), with both poisons."""
+    loaded, source, result, t = _catalog(folder)
+    spec = loaded.spec
+    space = Space.of(t)
+    params = [p for p in NEW_PARAMS if p in space.params]
+    original = KernelInstance(source, spec.kernel, "opencl", label="original")
+    shapes = _small_shapes(spec)
+    bad = []
+    for c in _instances(space, params):
+        if space.violated(c, shapes):
+            continue
+        r = worker.evaluate(EvalRequest(t.instance(c, spec), spec, str(loaded.base_dir), shapes, (), seed=11,
+                                        reference=original, timing=None), 300)
+        if r.status is not Status.OK:
+            bad.append((c, r.status.value, r.message))
+    assert bad == [], bad[:3]
+
+
+@pytest.mark.skipif(__import__("kerntune.engine.checker", fromlist=["x"]).oclgrind_library() is None,
+                    reason="Oclgrind is not installed (apt-get install oclgrind; .ci/run does)")
+@pytest.mark.parametrize("folder", ["softmax", "cross_entropy", "fused_add_rms_norm"])
+def test_cooperative_instances_are_clean_under_the_memory_checker(worker, folder):
+    """Rows per warp (sub-group) and per block (work-group), with the online pair where there is one:
+    no race on the reduction's local memory, no barrier divergence, no access out of bounds."""
+    from kerntune.engine.checker import MemoryChecker, check_shapes
+    from kerntune.results import CheckStatus
+
+    loaded, source, result, t = _catalog(folder)
+    spec = loaded.spec
+    space = Space.of(t)
+    checker = MemoryChecker(worker.info)
+    findings = []
+    for rows in ("warp", "block"):
+        for online in ([False, True] if "ONLINE" in space.params else [None]):
+            c = {**space.baseline(), "ROWS": rows, "BLOCK": 64}
+            if online is not None:
+                c["ONLINE"] = online
+            report = checker.check(t.instance(c, spec), spec, str(loaded.base_dir), check_shapes(spec), 5)
+            if report.status is not CheckStatus.CLEAN:
+                findings.append((c, report.status.value, report.message))
+    assert findings == [], findings
+
+
+@needs_nvcc
+@pytest.mark.nvcc
+@pytest.mark.parametrize("folder", sorted(p.parent.name for p in NAIVE.glob("*/*.cu")))
+def test_cuda_rewrites_compile_with_nvcc(folder):
+    """Each value of the new parameters, at block sizes 64 and 1024, compiles for sm_90."""
+    from kerntune.backends.base import CompileFailed
+    from kerntune.backends.nvcc import compile_offline
+
+    loaded, _, result, t = _catalog(folder, "cuda")
+    spec = loaded.spec
+    space = Space.of(t)
+    params = [p for p in NEW_PARAMS if p in space.params]
+    base = space.baseline()
+    configs = [base] + [{**base, "BLOCK": b, p: v} for b in (64, 1024) for p in params for v in space.params[p][1:]]
+    configs.append({**base, **{p: space.params[p][-1] for p in params}, "LAUNCH_BOUNDS": True})
+    jobs = {}
+    for c in configs:
+        if space.violated(c, tuple(spec_shapes(spec))) is None:
+            inst = t.instance(c, spec)
+            jobs.setdefault((inst.source, inst.options), (c, inst))
+
+    def build(job):
+        c, inst = job
+        try:
+            compile_offline(inst.source, inst.name, "sm_90", inst.options)
+        except CompileFailed as e:
+            return c, str(e)[:400]
+        return None
+
+    with ThreadPoolExecutor(2) as pool:
+        failures = [f for f in pool.map(build, jobs.values()) if f is not None]
+    assert failures == [], failures[:2]
