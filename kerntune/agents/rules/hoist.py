@@ -24,7 +24,7 @@ from kerntune.agents.rules.access import (
     accesses, affine_base, assigned_names, declared_names, identifiers, line_start, local_pointers, squash,
     sum_terms, synchronizes,
 )
-from kerntune.agents.rules.base import Applied, Edit, Param, Rule, RuleDeclined, RewriteState, apply_edits, unwrap
+from kerntune.agents.rules.base import Applied, Edit, Param, Rule, RewriteState, apply_edits, unwrap
 from kerntune.agents.rules.generic import is_generated
 from kerntune.source.parse import walk
 

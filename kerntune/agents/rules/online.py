@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from kerntune.agents.rules.access import (
     CountedLoop, any_loop, call_name, loop_step, identifiers, is_kt_conditional, line_start, row_statements, squash,
 )
-from kerntune.agents.rules.base import Applied, Edit, Param, Rule, RuleDeclined, RewriteState, apply_edits, unwrap
+from kerntune.agents.rules.base import Applied, Edit, Param, Rule, RewriteState, apply_edits, unwrap
 from kerntune.agents.rules.rows import MAX_OPS, ONLINE_MARK, _ctype_of, _is_zero
 from kerntune.source.parse import walk
 

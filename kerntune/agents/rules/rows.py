@@ -14,7 +14,7 @@ import ast
 from dataclasses import dataclass, field
 
 from kerntune.agents.rules.access import (
-    LOOPS, Access, CountedLoop, accesses, affine_base, assigned_names, call_name, counted_loop, declared_names,
+    Access, CountedLoop, accesses, affine_base, assigned_names, call_name, counted_loop, declared_names,
     foreign_conditionals, identifiers, is_flat_index, line_start, row_statements, local_pointers, reads_thread_index, reindent, squash, synchronizes,
 )
 from kerntune.agents.rules.base import (
