@@ -40,6 +40,13 @@ SPACES = [
      "kernels/sglang/merge_attn_states_lse/spec.yaml", "cpu", "templates/sglang/merge_attn_states_lse.cl.j2"),
     ("sgemm-template", "kernels/classic/sgemm/naive.cl", "kernels/classic/sgemm/spec.yaml", "cpu",
      "templates/classic/sgemm.cl.j2"),
+    # recorded later as held-out spaces for the default search (docs/search.md: what it was tuned on)
+    ("rmsnorm-template", "kernels/sglang/fused_add_rmsnorm/fused_add_rmsnorm.cl",
+     "kernels/sglang/fused_add_rmsnorm/spec.yaml", "cpu", "templates/sglang/fused_add_rmsnorm.cl.j2"),
+    ("transpose-template", "kernels/classic/transpose/naive.cl", "kernels/classic/transpose/spec.yaml", "cpu",
+     "templates/classic/transpose.cl.j2"),
+    ("stencil-template", "kernels/classic/stencil7/naive.cl", "kernels/classic/stencil7/spec.yaml", "cpu",
+     "templates/classic/stencil7.cl.j2"),
 ]
 
 

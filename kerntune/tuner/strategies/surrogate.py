@@ -13,6 +13,13 @@ linear regression of log(score) on
 - one indicator per pair of values of two parameters (interactions), whose
   prior grows with the number of measurements.
 
+The model is fitted to the log scores capped at their ``cap`` quantile (the
+75th percentile): a slow outlier (a configuration 10x slower than the rest,
+common where one parameter pair falls off a cliff) would otherwise take most
+of the fit, and the fine differences among the fast configurations, which
+decide the search, would be left to the noise term (an output warping, as
+in HEBO and SMAC).
+
 Each proposal minimizes one posterior draw of that model over every untried
 configuration (Thompson sampling: exploration in proportion to the model's
 uncertainty, no acquisition function to tune), after a couple of
@@ -41,6 +48,7 @@ from typing import Any
 
 import numpy as np
 
+from kerntune.errors import ErrorCode, KerntuneError
 from kerntune.tuner.space import Config, Space
 from kerntune.tuner.strategies.base import Option, Strategy
 
@@ -113,15 +121,19 @@ class Surrogate(Strategy):
                "terms) with a local step around the best")
     options = {
         "initial": Option(3, "space-filling configurations before the model is used"),
-        "local_every": Option(3, "every Nth proposal is the model's favourite untried neighbour of the best "
+        "local_every": Option(4, "every Nth proposal is the model's favourite untried neighbour of the best "
                                  "(0: never)"),
         "noise": Option(0.01, "measurement noise variance, as a share of the scores' variance"),
         "pairs": Option(300, "most pairwise-interaction features in the model (0: main effects only)"),
+        "cap": Option(0.75, "the model fits log scores capped at this quantile of those measured (1: uncapped)"),
         "pool": Option(20_000, "spaces up to this size are scored whole; larger ones on a sample of this size"),
     }
 
     def __init__(self, space: Space, seed: int, **options: Any):
         super().__init__(space, seed, **options)
+        if not 0.0 < self.opts["cap"] <= 1.0:
+            raise KerntuneError(ErrorCode.USAGE, f"strategy option cap={self.opts['cap']}: expected a quantile in "
+                                                 "(0, 1]", hint="cap=1 fits the scores uncapped; the default is 0.75")
         self._np = np.random.default_rng(seed)
         self._names = list(space.params)
         self._values = [tuple(v) for v in space.params.values()]
@@ -217,6 +229,8 @@ class Surrogate(Strategy):
         self._gram += new.T @ new
         self._in_gram = n
         y = np.array(self._y)
+        if len(y) > 2 and self.opts["cap"] < 1.0:
+            y = np.minimum(y, np.quantile(y, self.opts["cap"]))
         y = (y - y.mean()) / (y.std() or 1.0)
         prior, s2 = self._prior(), self.opts["noise"]
         e = self._np.standard_normal((n, k)) * math.sqrt(s2)
