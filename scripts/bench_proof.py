@@ -186,12 +186,34 @@ def agreement(device: str, work: Path, opts: argparse.Namespace) -> dict:
             "compared": sum(1 for x in out if x.get("overlap") is not None)}
 
 
+def merge_rows(part: str, old: dict, new: dict) -> dict:
+    """The rows of an earlier call for the kernels this call did not redo, then this call's, with the
+    totals recomputed; each row says which call produced it."""
+    rows, key = ("runs", "kernel") if part == "false_claims" else ("kernels", "name")
+    redone = {r[key] for r in new[rows]}
+    for r in new[rows]:
+        r.setdefault("commit", new["commit"])
+    kept = [{"commit": old.get("commit"), **r} for r in old[rows] if r[key] not in redone]
+    merged = {**new, rows: kept + new[rows]}
+    if part == "false_claims":
+        merged["claims"] = sum(1 for x in merged["runs"] if x.get("improved"))
+        merged["shape_claims"] = sum(len(x.get("shape_claims", [])) for x in merged["runs"])
+    else:
+        merged["agree"] = sum(1 for x in merged["kernels"] if x.get("overlap"))
+        merged["compared"] = sum(1 for x in merged["kernels"] if x.get("overlap") is not None)
+    merged["argv"] = [old.get("argv"), new["argv"]]
+    return merged
+
+
 # --- the report --------------------------------------------------------------------------------------------
 def ran(part: dict) -> list[str]:
-    """How a part was produced, when it was not by the call that wrote the file."""
-    if not part.get("argv") and not part.get("commit"):
+    """How a part was produced (by one call, or by two whose rows were merged)."""
+    argv = part.get("argv")
+    if not argv:
         return []
-    return [f"Run as `python scripts/bench_proof.py {' '.join(part.get('argv') or [])}` at `{part.get('commit')}`.", ""]
+    calls = argv if isinstance(argv[0], list) else [argv]
+    return ["Run as " + ", then ".join(f"`python scripts/bench_proof.py {' '.join(a)}`" for a in calls)
+            + f" (the last at `{part.get('commit')}`; each row's commit is in the JSON).", ""]
 
 
 def markdown(res: dict) -> str:
@@ -266,9 +288,9 @@ def main() -> int:
     res: dict = {"device": opts.device, "date": stamp, "argv": sys.argv[1:], "commit": commit.strip(),
                  "host": f"{platform.processor() or platform.machine()}, {platform.python_version()}"}
     prior = out.with_suffix(".json")
-    if prior.exists():              # keep the experiments of an earlier call that this one does not redo
-        res.update({k: v for k, v in json.loads(prior.read_text()).items() if k in
-                    ("adversarial", "false_claims", "agreement") and k not in which})
+    earlier = json.loads(prior.read_text()) if prior.exists() else {}
+    # keep the experiments of an earlier call that this one does not redo
+    res.update({k: v for k, v in earlier.items() if k in ("adversarial", "false_claims", "agreement") and k not in which})
     with tempfile.TemporaryDirectory(prefix="kerntune-proof-") as tmp:
         work = Path(tmp)
         for part in which:
@@ -277,6 +299,8 @@ def main() -> int:
                          "agreement": agreement}[part](opts.device, work, opts)
             res[part]["wall_s"] = time.monotonic() - t0
             res[part]["commit"], res[part]["argv"] = commit.strip(), sys.argv[1:]    # each part says how it ran
+            if opts.kernels and part in earlier:      # some kernels redone: the others' rows stay, with how they ran
+                res[part] = merge_rows(part, earlier[part], res[part])
             prior.write_text(json.dumps(res, indent=2))
     out.with_suffix(".md").write_text(markdown(res))
     print(out.with_suffix(".md").read_text())
