@@ -427,6 +427,7 @@ class Optimizer:
             return None
         self.event("testing", count=len(cands))
         report = self._tester().confirm(cands, self.settings.seed + 1000, self.settings.final_repeats)
+        self.notes += [n for n in report.notes if n not in self.notes]     # the test's own (a busy machine)
         report = report.model_copy(update={"notes": list(self.notes)})
         self.run_dir.save_test(report)
         return report

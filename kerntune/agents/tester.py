@@ -23,6 +23,7 @@ from typing import Any, Callable, Optional
 from kerntune import speedup as sp
 from kerntune.engine.checker import MemoryChecker, check_shapes
 from kerntune.engine.evaluate import EvalRequest, KernelInstance, TimingOptions
+from kerntune.engine.hostload import LoadMeter
 from kerntune.engine.supervisor import DeviceWorker
 from kerntune.engine.timed import CompareRequest
 from kerntune.errors import ErrorCode, KerntuneError
@@ -191,6 +192,7 @@ class Tester:
         # screening: the original and every survivor, interleaved; the picks are made on these numbers
         general_i: Optional[int] = None
         shape_best: dict[str, int] = {}
+        meter = LoadMeter().start()
         if live:
             kernels = [self.original] + [c.instance for c, _ in live]
             screen = self._session(kernels, seed + 31, final_repeats, "screening")
@@ -216,9 +218,11 @@ class Tester:
         general = results[general_i] if general_i is not None and results[general_i].verified else None
         winners = [self._winner(sh, base_timings[sh.key], results, shape_best.get(sh.key)) for sh in self.shapes]
         checker = (self.checker.tool or self.checker.why_not) if self.checker is not None else "off"
+        load = meter.stop()
         return TestReport(seed=seed, baseline=[base_timings[sh.key] for sh in self.shapes], candidates=results,
                           general=general, improved=bool(general and general.verdict is sp.Verdict.FASTER),
-                          per_shape=winners, fresh_shapes=[s.as_dict() for s in fresh], checker=checker)
+                          per_shape=winners, fresh_shapes=[s.as_dict() for s in fresh], checker=checker,
+                          host_load=load, notes=[load.note()] if load is not None and load.busy else [])
 
     def _time_original(self, seed: int, repeats: int) -> dict[str, ShapeTiming]:
         sessions = self._session([self.original], seed + 61, repeats, "timing the original")

@@ -133,3 +133,5 @@ def _render_confirmed(s: TuneSummary) -> None:
     elif s.general is not None:
         out.print(f"general configuration: [bold]{escape(s.general.key)}[/]: not confirmed")
     out.print(f"memory checker: {escape(test.checker)}")
+    for note in test.notes:
+        out.print(f"[yellow]note[/]: {escape(note)}")

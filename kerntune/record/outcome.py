@@ -9,6 +9,7 @@ from typing import Any, Optional
 
 from pydantic import computed_field
 
+from kerntune.engine.hostload import HostLoad
 from kerntune.record.models import LLMUsage, RoundRecord, RunStatus
 from kerntune.results import CheckReport, Record, ShapeTiming, Status
 from kerntune.speedup import THRESHOLD, Interval, Verdict
@@ -68,6 +69,7 @@ class TestReport(Record):
     per_shape: list[ShapeWinner] = []
     fresh_shapes: list[dict[str, int]] = []
     checker: str = ""                        # the memory checker used, or why there was none
+    host_load: Optional[HostLoad] = None     # other work on the host while the test timed kernels
     notes: list[str] = []
 
     def candidate(self, round_: Optional[int], key: str) -> Optional[CandidateResult]:

@@ -39,6 +39,10 @@ def load_optimize(path: Path) -> RunReport:
         store = read_store(d, run.summary(rec.round)) if (d / DB_NAME).exists() else None
         rounds.append(Round(rec=rec, store=store, proposal=run.proposal(rec.round)))
     notes = _notes(path, m, base, test, result, rounds)
+    partial = bool(notes)
+    if test is not None and test.host_load is not None and test.host_load.busy:
+        note = test.host_load.note()
+        notes.append(note[0].upper() + note[1:] + ".")
     copy = copy_gbs(base)
     rows, general = confirmed_rows(test, copy) if test is not None else _estimated_rows(base, rounds, copy)
     g_round, g_key, g_config, g_speedup = general
@@ -46,7 +50,7 @@ def load_optimize(path: Path) -> RunReport:
     report = RunReport(
         kind="optimize", run_dir=str(path), kernel=m.kernel_name, kernel_path=m.kernel_path, spec_path=m.spec_path,
         device=f"{m.device.name} ({m.device.id})", method=m.settings.generator, status=m.status.value,
-        stop_reason=m.stop_reason, partial=bool(notes), notes=notes, confirmed=test is not None,
+        stop_reason=m.stop_reason, partial=partial, notes=notes, confirmed=test is not None,
         improved=test.improved if test is not None else None, general_key=g_key, general_round=g_round,
         general_interval=test.general.geomean if test is not None and test.general is not None else None,
         general_config=g_config, general_speedup=g_speedup, per_shape_speedup=per_shape_geomean(rows),
