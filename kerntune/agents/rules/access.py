@@ -196,7 +196,9 @@ class CountedLoop:
     body: object
 
 
-def counted_loop(st: RewriteState, loop) -> CountedLoop | None:
+def _loop_head(st: RewriteState, loop):
+    """(initializer, update, v, start, bound) of ``for (T v = start; v < bound; update)`` with v in
+    neither start nor bound; None for any other loop."""
     if loop.type != "for_statement":
         return None
     init, cond, upd = (loop.child_by_field_name(k) for k in ("initializer", "condition", "update"))
@@ -214,6 +216,14 @@ def counted_loop(st: RewriteState, loop) -> CountedLoop | None:
     bound = c.child_by_field_name("right")
     if var in identifiers(st, bound) or var in identifiers(st, start):
         return None
+    return init, upd, var, start, bound
+
+
+def counted_loop(st: RewriteState, loop) -> CountedLoop | None:
+    head = _loop_head(st, loop)
+    if head is None:
+        return None
+    init, upd, var, start, bound = head
     u = unwrap(upd)
     step_one = False
     if u.type == "update_expression" and st.text(u.child_by_field_name("operator")) == "++" and \
@@ -237,23 +247,10 @@ def counted_loop(st: RewriteState, loop) -> CountedLoop | None:
 def any_loop(st: RewriteState, loop) -> CountedLoop | None:
     """``for (T v = start; v < bound; <any update of v>)``: a counted loop of any step (the step is
     compared as text, with v written as @, by :func:`loop_step`)."""
-    if loop.type != "for_statement":
+    head = _loop_head(st, loop)
+    if head is None:
         return None
-    init, cond, upd = (loop.child_by_field_name(k) for k in ("initializer", "condition", "update"))
-    if init is None or cond is None or upd is None or init.type != "declaration":
-        return None
-    decls = [d for d in init.named_children if d.type == "init_declarator"]
-    if len(decls) != 1 or decls[0].child_by_field_name("declarator").type != "identifier":
-        return None
-    var = st.text(decls[0].child_by_field_name("declarator"))
-    start = decls[0].child_by_field_name("value")
-    c = unwrap(cond)
-    if c is None or c.type != "binary_expression" or st.text(c.child_by_field_name("operator")) != "<" or \
-            st.text(unwrap(c.child_by_field_name("left"))) != var:
-        return None
-    bound = c.child_by_field_name("right")
-    if var in identifiers(st, bound) or var in identifiers(st, start):
-        return None
+    init, _, var, start, bound = head
     vtype = st.text(init.child_by_field_name("type"))
     return CountedLoop(loop, var, vtype, start, bound, loop.child_by_field_name("body"))
 
