@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from kerntune.agents.rules.base import RewriteState, builtin_dim, int_literal, unwrap
+from kerntune.agents.rules.base import RewriteState, RuleDeclined, builtin_dim, int_literal, unwrap
 from kerntune.source.parse import walk
 
 LOOPS = ("for_statement", "while_statement", "do_statement")
@@ -110,6 +110,23 @@ def reads_thread_index(st: RewriteState, node) -> bool:
         if st.lang == "cuda" and n.type == "identifier" and st.text(n) in _CUDA_INDEX_VARS:
             return True
     return False
+
+
+def independent_kernel(st: RewriteState, unlike: str, any_preproc_if: bool = False):
+    """(kernel, body) of the spec's kernel when its threads run independently (no barrier or atomic,
+    no preprocessor conditional of its own; with ``any_preproc_if`` none at all) on a 1-D launch;
+    otherwise the rule declines (``unlike``: what such a kernel is not)."""
+    kernel = next((k for k in st.parsed.kernels if k.name == st.kernel_fn), None)
+    if kernel is None:
+        raise RuleDeclined(f"no kernel named {st.kernel}")
+    body = kernel.node.child_by_field_name("body")
+    if synchronizes(st, body):
+        raise RuleDeclined(f"the kernel synchronizes or uses atomics: {unlike}")
+    if foreign_conditionals(st, body) or (any_preproc_if and any(n.type == "preproc_if" for n in walk(body))):
+        raise RuleDeclined("the kernel body has preprocessor conditionals")
+    if any(str(b) != "1" for b in st.launch.block[1:]) or any(str(g) != "1" for g in st.launch.grid[1:]):
+        raise RuleDeclined("the launch is not one-dimensional")
+    return kernel, body
 
 
 def synchronizes(st: RewriteState, node) -> bool:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from kerntune.agents.rules.access import (
     Access, CountedLoop, accesses, affine_base, assigned_names, call_name, counted_loop, declared_names,
-    foreign_conditionals, identifiers, is_flat_index, line_start, row_statements, local_pointers, reads_thread_index, reindent, squash, synchronizes,
+    identifiers, independent_kernel, is_flat_index, line_start, row_statements, local_pointers, reads_thread_index, reindent, squash,
 )
 from kerntune.agents.rules.base import (
     Applied, Edit, Param, Rule, RuleDeclined, RewriteState, apply_edits, int_literal, unwrap,
@@ -168,17 +168,8 @@ def _guard(st: RewriteState, stmt, row: str):
 
 
 def plan_rows(st: RewriteState) -> RowPlan:
-    kernel = next((k for k in st.parsed.kernels if k.name == st.kernel_fn), None)
-    if kernel is None:
-        raise RuleDeclined(f"no kernel named {st.kernel}")
-    body = kernel.node.child_by_field_name("body")
-    if synchronizes(st, body):
-        raise RuleDeclined("the kernel synchronizes or uses atomics: not one independent row per thread")
-    if foreign_conditionals(st, body):
-        raise RuleDeclined("the kernel body has preprocessor conditionals")
+    kernel, body = independent_kernel(st, "not one independent row per thread")
     block = list(st.launch.block)
-    if any(str(b) != "1" for b in block[1:]) or any(str(g) != "1" for g in st.launch.grid[1:]):
-        raise RuleDeclined("the launch is not one-dimensional")
     b0 = block[0]
     if not (isinstance(b0, int) or str(b0).isdigit() or str(b0) == "BLOCK"):
         raise RuleDeclined(f"the block size {b0} is neither a number nor launch-config's parameter")

@@ -13,8 +13,8 @@ import ast
 from dataclasses import dataclass
 
 from kerntune.agents.rules.access import (
-    assigned_names, call_name, declared_names, foreign_conditionals, identifiers, is_flat_index, line_start, reads_thread_index, reindent,
-    squash, synchronizes,
+    assigned_names, call_name, declared_names, identifiers, independent_kernel, is_flat_index, line_start, reads_thread_index, reindent,
+    squash,
 )
 from kerntune.agents.rules.base import Applied, Edit, Param, Rule, RuleDeclined, RewriteState, apply_edits, unwrap
 from kerntune.source.parse import walk
@@ -95,16 +95,7 @@ def _rows_of_bound(st: RewriteState, bound, cols: str) -> str | None:
 
 
 def plan_split(st: RewriteState) -> SplitPlan:
-    kernel = next((k for k in st.parsed.kernels if k.name == st.kernel_fn), None)
-    if kernel is None:
-        raise RuleDeclined(f"no kernel named {st.kernel}")
-    body = kernel.node.child_by_field_name("body")
-    if synchronizes(st, body):
-        raise RuleDeclined("the kernel synchronizes or uses atomics: not element-wise")
-    if foreign_conditionals(st, body) or any(n.type == "preproc_if" for n in walk(body)):
-        raise RuleDeclined("the kernel body has preprocessor conditionals")
-    if any(str(b) != "1" for b in st.launch.block[1:]) or any(str(g) != "1" for g in st.launch.grid[1:]):
-        raise RuleDeclined("the launch is not one-dimensional")
+    kernel, body = independent_kernel(st, "not element-wise", any_preproc_if=True)
     stmts = [c for c in body.named_children if c.type != "comment"]
     for i, s in enumerate(stmts):
         parts = _decl_parts(st, s)
