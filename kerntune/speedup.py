@@ -105,6 +105,17 @@ def sign_rank(n: int, confidence: float = CONFIDENCE) -> int:
     return k
 
 
+def median_halfwidth(samples: Sequence[float], confidence: float = CONFIDENCE) -> float:
+    """Half the width of the sign-test interval of the median of ``samples``, relative to the
+    median (inf when there are too few samples for an interval): the precision of one timing."""
+    a = np.sort(np.asarray(samples, dtype=np.float64))
+    n, k = a.size, sign_rank(a.size, confidence)
+    med = float(np.median(a)) if n else 0.0
+    if k == 0 or med <= 0:
+        return math.inf
+    return float(a[n - k] - a[k - 1]) / (2.0 * med)
+
+
 def paired(base: Sequence[float], cand: Sequence[float], confidence: float = CONFIDENCE) -> Interval:
     """Speedup from paired, interleaved runs: ``base[i]`` and ``cand[i]`` were timed next to each other."""
     if len(base) != len(cand):

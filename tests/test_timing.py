@@ -42,6 +42,28 @@ def test_slow_candidates_stop_early(worker):
     assert t.stats.stopped_early and t.stats.n == 5
 
 
+def test_timing_stops_once_the_median_is_precise(worker):
+    # a loose precision is met at the first check (20 runs), a precision of 0 never stops timing;
+    # the stop is not "early" (that means: far slower than the best)
+    loose = worker.evaluate(_request(warmup=1, repeats=60, precision=0.5), 120)
+    (t,) = loose.timings
+    assert loose.status is Status.OK and t.stats.n == 20 and not t.stats.stopped_early
+    fixed = worker.evaluate(_request(warmup=1, repeats=25, precision=0.0), 120)
+    assert fixed.timings[0].stats.n == 25
+    impossible = worker.evaluate(_request(warmup=1, repeats=30, precision=1e-9), 120)
+    assert impossible.timings[0].stats.n == 30
+
+
+def test_median_halfwidth():
+    from kerntune.speedup import median_halfwidth
+
+    assert median_halfwidth([1.0] * 5) == float("inf")           # too few runs for a 95% interval
+    assert median_halfwidth([2.0] * 20) == 0.0
+    spread = [1.0 + 0.01 * i for i in range(100)]               # median 1.495; ranks 40 and 61
+    assert median_halfwidth(spread) == pytest.approx((1.60 - 1.39) / (2 * 1.495))
+    assert median_halfwidth(spread[:30]) > median_halfwidth(spread[:30] * 3)   # more runs, tighter
+
+
 def test_inout_arrays_restored_before_every_timed_run(worker, tmp_path):
     # x[i] += 1 in place: without a restore, the values would grow by one per run
     from tests.conftest import write

@@ -353,7 +353,8 @@ class Optimizer:
                 store.set("baseline", base.model_dump(mode="json"))
             s = self.settings
             settings = TuneSettings(strategy=plan.strategy, budget=plan.evaluations, time_limit_s=plan.time_s,
-                                    seed=s.seed + r, warmup=s.warmup, repeats=s.repeats, timeout_s=s.timeout_s,
+                                    seed=s.seed + r, warmup=s.warmup, repeats=s.repeats, precision=s.precision,
+                                    timeout_s=s.timeout_s,
                                     shape_set=s.shape_set, distributions=self.distributions,
                                     memcheck="all" if s.memcheck == "all" else "best")
             if not create:

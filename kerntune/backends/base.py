@@ -100,7 +100,8 @@ class Backend(ABC):
                 stop_after_ms: float | None = None, min_repeats: int = 5,
                 prepare: Callable[[], Any] | None = None,
                 inspect: Collection[int] = (), on_inspect: Callable[[int, int], None] | None = None,
-                ) -> tuple[list[float], bool]:
+                precision: float = 0.0, precision_after: int = 20,
+                ) -> tuple[list[float], str]:
         """Time ``run`` with device timers: ``warmup`` untimed calls, then
         ``repeats`` timed ones, each preceded (outside the timer) by
         ``prepare`` (restoring in-place arguments, poisoning outputs) and an L2
@@ -108,25 +109,33 @@ class Backend(ABC):
 
         With ``stop_after_ms``, timing stops early once the median of the
         first ``min_repeats`` runs exceeds it (a candidate far slower than the
-        best so far). After each timed run whose index is in ``inspect``,
-        ``on_inspect(0, index)`` is called (outside the timer) to check what
-        the run wrote. Returns the samples and whether timing stopped early.
+        best so far). With ``precision`` > 0, timing stops once the 95% interval
+        of the median is within +-``precision`` of it (checked every 10 runs
+        from ``precision_after`` on). After each timed run whose index is in
+        ``inspect``, ``on_inspect(0, index)`` is called (outside the timer) to
+        check what the run wrote. Returns the samples and why timing stopped
+        before ``repeats``: "slow", "converged", or "" (it did not).
         """
-        samples, early = self.measure_many([run], warmup, repeats, flush, prepare=prepare, inspect=inspect,
-                                           on_inspect=on_inspect, stop_after_ms=stop_after_ms,
-                                           min_repeats=min_repeats)
-        return samples[0], early
+        samples, stopped = self.measure_many([run], warmup, repeats, flush, prepare=prepare, inspect=inspect,
+                                             on_inspect=on_inspect, stop_after_ms=stop_after_ms,
+                                             min_repeats=min_repeats, precision=precision,
+                                             precision_after=precision_after)
+        return samples[0], stopped
 
     def measure_many(self, runs: Sequence[Callable[[], Any]], warmup: int, repeats: int, flush: bool = True,
                      prepare: Callable[[], Any] | None = None, order: Callable[[int], Sequence[int]] | None = None,
                      inspect: Collection[int] = (), on_inspect: Callable[[int, int], None] | None = None,
-                     stop_after_ms: float | None = None, min_repeats: int = 5) -> tuple[list[list[float]], bool]:
+                     stop_after_ms: float | None = None, min_repeats: int = 5, precision: float = 0.0,
+                     precision_after: int = 20) -> tuple[list[list[float]], str]:
         """Time several kernels interleaved run by run: in round ``i`` every
         run is timed once, in the order ``order(i)`` (default: as given), each
         preceded by ``prepare`` and a flush, so run ``i`` of one kernel and run
         ``i`` of another are a pair measured under the same conditions. Returns
-        one list of samples per run (and whether timing stopped early, which
-        only a single run with ``stop_after_ms`` can do)."""
+        one list of samples per run, and why timing stopped before ``repeats``
+        ("" when it did not; only a single run can stop early: "slow" with
+        ``stop_after_ms``, "converged" with ``precision``, see :meth:`measure`)."""
+        from kerntune.speedup import median_halfwidth
+
         k = len(runs)
         order = order or (lambda i: range(k))
         for i in range(warmup):
@@ -151,9 +160,14 @@ class Backend(ABC):
                 self.synchronize()
                 first = sorted(self._elapsed_ms(h) for h in handles[0])
                 if first[len(first) // 2] > stop_after_ms:
-                    return [first], True
+                    return [first], "slow"
+            if precision > 0 and k == 1 and i + 1 >= precision_after and (i + 1) % 10 == 0 and i + 1 < repeats:
+                self.synchronize()
+                so_far = [self._elapsed_ms(h) for h in handles[0]]
+                if median_halfwidth(so_far) <= precision:
+                    return [so_far], "converged"
         self.synchronize()
-        return [[self._elapsed_ms(h) for h in hs] for hs in handles], False
+        return [[self._elapsed_ms(h) for h in hs] for hs in handles], ""
 
     def scalar(self, value: Any, storage: np.dtype) -> Any:
         """A scalar kernel argument of the given storage type."""

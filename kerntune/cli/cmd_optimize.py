@@ -87,7 +87,12 @@ def optimize(
     run_dir: Optional[Path] = typer.Option(None, "--run-dir", help="Where to keep the run (default: runs/NAME-TIME)."),
     resume: Optional[Path] = typer.Option(None, "--resume", help="Continue an interrupted run; nothing is redone."),
     warmup: int = typer.Option(20, "--warmup", min=0, help="Untimed runs per shape."),
-    repeats: int = typer.Option(100, "--repeats", "-r", min=1, help="Timed runs per shape while tuning."),
+    repeats: int = typer.Option(100, "--repeats", "-r", min=1,
+                                help="Timed runs per shape while tuning (at most, see --precision)."),
+    precision: float = typer.Option(0.02, "--precision", min=0.0, max=0.5,
+                                    help="While tuning, stop timing a shape once the 95% interval of its median is within "
+                                   "+-this fraction of it (at least 20 runs, at most --repeats; 0: always --repeats). "
+                                   "The final test always times --final-repeats runs."),
     final_repeats: int = typer.Option(200, "--final-repeats", min=1, help="Timed runs per shape in the final test."),
     timeout: float = typer.Option(300, "--timeout", help="Seconds per evaluation before a hung kernel is killed."),
     seed: int = typer.Option(0, "--seed", help="Seed for strategies and inputs."),
@@ -151,7 +156,7 @@ def optimize(
 
             strategy_class(strategy)     # an unknown name is refused before the run directory exists
         settings = OptimizeSettings(budget=budget, shape_set=shape_set, seed=seed, strategy=strategy, warmup=warmup, repeats=repeats,
-                                    final_repeats=final_repeats, timeout_s=timeout,
+                                    precision=precision, final_repeats=final_repeats, timeout_s=timeout,
                                     memcheck=("all" if memcheck_all else "best") if memcheck else "off",
                                     generator="rules" if llm == "rules" else "llm", llm=llm_settings)
         from kerntune.spec.signature import require_fits

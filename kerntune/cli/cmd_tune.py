@@ -58,7 +58,11 @@ def tune(
     run_dir: Optional[Path] = typer.Option(None, "--run-dir", help="Where to keep the run (default: runs/NAME-TIME)."),
     resume: Optional[Path] = typer.Option(None, "--resume", help="Continue an interrupted run; nothing is re-measured."),
     warmup: int = typer.Option(20, "--warmup", min=0, help="Untimed runs per shape."),
-    repeats: int = typer.Option(100, "--repeats", "-r", min=1, help="Timed runs per shape."),
+    repeats: int = typer.Option(100, "--repeats", "-r", min=1, help="Timed runs per shape (at most, see --precision)."),
+    precision: float = typer.Option(0.02, "--precision", min=0.0, max=0.5,
+                                    help="While tuning, stop timing a shape once the 95% interval of its median is within "
+                                   "+-this fraction of it (at least 20 runs, at most --repeats; 0: always --repeats). "
+                                   "The confirmation at the end always times --final-repeats runs."),
     timeout: float = typer.Option(300, "--timeout", help="Seconds per evaluation before a hung kernel is killed."),
     reject_spills: bool = typer.Option(False, "--reject-spills", help="Prune configurations that spill registers."),
     compile_workers: Optional[int] = typer.Option(None, "--compile-workers", min=0,
@@ -133,7 +137,7 @@ def tune(
         from kerntune.tuner.strategies import DEFAULT_STRATEGY
 
         settings = TuneSettings(strategy=strategy or DEFAULT_STRATEGY, options=parse_options(option), budget=budget, time_limit_s=limit_s,
-                                seed=seed, warmup=warmup, repeats=repeats, timeout_s=timeout,
+                                seed=seed, warmup=warmup, repeats=repeats, precision=precision, timeout_s=timeout,
                                 reject_spills=reject_spills, shape_set=shape_set)
         from kerntune.tuner.strategies import make_strategy
         from kerntune.tuner.space import Space

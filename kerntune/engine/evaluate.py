@@ -56,6 +56,9 @@ class TimingOptions:
     stop_after_ms: tuple[tuple[str, float], ...] = ()
     # timed runs whose outputs are checked, besides the last one (chosen at random per shape)
     inspected_runs: int = 2
+    # > 0: stop timing a shape once the 95% interval of its median is within +-precision of it
+    # (at least PRECISION_AFTER runs; the search's economy, never the final test's)
+    precision: float = 0.0
 
 
 @dataclass(frozen=True)

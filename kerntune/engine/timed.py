@@ -34,6 +34,9 @@ from kerntune.spec.model import KernelSpec, Shape
 if TYPE_CHECKING:
     from kerntune.engine.evaluate import EvalRequest, Evaluator, KernelInstance, TimingOptions
 
+# timed runs before a timing may stop at its precision (TimingOptions.precision)
+PRECISION_AFTER = 20
+
 
 @dataclass(frozen=True)
 class CompareRequest:
@@ -185,17 +188,21 @@ class Timer:
         s = self._session(spec, shape, host, rng)
         grid, block, shared = launch
         stop = dict(opts.stop_after_ms).get(shape.key)
-        inspect = self._inspected(rng, opts.repeats, opts.inspected_runs)
-        samples, early = ev.guard(lambda: be.measure(
+        # the random inspections fall within the runs that always happen (a run that stops
+        # early has its last run inspected below)
+        sure = min(opts.repeats, PRECISION_AFTER) if opts.precision > 0 else opts.repeats
+        inspect = self._inspected(rng, sure, opts.inspected_runs) | {opts.repeats - 1}
+        samples, stopped = ev.guard(lambda: be.measure(
             lambda: be.launch(kernel, grid, block, s.args, shared), opts.warmup, opts.repeats, opts.flush_l2,
             stop_after_ms=stop, prepare=s.prepare, inspect=inspect,
-            on_inspect=lambda j, i: self._inspect(s, expected, 0, f"{shape.label} (timed run {i + 1})", "timed")))
-        if early:
+            on_inspect=lambda j, i: self._inspect(s, expected, 0, f"{shape.label} (timed run {i + 1})", "timed"),
+            precision=opts.precision, precision_after=PRECISION_AFTER))
+        if stopped:
             self._inspect(s, expected, 0, f"{shape.label} (timed run {len(samples)})", "timed")
         self._fresh_inputs(req, s, kernel, launch, shape, 0)
         if 0 in s.failures:
             return None, s.failures[0]
-        return self._stats(spec, shape, samples, opts, early, copy), None
+        return self._stats(spec, shape, samples, opts, stopped == "slow", copy), None
 
     # --- several kernels on one shape, interleaved ---------------------------------
     def compare(self, req: CompareRequest) -> Comparison:

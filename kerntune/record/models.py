@@ -51,6 +51,7 @@ class OptimizeSettings(Record):
     seed: int = 0
     warmup: int = 20
     repeats: int = 100
+    precision: float = 0.02                   # while tuning: timing stops once the median is known to +-2%
     final_repeats: int = 200
     timeout_s: float = 300.0
     top_k: int = 3

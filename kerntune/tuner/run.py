@@ -49,6 +49,7 @@ class TuneSettings:
     reject_spills: bool = False
     shape_set: Optional[str] = None
     stop_factor: float = 3.0                # stop timing a shape once a candidate is this much slower than the best
+    precision: float = 0.02                 # stop timing a shape once its median's 95% interval is within +-2%
     lookahead: int = 0                      # configurations compiled ahead (needs compile workers)
     distributions: Optional[tuple[str, ...]] = None   # input distributions (None: the spec's)
     memcheck: str = "best"                  # which verified candidates the checker runs: best (would-be bests), all
@@ -176,7 +177,7 @@ class Tuner:
         stop = tuple((k, ms * self.settings.stop_factor) for k, ms in self.best_ms.items()) \
             if self.settings.stop_factor > 0 else ()
         timing = TimingOptions(warmup=self.settings.warmup, repeats=self.settings.repeats,
-                               flush_l2=self.settings.flush_l2, stop_after_ms=stop)
+                               flush_l2=self.settings.flush_l2, stop_after_ms=stop, precision=self.settings.precision)
         return EvalRequest(candidate=inst, spec=self.spec, base_dir=str(self.loaded.base_dir),
                            verify_shapes=self.verify_shapes, time_shapes=self.time_shapes, seed=seed,
                            reference=reference, timing=timing, distributions=self.settings.distributions,
