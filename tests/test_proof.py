@@ -14,6 +14,7 @@ from kerntune.engine.evaluate import EvalRequest, KernelInstance, TimingOptions
 from kerntune.engine.timed import CompareRequest
 from kerntune.results import CheckStatus, Status
 from kerntune.spec.load import load_file
+from kerntune.spec.model import LaunchSpec
 from kerntune.spec.shapes import holdout_shapes, spec_shapes, verification_shapes
 from tests.conftest import REPO, run_cli
 
@@ -182,6 +183,33 @@ def test_sub_group_functions_run_under_the_checker(checker, tmp_path):
         "    barrier(CLK_LOCAL_MEM_FENCE);\n    for (int k = 32; k > 0; k >>= 1) {")
     report = _check(checker, replace(variant("honest"), source=source, label="with sub-groups"))
     assert report.status is CheckStatus.CLEAN, report.message
+
+
+VLOAD_ROWSUM = """__kernel void rowsum(__global float* out, __global const float* x, const int rows, const int cols)
+{
+    const int r = get_group_id(0) * 64 + get_local_id(0);
+    if (r >= rows) return;
+    float4 acc = (float4)(0.0f);
+    int c = 0;
+    for (; c + 4 <= cols; c += 4) acc += vload4(0, x + (long)r * cols + c);
+    float total = (acc.x + acc.y) + (acc.z + acc.w);
+    for (; c < cols; ++c) total += x[(long)r * cols + c];
+    out[r] = total;
+}
+"""
+
+
+@needs_oclgrind
+def test_a_kernel_oclgrinds_uninitialized_plugin_cannot_run_is_still_checked(checker):
+    # vload4 takes Oclgrind 21.10's uninitialized-value plugin down with its process: the kernel is
+    # checked again without that plugin (bounds, races, barriers), and the report says so
+    inst = KernelInstance(VLOAD_ROWSUM, "rowsum", "opencl", label="vload4",
+                          launch=LaunchSpec(grid=["ceil_div(rows, 64)"], block=[64]))
+    report = _check(checker, inst)
+    assert report.status is CheckStatus.CLEAN, report.message
+    assert "uninitialized-value checks off" in report.message
+    broken = replace(inst, source=VLOAD_ROWSUM.replace("c + 4 <= cols", "c + 4 <= cols + 4"), label="reads past")
+    assert _check(checker, broken).status is CheckStatus.MEMORY_ERROR
 
 
 def test_a_missing_checker_is_reported_never_silent(worker):

@@ -118,7 +118,8 @@ def _verification_line(r: EvalResult) -> str:
 
 def _check_line(c) -> str:
     if c.status.value == "clean":
-        return f"[green]clean[/] under {c.tool} on {escape(', '.join(c.shapes))} ({c.seconds:.1f} s)"
+        note = f"; {escape(c.message)}" if c.message else ""
+        return f"[green]clean[/] under {c.tool} on {escape(', '.join(c.shapes))} ({c.seconds:.1f} s){note}"
     if c.status.value == "unchecked":
         return f"[yellow]not checked[/]: {escape(c.message)}"
     return f"[red]{c.status.value.replace('_', ' ')}[/] under {c.tool}: {escape(c.message)}"

@@ -35,7 +35,7 @@ from kerntune.backends import DeviceRef
 from kerntune.engine.evaluate import EvalRequest, KernelInstance, resolve_launch
 from kerntune.engine.inputs import array_shape
 from kerntune.errors import KerntuneError
-from kerntune.results import CheckReport, CheckStatus, DeviceInfo, Status
+from kerntune.results import CheckReport, CheckStatus, DeviceInfo, EvalResult, Status
 from kerntune.spec.model import KernelSpec, Shape
 from kerntune.spec.shapes import holdout_shapes, spec_shapes
 
@@ -237,7 +237,7 @@ class MemoryChecker:
         else:
             report = CheckReport(tool=self.tool, status=CheckStatus.CLEAN)
             for tool in self.tools:
-                report = self._run(req, lambda log, t=tool: self._sanitizer_worker(log, t), sanitizer_findings)
+                report, _ = self._run(req, lambda log, t=tool: self._sanitizer_worker(log, t), sanitizer_findings)
                 if report.status is not CheckStatus.CLEAN:
                     break
         report = report.model_copy(update={"shapes": labels, "seconds": time.perf_counter() - t0})
@@ -250,11 +250,15 @@ class MemoryChecker:
         """Oclgrind with every check; when one of its own checks cannot follow the kernel (its
         uninitialized-value tracking knows no LLVM `freeze`, say), again without that check,
         and the report says what was left out."""
-        report = self._run(req, self._oclgrind_worker, oclgrind_findings)
+        report, ran = self._run(req, self._oclgrind_worker, oclgrind_findings)
         fatal = report.report.startswith(OCLGRIND_FATAL)
-        if fatal and "Uninitialized" in report.report.splitlines()[0]:
-            why = report.report.splitlines()[1].strip() if len(report.report.splitlines()) > 1 else ""
-            again = self._run(req, lambda log: self._oclgrind_worker(log, uninitialized=False), oclgrind_findings)
+        crashed = ran is Status.CRASH and report.status is CheckStatus.UNCHECKED
+        if (fatal and "Uninitialized" in report.report.splitlines()[0]) or crashed:
+            # Oclgrind's uninitialized-value plugin stops on what it cannot follow, or (vector loads
+            # such as vload4, Oclgrind 21.10) takes its process down: try once more without it
+            why = ("its uninitialized-value plugin crashed" if crashed else
+                   report.report.splitlines()[1].strip() if len(report.report.splitlines()) > 1 else "")
+            again, _ = self._run(req, lambda log: self._oclgrind_worker(log, uninitialized=False), oclgrind_findings)
             if not again.report.startswith(OCLGRIND_FATAL):
                 note = f"uninitialized-value checks off: Oclgrind cannot follow this kernel ({why})"
                 return again.model_copy(update={"message": f"{again.message}; {note}" if again.message else note})
@@ -265,7 +269,8 @@ class MemoryChecker:
         return report
 
     # --- one tool run in one fresh process ----------------------------------------------------
-    def _run(self, req: EvalRequest, make_worker, findings_of) -> CheckReport:
+    def _run(self, req: EvalRequest, make_worker, findings_of) -> tuple[CheckReport, Status | None]:
+        """The tool's report, and how the evaluation under it ended (None: the tool did not start)."""
         with tempfile.TemporaryDirectory(prefix="kerntune-check-") as tmp:
             log = Path(tmp) / "checker.log"
             worker = make_worker(log)
@@ -273,11 +278,13 @@ class MemoryChecker:
                 r = worker.evaluate(req, self.timeout_s)
             except KerntuneError as e:
                 return CheckReport(tool=self.tool, status=CheckStatus.UNCHECKED,
-                                   message=f"{self.tool} could not start: {e.message}")
+                                   message=f"{self.tool} could not start: {e.message}"), None
             finally:
                 worker.close()
             text = log.read_text(errors="replace") if log.exists() else ""
-        found = findings_of(text)
+        return self._report(r, findings_of(text)), r.status
+
+    def _report(self, r: EvalResult, found: list[str]) -> CheckReport:
         if found:
             return CheckReport(tool=self.tool, status=CheckStatus.MEMORY_ERROR, message=_headline(found[0]),
                                report=found[0][:4000])
