@@ -1,5 +1,5 @@
 """The rules for naive kernels of common families (kernels/naive): cooperative-rows, online-softmax,
-row-column-grid, hoist-invariants, and vectorize at an offset from the loop index.
+row-column-grid, vector-accumulators, hoist-invariants, and vectorize at an offset from the loop index.
 
 Preconditions on small kernels (each decline comes with its reason); the corpus's rewrites verified
 on the CPU against the original kernel on every input distribution; the cooperative instances run
@@ -30,22 +30,22 @@ NAIVE = REPO / "kernels/naive"
 
 # kernel folder -> the rules of this family that must apply in round 1 (OpenCL)
 EXPECTED = {
-    "rms_norm": {"cooperative-rows", "hoist-invariants"},
-    "layer_norm": {"cooperative-rows", "hoist-invariants"},
+    "rms_norm": {"cooperative-rows", "hoist-invariants", "vector-accumulators"},
+    "layer_norm": {"cooperative-rows", "hoist-invariants", "vector-accumulators"},
     "fused_add_rms_norm": {"cooperative-rows", "hoist-invariants"},
-    "l2_normalize": {"cooperative-rows"},
-    "softmax": {"online-softmax", "cooperative-rows", "hoist-invariants"},
-    "log_softmax": {"online-softmax", "cooperative-rows"},
-    "cross_entropy": {"online-softmax", "cooperative-rows"},
+    "l2_normalize": {"cooperative-rows", "vector-accumulators"},
+    "softmax": {"online-softmax", "cooperative-rows", "hoist-invariants", "vector-accumulators"},
+    "log_softmax": {"online-softmax", "cooperative-rows", "vector-accumulators"},
+    "cross_entropy": {"online-softmax", "cooperative-rows", "vector-accumulators"},
     "silu_and_mul": {"row-column-grid"},
     "gelu_and_mul": {"row-column-grid"},
     "bias_gelu": {"row-column-grid"},
     "gelu_tanh_and_mul_rows": {"vectorize", "hoist-invariants"},
-    "gemv": {"cooperative-rows", "hoist-invariants"},
+    "gemv": {"cooperative-rows", "hoist-invariants", "vector-accumulators"},
     "gemv_t": {"cooperative-rows"},
-    "row_dot": {"cooperative-rows"},
+    "row_dot": {"cooperative-rows", "vector-accumulators"},
 }
-NEW_PARAMS = ("ROWS", "ONLINE", "GRID2D", "HOIST", "VEC")
+NEW_PARAMS = ("ROWS", "ONLINE", "GRID2D", "VACC", "HOIST", "VEC")
 
 
 def _catalog(folder: str, lang: str = "opencl"):
@@ -208,6 +208,31 @@ __kernel void k(__global float* out, __global const float* x, const int rows, co
 """
 
 
+@pytest.mark.parametrize("body, why", [
+    # the sum walks down a column: consecutive elements are a row apart
+    ("    float s = 0.0f;\n    for (int c = 0; c < cols; ++c) s += x[c * rows + r];\n    out[r * cols] = s;",
+     "not as p[base + c]"),
+    # a loop that does more than accumulate
+    ("    float s = 0.0f;\n    for (int c = 0; c < cols; ++c) { s += x[r * cols + c]; out[r * cols + c] = s; }\n",
+     "not one accumulation"),
+    # a comparison: not arithmetic that a vector takes element by element
+    ("    float s = 0.0f;\n    for (int c = 0; c < cols; ++c) s += x[r * cols + c] > 0.0f ? 1.0f : 0.0f;\n"
+     "    out[r * cols] = s;", "conditional expression"),
+    # a double constant beside float vectors (OpenCL will not mix them)
+    ("    float s = 0.0f;\n    for (int c = 0; c < cols; ++c) s += 0.5 * x[r * cols + c];\n    out[r * cols] = s;",
+     "double constant"),
+    # an integer count: not a float or double sum
+    ("    int n = 0;\n    for (int c = 0; c < cols; ++c) n += (int)x[r * cols + c];\n    out[r * cols] = n;",
+     "not a float or double"),
+    # the index used as a value
+    ("    float s = 0.0f;\n    for (int c = 0; c < cols; ++c) s += x[r * cols + c] * c;\n    out[r * cols] = s;",
+     "other than as p[base + c]"),
+])
+def test_vector_accumulators_declines(tmp_path, body, why):
+    reason = _skipped(tmp_path, ROW_KERNEL.replace("BODY", body), "vector-accumulators")
+    assert why in reason, reason
+
+
 def test_hoist_moves_a_load_only_when_nothing_in_the_loop_can_write_it(tmp_path):
     from kerntune.agents.rules.hoist import HoistInvariants
 
@@ -302,6 +327,28 @@ def test_cooperative_instances_are_clean_under_the_memory_checker(worker, folder
             report = checker.check(t.instance(c, spec), spec, str(loaded.base_dir), check_shapes(spec), 5)
             if report.status is not CheckStatus.CLEAN:
                 findings.append((c, report.status.value, report.message))
+    assert findings == [], findings
+
+
+@pytest.mark.skipif(__import__("kerntune.engine.checker", fromlist=["x"]).oclgrind_library() is None,
+                    reason="Oclgrind is not installed (apt-get install oclgrind; .ci/run does)")
+@pytest.mark.parametrize("folder", ["gemv", "rms_norm"])
+def test_vector_accumulators_are_clean_under_the_memory_checker(worker, folder):
+    """Every width, on check shapes whose rows are not a multiple of it (the scalar tail runs): no
+    access out of bounds (the vector loads stop a whole vector before the row's end)."""
+    from kerntune.engine.checker import MemoryChecker, check_shapes
+    from kerntune.results import CheckStatus
+
+    loaded, source, result, t = _catalog(folder)
+    spec = loaded.spec
+    space = Space.of(t)
+    checker = MemoryChecker(worker.info)
+    findings = []
+    for width in space.params["VACC"][1:]:
+        c = {**space.baseline(), "VACC": width}
+        report = checker.check(t.instance(c, spec), spec, str(loaded.base_dir), check_shapes(spec), 5)
+        if report.status is not CheckStatus.CLEAN:
+            findings.append((c, report.status.value, report.message))
     assert findings == [], findings
 
 

@@ -25,9 +25,11 @@ def default_rules() -> list[Rule]:
     from kerntune.agents.rules.rows import CooperativeRows
     from kerntune.agents.rules.split import RowColumnGrid
     from kerntune.agents.rules.structural import ElementsPerThread, PrivatizeAtomics, ShuffleReduction, Vectorize
+    from kerntune.agents.rules.vacc import VectorAccumulators
 
-    return [LaunchConfig(), RowColumnGrid(), OnlineSoftmax(), CooperativeRows(), ShuffleReduction(), PrivatizeAtomics(), ElementsPerThread(),
-            Vectorize(), HoistInvariants(), Unroll(), Restrict(), FastMath(), LaunchBounds(), CompilerFlags()]
+    return [LaunchConfig(), RowColumnGrid(), OnlineSoftmax(), CooperativeRows(), VectorAccumulators(), ShuffleReduction(),
+            PrivatizeAtomics(), ElementsPerThread(), Vectorize(), HoistInvariants(), Unroll(), Restrict(), FastMath(),
+            LaunchBounds(), CompilerFlags()]
 
 
 @dataclass
