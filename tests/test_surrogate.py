@@ -84,7 +84,7 @@ def test_large_spaces_are_sampled_without_repeats():
 def test_unknown_option_lists_the_allowed_ones():
     with pytest.raises(KerntuneError) as e:
         make_strategy("surrogate", SPACE, 0, {"budget": "5"})
-    assert "no option budget" in e.value.message and "local_every" in e.value.hint
+    assert "no option budget" in e.value.message and "exploit_every" in e.value.hint
 
 
 def test_budget_and_feasible_set_through_the_tuner(tmp_path):
