@@ -247,11 +247,15 @@ class Surrogate(Strategy):
         self._left = k
         self._solved_at = n
 
-    def _thompson(self) -> Row | None:
-        """The untried configuration that one posterior draw predicts fastest."""
+    def _refresh(self) -> None:
+        """Solve the model again when the schedule says so (or its draws are used up)."""
         n = len(self._rows)
         if self._mean is None or self._left == 0 or n >= self._solved_at + max(1, self._solved_at // 10):
             self._solve(max(1, n // 10) + 1)     # the draws until the next solve is due, and one spare
+
+    def _thompson(self) -> Row | None:
+        """The untried configuration that one posterior draw predicts fastest."""
+        self._refresh()
         self._left -= 1
         if self._whole:
             scores = np.where(self._untried, self._scores[:, self._left], np.inf)
@@ -299,6 +303,7 @@ class Surrogate(Strategy):
     def _exploit(self) -> Row | None:
         """The untried configuration the posterior mean predicts fastest (for a space too large to score
         whole: among a fresh sample and the neighbours of the best)."""
+        self._refresh()
         if self._whole:
             scores = np.where(self._untried, self._pool_phi @ self._mean.astype(np.float32), np.inf)
             rows = self._pool
