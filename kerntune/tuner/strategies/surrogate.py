@@ -23,9 +23,11 @@ in HEBO and SMAC).
 Each proposal minimizes one posterior draw of that model over every untried
 configuration (Thompson sampling: exploration in proportion to the model's
 uncertainty, no acquisition function to tune), after a couple of
-space-filling configurations. Every ``local_every``-th proposal is instead
-the untried neighbour of the best configurations so far that the posterior
-mean likes most, so the end of a budget polishes the best region.
+space-filling configurations. Every ``exploit_every``-th proposal is instead
+the untried configuration the posterior mean predicts fastest, anywhere in
+the space (pure exploitation): where few configurations can run, the best
+one's one-parameter neighbours mostly cannot, and the next good
+configuration differs from it in two or three parameters at once.
 
 It learns the feasible set from the tuner, which checks restrictions and
 resources before anything is compiled or launched and tells a pruned
@@ -118,11 +120,11 @@ class Features:
 class Surrogate(Strategy):
     name = "surrogate"
     summary = ("model-based: Thompson sampling on a Bayesian model of log time (per-value, rank and pairwise "
-               "terms) with a local step around the best")
+               "terms) with a greedy step on the posterior mean")
     options = {
         "initial": Option(3, "space-filling configurations before the model is used"),
-        "local_every": Option(4, "every Nth proposal is the model's favourite untried neighbour of the best "
-                                 "(0: never)"),
+        "exploit_every": Option(4, "every Nth proposal is the untried configuration the posterior mean predicts "
+                                   "fastest (0: never)"),
         "noise": Option(0.01, "measurement noise variance, as a share of the scores' variance"),
         "pairs": Option(300, "most pairwise-interaction features in the model (0: main effects only)"),
         "cap": Option(0.75, "the model fits log scores capped at this quantile of those measured (1: uncapped)"),
@@ -245,11 +247,15 @@ class Surrogate(Strategy):
         self._left = k
         self._solved_at = n
 
-    def _thompson(self) -> Row | None:
-        """The untried configuration that one posterior draw predicts fastest."""
+    def _refresh(self) -> None:
+        """Solve the model again when the schedule says so (or its draws are used up)."""
         n = len(self._rows)
         if self._mean is None or self._left == 0 or n >= self._solved_at + max(1, self._solved_at // 10):
             self._solve(max(1, n // 10) + 1)     # the draws until the next solve is due, and one spare
+
+    def _thompson(self) -> Row | None:
+        """The untried configuration that one posterior draw predicts fastest."""
+        self._refresh()
         self._left -= 1
         if self._whole:
             scores = np.where(self._untried, self._scores[:, self._left], np.inf)
@@ -294,16 +300,24 @@ class Surrogate(Strategy):
                     return row
         return None
 
-    def _local_step(self) -> Row | None:
-        """The untried neighbour of the best configurations that the posterior mean likes most."""
-        for i in np.argsort(self._y, kind="stable")[:4]:
-            near = [r for r in self._neighbours(self._rows[i]) if r not in self._tried]
-            if not near:
-                continue
-            scores = self._f.predict(self._mean[:, None], np.array(near, dtype=np.int32))[:, 0]
-            for j in np.argsort(scores, kind="stable"):
-                if self._allowed(near[j]):
-                    return near[j]
+    def _exploit(self) -> Row | None:
+        """The untried configuration the posterior mean predicts fastest (for a space too large to score
+        whole: among a fresh sample and the neighbours of the best)."""
+        self._refresh()
+        if self._whole:
+            scores = np.where(self._untried, self._pool_phi @ self._mean.astype(np.float32), np.inf)
+            rows = self._pool
+        else:
+            rows = self._candidates()
+            scores = self._f.predict(self._mean[:, None], rows)[:, 0]
+        while len(scores):
+            i = int(np.argmin(scores))
+            if not np.isfinite(scores[i]):
+                break
+            row = tuple(int(x) for x in rows[i])
+            if self._allowed(row):
+                return row
+            scores[i] = np.inf
         return None
 
     def ask(self) -> Config | None:
@@ -312,9 +326,9 @@ class Surrogate(Strategy):
         if len(self._rows) < max(2, self.opts["initial"]):
             row = self._space_filling()
         else:
-            every = self.opts["local_every"]
+            every = self.opts["exploit_every"]
             if every and self._proposals % every == 0 and self._mean is not None:
-                row = self._local_step()
+                row = self._exploit()
             if row is None:
                 row = self._thompson()
         if row is None:
