@@ -1,5 +1,6 @@
 """The rules for naive kernels of common families (kernels/naive): cooperative-rows, online-softmax,
-row-column-grid, vector-accumulators, hoist-invariants, and vectorize at an offset from the loop index.
+row-column-grid, vector-accumulators, vector-columns, hoist-invariants, and vectorize at an offset from
+the loop index.
 
 Preconditions on small kernels (each decline comes with its reason); the corpus's rewrites verified
 on the CPU against the original kernel on every input distribution; the cooperative instances run
@@ -42,10 +43,10 @@ EXPECTED = {
     "bias_gelu": {"row-column-grid"},
     "gelu_tanh_and_mul_rows": {"vectorize", "hoist-invariants"},
     "gemv": {"cooperative-rows", "hoist-invariants", "vector-accumulators"},
-    "gemv_t": {"cooperative-rows"},
+    "gemv_t": {"vector-columns"},
     "row_dot": {"cooperative-rows", "vector-accumulators"},
 }
-NEW_PARAMS = ("ROWS", "ONLINE", "GRID2D", "VACC", "HOIST", "VEC")
+NEW_PARAMS = ("ROWS", "ONLINE", "GRID2D", "VACC", "VW", "HOIST", "VEC")
 
 
 def _catalog(folder: str, lang: str = "opencl"):
@@ -233,6 +234,65 @@ def test_vector_accumulators_declines(tmp_path, body, why):
     assert why in reason, reason
 
 
+COLUMN_SPEC = """
+kernel: k
+args:
+  - {name: out, dtype: fp32, shape: [cols], intent: out}
+  - {name: x, dtype: fp32, shape: [rows, cols], intent: in}
+  - {name: w, dtype: fp32, shape: [rows], intent: in}
+  - {name: rows, dtype: int32, value: rows}
+  - {name: cols, dtype: int32, value: cols}
+launch: {grid: ["ceil_div(cols, 128)"], block: [128]}
+shapes: [{rows: 64, cols: 100}]
+noalias: NOALIAS
+"""
+COLUMN_KERNEL = """
+__kernel void k(__global float* out, __global const float* x, __global const float* w, const int rows,
+                const int cols)
+{
+    const int c = get_global_id(0);
+    if (c >= cols) return;
+BODY
+}
+"""
+
+
+@pytest.mark.parametrize("body, why", [
+    # element-wise: no loop per work-item (elements-per-thread and vectorize are for those)
+    ("    out[c] = x[c] * 2.0f;", "no loop per work-item"),
+    # a decision on a value taken at the column: lanes would disagree
+    ("    float m = 0.0f;\n    for (int r = 0; r < rows; ++r) if (x[r * cols + c] > m) m = x[r * cols + c];\n"
+     "    out[c] = m;", "condition depends"),
+    # the column as a value, not a place
+    ("    float s = 0.0f;\n    for (int r = 0; r < rows; ++r) s += x[r * cols + c] * c;\n    out[c] = s;",
+     "other than as p[base + c]"),
+    # a value taken at the column used as an index
+    ("    float s = 0.0f;\n    for (int r = 0; r < rows; ++r) s += w[(int)x[r * cols + c]];\n    out[c] = s;",
+     "w[(int)x[r * cols + c]]"),
+    # a neighbour's column: two offsets of one array are fine to read, but not a stride
+    ("    float s = 0.0f;\n    for (int r = 0; r < rows; ++r) s += x[r * cols + 2 * c];\n    out[c] = s;",
+     "not as p[base + c]"),
+])
+def test_vector_columns_declines(tmp_path, body, why):
+    reason = _skipped(tmp_path, COLUMN_KERNEL.replace("BODY", body), "vector-columns", spec=COLUMN_SPEC)
+    assert why in reason, reason
+
+
+def test_vector_columns_keeps_lanes_apart(tmp_path):
+    """The rewrite of a column sum: loads and the store are vectors at c0, the row's weight a scalar
+    shared by the lanes, and the tail the original code once per column."""
+    body = "    float s = 0.0f;\n    for (int r = 0; r < rows; ++r) s += x[r * cols + c] * w[r];\n    out[c] = s;"
+    p = tmp_path / "spec.yaml"
+    p.write_text(COLUMN_SPEC.replace("NOALIAS", "true"))
+    result = apply_catalog(COLUMN_KERNEL.replace("BODY", body), "opencl", load_file(p).spec)
+    assert "vector-columns" in result.applied_names, dict(result.skipped)
+    t = result.template
+    assert "KT_VW_float s = (KT_VW_float)(0.0f);" in t
+    assert "s += KT_VW_LOAD(0, x + (r * cols) + kt_c0) * w[r];" in t
+    assert "KT_VW_STORE((KT_VW_float)(s), 0, out + kt_c0);" in t
+    assert "ceil_div(cols, BLOCK * VW)" in t
+
+
 def test_hoist_moves_a_load_only_when_nothing_in_the_loop_can_write_it(tmp_path):
     from kerntune.agents.rules.hoist import HoistInvariants
 
@@ -332,10 +392,10 @@ def test_cooperative_instances_are_clean_under_the_memory_checker(worker, folder
 
 @pytest.mark.skipif(__import__("kerntune.engine.checker", fromlist=["x"]).oclgrind_library() is None,
                     reason="Oclgrind is not installed (apt-get install oclgrind; .ci/run does)")
-@pytest.mark.parametrize("folder", ["gemv", "rms_norm"])
-def test_vector_accumulators_are_clean_under_the_memory_checker(worker, folder):
-    """Every width, on check shapes whose rows are not a multiple of it (the scalar tail runs): no
-    access out of bounds (the vector loads stop a whole vector before the row's end)."""
+@pytest.mark.parametrize("folder, param", [("gemv", "VACC"), ("rms_norm", "VACC"), ("gemv_t", "VW")])
+def test_vector_instances_are_clean_under_the_memory_checker(worker, folder, param):
+    """Every width, on check shapes whose rows (columns) are not a multiple of it (the scalar tail
+    runs): no access out of bounds (vector loads and stores stop a whole vector before the end)."""
     from kerntune.engine.checker import MemoryChecker, check_shapes
     from kerntune.results import CheckStatus
 
@@ -344,8 +404,8 @@ def test_vector_accumulators_are_clean_under_the_memory_checker(worker, folder):
     space = Space.of(t)
     checker = MemoryChecker(worker.info)
     findings = []
-    for width in space.params["VACC"][1:]:
-        c = {**space.baseline(), "VACC": width}
+    for width in space.params[param][1:]:
+        c = {**space.baseline(), param: width}
         report = checker.check(t.instance(c, spec), spec, str(loaded.base_dir), check_shapes(spec), 5)
         if report.status is not CheckStatus.CLEAN:
             findings.append((c, report.status.value, report.message))
@@ -384,3 +444,28 @@ def test_cuda_rewrites_compile_with_nvcc(folder):
     with ThreadPoolExecutor(2) as pool:
         failures = [f for f in pool.map(build, jobs.values()) if f is not None]
     assert failures == [], failures[:2]
+
+
+def test_a_vector_columns_winner_goes_into_the_next_round(worker):
+    """gemv_t's VW = 16 winner, baked (vload16 and vstore16 written out, the grid divided by 16),
+    verifies against the original, and the next round's template over it compiles everywhere."""
+    from kerntune.agents.bake import bake
+    from kerntune.tuner.kernel_files import resolve_launch_params
+
+    loaded, source, result, t = _catalog("gemv_t")
+    spec = loaded.spec
+    config = {**Space.of(t).baseline(), "VW": 16}
+    baked = bake(t.render(config, spec), "opencl")
+    assert "vload16" in baked and "vstore16" in baked and "KT_VW" not in baked
+    launch = resolve_launch_params(t.decl.launch, config)
+    original = KernelInstance(source, spec.kernel, "opencl", label="original")
+    shapes = _small_shapes(spec)
+    r = worker.evaluate(EvalRequest(KernelInstance(baked, spec.kernel, "opencl", launch=launch, label="baked"), spec,
+                                    str(loaded.base_dir), shapes, (), seed=3, reference=original, timing=None), 300)
+    assert r.status is Status.OK, r.message
+    second = apply_catalog(baked, "opencl", spec, launch=launch, note="round 2")
+    t2 = parse_template(second.template, "opencl", "gemv_t round 2")
+    space = Space.of(t2)
+    for c in [space.baseline()] + [{**space.baseline(), k: v[-1]} for k, v in space.params.items()]:
+        inst = t2.instance(c, spec)
+        worker.compile(inst.source, inst.name, inst.options, 120)

@@ -26,8 +26,9 @@ def default_rules() -> list[Rule]:
     from kerntune.agents.rules.split import RowColumnGrid
     from kerntune.agents.rules.structural import ElementsPerThread, PrivatizeAtomics, ShuffleReduction, Vectorize
     from kerntune.agents.rules.vacc import VectorAccumulators
+    from kerntune.agents.rules.vcols import VectorColumns
 
-    return [LaunchConfig(), RowColumnGrid(), OnlineSoftmax(), CooperativeRows(), VectorAccumulators(), ShuffleReduction(),
+    return [LaunchConfig(), VectorColumns(), RowColumnGrid(), OnlineSoftmax(), CooperativeRows(), VectorAccumulators(), ShuffleReduction(),
             PrivatizeAtomics(), ElementsPerThread(), Vectorize(), HoistInvariants(), Unroll(), Restrict(), FastMath(),
             LaunchBounds(), CompilerFlags()]
 
