@@ -80,6 +80,18 @@ class Interval(Record):
         return self.model_copy(update={"ratio": inv(self.ratio), "lo": inv(self.hi), "hi": inv(self.lo)})
 
 
+def across_sessions(first: Interval, second: Interval) -> Interval:
+    """One speedup measured in two sessions: the estimate is the geometric mean of the two, the
+    interval runs from the lower of the lower bounds to the higher of the upper bounds, so it
+    holds what either session could rule out and no more (what changes between sessions, a
+    clock, a neighbour's load, is inside it at least as far as the two sessions differed)."""
+    if first.method == "identical" or second.method == "identical":
+        return first if first.method == "identical" else second
+    return Interval(ratio=math.sqrt(first.ratio * second.ratio), lo=min(first.lo, second.lo),
+                    hi=max(first.hi, second.hi), confidence=min(first.confidence, second.confidence),
+                    n=max(first.n, second.n), method=f"{second.method}, 2 sessions")
+
+
 def identical() -> Interval:
     return Interval(ratio=1.0, lo=1.0, hi=1.0, n=0, method="identical")
 

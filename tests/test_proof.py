@@ -255,4 +255,8 @@ def test_one_tune_run_rejects_every_cheat_and_the_honest_kernel_wins(tmp_path):
     test = summary["test"]
     assert test["general"]["key"] == "VARIANT='honest'" and test["general"]["verified"]
     assert test["general"]["geomean"]["lo"] > 0 and test["checker"] == "oclgrind"
+    # the winner's interval spans its screening session and its confirmation session
+    g, screening = test["general"]["geomean"], test["general"]["screening"]
+    assert test["general"]["confirmed"] and g["method"].endswith("2 sessions")
+    assert g["lo"] <= screening["lo"] and g["hi"] >= screening["hi"]
     assert test["general"]["check"]["status"] == "clean"

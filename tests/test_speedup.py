@@ -92,3 +92,17 @@ def test_bad_samples_are_refused():
         sp.paired([1.0, 2.0], [1.0])
     with pytest.raises(ValueError):
         sp.paired([1.0, 0.0], [1.0, 1.0])
+
+
+def test_two_sessions_span_both_intervals():
+    from kerntune.speedup import Interval, Verdict, across_sessions, decide, identical
+
+    a = Interval(ratio=1.10, lo=1.06, hi=1.14, n=3, method="bootstrap")
+    b = Interval(ratio=1.03, lo=1.01, hi=1.05, n=3, method="bootstrap")
+    both = across_sessions(a, b)
+    assert (both.lo, both.hi) == (1.01, 1.14) and both.ratio == pytest.approx((1.10 * 1.03) ** 0.5)
+    assert both.method == "bootstrap, 2 sessions"
+    # a session that clears the threshold alone does not make a claim: both must
+    assert decide(a) is Verdict.FASTER and decide(b) is not Verdict.FASTER
+    assert decide(both) is not Verdict.FASTER
+    assert across_sessions(identical(), b) == identical()

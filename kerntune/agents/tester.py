@@ -148,17 +148,25 @@ class Tester:
         return per, sp.geomean_interval(pairs)
 
     def _measured(self, res: CandidateResult, sessions: dict[str, Any], j: int, confirmed: bool) -> CandidateResult:
+        """``res`` timed in ``sessions``; confirmed: its screening numbers (in ``res``) and these,
+        the intervals spanning both sessions (:func:`kerntune.speedup.across_sessions`)."""
         timings = _timings_by_shape(sessions, j)
         iv = self._intervals(sessions, j)
         if timings is None or iv is None:
             bad = next(cmp.kernels[j] for cmp in sessions.values() if cmp.kernels[j].status is not Status.OK)
             return res.failed(bad.status, "timing", bad.message)
         per, g = iv
+        screening = None
+        if confirmed and res.geomean is not None:
+            screening = res.geomean
+            per = {k: sp.across_sessions(res.intervals[k], v) if k in res.intervals else v for k, v in per.items()}
+            g = sp.across_sessions(res.geomean, g)
         base = {sh.key: sessions[sh.key].kernels[0].timing for sh in self.shapes}
         return res.model_copy(update={
             "timings": [timings[sh.key] for sh in self.shapes], "intervals": per,
             "speedups": {k: v.ratio for k, v in per.items()}, "geomean": g, "geomean_speedup": g.ratio,
-            "verdict": sp.decide(g), "confirmed": confirmed, "flags": self._plausibility(base, timings)})
+            "verdict": sp.decide(g), "confirmed": confirmed, "screening": screening,
+            "flags": self._plausibility(base, timings)})
 
     # --- the decision ---------------------------------------------------------------------
     def confirm(self, candidates: list[Candidate], seed: int, final_repeats: int) -> TestReport:

@@ -33,7 +33,9 @@ class CandidateResult(Record):
     intervals: dict[str, Interval] = {}      # shape label -> speedup with its confidence interval
     geomean: Optional[Interval] = None
     geomean_speedup: Optional[float] = None
-    confirmed: bool = False                  # timed again in the confirmation session (its numbers are those)
+    confirmed: bool = False                  # timed again in the confirmation session (timings: that session's;
+                                             # intervals: spanning both sessions)
+    screening: Optional[Interval] = None     # the geomean of the screening session alone (confirmed candidates)
     verdict: Optional[Verdict] = None        # kerntune.speedup.decide on the geomean
     flags: list[str] = []
 
