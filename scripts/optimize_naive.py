@@ -135,8 +135,11 @@ def main() -> int:
               f"{row['seconds']:.0f} s; uses {', '.join(row['rules_used']) or '-'}", file=sys.stderr)
     summary = summarize(rows)
     meta = {"device": args.device, "date": stamp, "cpus": os.cpu_count(), "command": " ".join(sys.argv),
-            "settings": "kerntune optimize defaults (3 rounds, 120 evaluations, 20 warm-up and 100 timed runs "
-                        "per shape while tuning, 200 in the final test, memory checker on would-be bests)"}
+            "settings": "kerntune optimize defaults (3 rounds, 120 evaluations, 20 warm-up runs and 20 to 100 "
+                        "timed runs per shape while tuning (until the median is known to +-2%), 200 in the final "
+                        "test, memory checker on would-be bests)",
+            "commit": subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True,
+                                     text=True).stdout.strip()}
     out.with_suffix(".json").write_text(json.dumps({**meta, "summary": summary, "rows": rows}, indent=1,
                                                    default=str) + "\n")
     out.with_suffix(".md").write_text(render(rows, summary, meta))
@@ -202,7 +205,7 @@ def render(rows: list[dict], s: dict, meta: dict) -> str:
                       f"{TARGET_EACH}x). Wall time per kernel: median {s['median_seconds']:.0f} s, at most "
                       f"{s['max_seconds']:.0f} s ({s['within_3_minutes']} of {s['kernels'] - s['failed']} within "
                       f"3 minutes), with a mean load average of {s['mean_load']:.1f} on {meta['cpus']} cores."]
-    lines += ["", f"Command: `{meta['command']}`", ""]
+    lines += ["", f"Command: `{meta['command']}` (at commit {meta.get('commit', '?')})", ""]
     return "\n".join(lines)
 
 

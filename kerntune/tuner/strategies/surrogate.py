@@ -263,6 +263,10 @@ class Surrogate(Strategy):
         else:
             rows = self._candidates()
             scores = self._f.predict(self._draws[:, self._left:self._left + 1], rows)[:, 0]
+        return self._best_allowed(rows, scores)
+
+    def _best_allowed(self, rows: np.ndarray, scores: np.ndarray) -> Row | None:
+        """The allowed row of lowest finite score (``scores`` is consumed)."""
         while len(scores):
             i = int(np.argmin(scores))
             if not np.isfinite(scores[i]):
@@ -310,15 +314,7 @@ class Surrogate(Strategy):
         else:
             rows = self._candidates()
             scores = self._f.predict(self._mean[:, None], rows)[:, 0]
-        while len(scores):
-            i = int(np.argmin(scores))
-            if not np.isfinite(scores[i]):
-                break
-            row = tuple(int(x) for x in rows[i])
-            if self._allowed(row):
-                return row
-            scores[i] = np.inf
-        return None
+        return self._best_allowed(rows, scores)
 
     def ask(self) -> Config | None:
         self._proposals += 1
