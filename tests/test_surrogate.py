@@ -190,3 +190,30 @@ def test_exploit_step_is_the_posterior_means_favourite_anywhere():
     assert steps > 0
     best = min(s._y)
     assert math.exp(best) == 1.0        # BM=128, BN=32, K=2 (two parameters away from any other runnable one)
+
+
+def test_a_value_set_aside_is_never_proposed_again():
+    """The tuner sets FAST=True aside after it failed verification: the surrogate stops proposing
+    any configuration with it (they would only be answered with the failure)."""
+    from kerntune.tuner.space import Space
+    from kerntune.tuner.strategies import make_strategy
+    from kerntune.tuner.template import parse_template
+
+    t = parse_template("{# kerntune-template\nkernel: k\nparams:\n  A: [1, 2, 3, 4, 5, 6, 7, 8]\n"
+                       "  B: [1, 2, 3, 4]\n  FAST: [false, true]\nlaunch: {grid: [1], block: [1]}\n#}\n__kernel void k() {}\n", "opencl", "t")
+    s = make_strategy("surrogate", Space.of(t), 0, {})
+    seen = []
+    for i in range(40):
+        c = s.ask()
+        if c is None:
+            break
+        seen.append(c)
+        if i == 5:
+            s.exclude("FAST", True)
+        s.tell(c, 1.0 + 0.1 * c["A"] + (5.0 if c["FAST"] else 0.0))
+    assert not any(c["FAST"] for c in seen[6:])
+    # it ran out once every configuration without the value was proposed, each once
+    assert sorted((c["A"], c["B"]) for c in seen if not c["FAST"]) == [(a, b) for a in range(1, 9) for b in range(1, 5)]
+    assert s.ask() is None
+    s.exclude("FAST", "no such value")        # unknown values and parameters are ignored
+    s.exclude("NOPE", 1)

@@ -313,10 +313,15 @@ class Tuner:
         proposed: set[str] = set()         # configurations this strategy has proposed (or been given) so far
         repeats = 0                        # its proposals in a row that it had already made
         fallback = random.Random(f"{self.settings.seed}:fallback")
+        excluded: set[tuple[str, str]] = set()     # set-aside values the strategy has been told of
         while True:
             why = self._done()
             if why:
                 return why
+            for k, v in self.set_aside.aside.items():
+                if k not in excluded:
+                    excluded.add(k)
+                    strategy.exclude(v.param, v.value)
             while not exhausted and len(queue) <= self.settings.lookahead:
                 config = strategy.ask()
                 if config is None:

@@ -59,5 +59,10 @@ class Strategy(ABC):
     def ask(self) -> Config | None:
         """The next configuration to evaluate, or None when the strategy is done."""
 
+    def exclude(self, param: str, value: Any) -> None:
+        """The tuner set ``param=value`` aside (it fails verification): configurations with it are
+        answered with that failure from now on. A strategy that can, stops proposing them (the
+        default does nothing: such proposals cost an answer, not a measurement)."""
+
     def tell(self, config: Config, score: float) -> None:
         """The score of an evaluated configuration (math.inf: failed or pruned)."""

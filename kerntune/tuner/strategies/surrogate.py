@@ -161,6 +161,7 @@ class Surrogate(Strategy):
             self._pool_phi = self._f.dense(self._pool).astype(np.float32)
             self._untried = np.ones(len(self._pool), dtype=bool)
         self._tried: set[Row] = set()          # proposed or told: never proposed again
+        self._excluded: list[tuple[int, int]] = []     # (parameter, value) pairs the tuner set aside
         self._measured: set[Row] = set()
         self._rows: list[Row] = []             # measured with a finite score, in order
         self._y: list[float] = []              # their log scores
@@ -196,7 +197,16 @@ class Surrogate(Strategy):
             self._untried[self._at(row)] = False
 
     def _allowed(self, row: Row) -> bool:
-        return row not in self._tried
+        return row not in self._tried and not any(row[i] == k for i, k in self._excluded)
+
+    def exclude(self, param: str, value: Any) -> None:
+        i = self._names.index(param) if param in self._names else -1
+        k = self._index[i].get(value) if i >= 0 else None
+        if k is None or (i, k) in self._excluded:
+            return
+        self._excluded.append((i, k))
+        if self._whole:
+            self._untried[self._pool[:, i] == k] = False
 
     def _neighbours(self, row: Row) -> list[Row]:
         out = []
