@@ -146,7 +146,8 @@ def _plans(st: RewriteState) -> tuple[list[Plan], list[str]]:
     return plans, reasons
 
 
-def _address(array: str, base: str, at: str) -> str:
+def at_offset(array: str, base: str, at: str) -> str:
+    """The address of element ``base + at`` of ``array`` (``base`` may be empty)."""
     return f"{array} + {base} + {at}" if base else f"{array} + {at}"
 
 
@@ -167,7 +168,7 @@ class VectorAccumulators(Rule):
             e0 = p.expr.start_byte
             c, v = f"kt_c{k}", f"kt_vacc{k}"
             if st.lang == "opencl":
-                subs = [Edit(n.start_byte - e0, n.end_byte - e0, f"KT_VACC_LOAD(0, {_address(a, b, c)})")
+                subs = [Edit(n.start_byte - e0, n.end_byte - e0, f"KT_VACC_LOAD(0, {at_offset(a, b, c)})")
                         for n, a, b in p.loads]
                 term = apply_edits(st.raw[p.expr.start_byte:p.expr.end_byte], subs)
                 main = [f"KT_VACC_{p.ctype} {v} = (KT_VACC_{p.ctype})(0);",
@@ -183,7 +184,7 @@ class VectorAccumulators(Rule):
                 main = [f"{p.ctype} {v}[KT_VACC];", "#pragma unroll",
                         f"for (int kt_v = 0; kt_v < KT_VACC; ++kt_v) {v}[kt_v] = 0;", GENERATED,
                         f"for (; {c} + KT_VACC <= ({p.bound}); {c} += KT_VACC) {{"]
-                main += [f"    kt_vec<{p.ctype}, KT_VACC> {s};  kt_vload<KT_VACC>({_address(a, b, c)}, {s}.v);"
+                main += [f"    kt_vec<{p.ctype}, KT_VACC> {s};  kt_vload<KT_VACC>({at_offset(a, b, c)}, {s}.v);"
                          for a, b, s in streams.values()]
                 main += ["#pragma unroll", f"    for (int kt_v = 0; kt_v < KT_VACC; ++kt_v) {v}[kt_v] += {term};", "}",
                          "#pragma unroll", f"for (int kt_v = 0; kt_v < KT_VACC; ++kt_v) {p.acc} += {v}[kt_v];"]

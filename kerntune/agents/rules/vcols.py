@@ -34,7 +34,7 @@ from kerntune.agents.rules.access import affine_base, assigned_names, identifier
 from kerntune.agents.rules.base import Applied, Edit, Param, Rule, RewriteState, RuleDeclined, apply_edits, unwrap
 from kerntune.agents.rules.generic import GENERATED
 from kerntune.agents.rules.structural import _elementwise, _line_indent, _pointee_type, _scale_grid
-from kerntune.agents.rules.vacc import MATH
+from kerntune.agents.rules.vacc import MATH, at_offset
 from kerntune.source.parse import walk
 
 TYPES = ("float", "double", "int")
@@ -159,10 +159,7 @@ class _Plan:
         st = self.st
         vtype = f"KT_VW_{self.ctype}"
 
-        def address(arr: str, base: str) -> str:
-            return f"{arr} + {base} + {start}" if base else f"{arr} + {start}"
-
-        loads = [Edit(n.start_byte, n.end_byte, f"KT_VW_LOAD(0, {address(a, b)})") for n, a, b in self.loads]
+        loads = [Edit(n.start_byte, n.end_byte, f"KT_VW_LOAD(0, {at_offset(a, b, start)})") for n, a, b in self.loads]
         decls = []
         for stmt in self.body:
             for n in walk(stmt):
@@ -185,8 +182,8 @@ class _Plan:
                                 [e for e in inner])
             value = f"({vtype})({value})"
             if op == "+=":
-                value = f"KT_VW_LOAD(0, {address(arr, base)}) + {value}"
-            stores.append(Edit(holder.start_byte, holder.end_byte, f"KT_VW_STORE({value}, 0, {address(arr, base)});"))
+                value = f"KT_VW_LOAD(0, {at_offset(arr, base, start)}) + {value}"
+            stores.append(Edit(holder.start_byte, holder.end_byte, f"KT_VW_STORE({value}, 0, {at_offset(arr, base, start)});"))
         held = [s for s in stores]
         edits = [e for e in edits if not any(s.start <= e.start and e.end <= s.end for s in held)] + held
         first, last = self.body[0].start_byte, self.body[-1].end_byte
