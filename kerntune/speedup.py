@@ -27,6 +27,7 @@ source, launch and options) is exactly 1.0x: :func:`identical`.
 from __future__ import annotations
 
 import math
+import re
 from enum import Enum
 from functools import lru_cache
 from typing import Optional, Sequence
@@ -81,15 +82,19 @@ class Interval(Record):
 
 
 def across_sessions(first: Interval, second: Interval) -> Interval:
-    """One speedup measured in two sessions: the estimate is the geometric mean of the two, the
+    """One speedup measured in another session too (``first`` may already span several: its method
+    ends in ", N sessions"): the estimate is the geometric mean of every session's, the
     interval runs from the lower of the lower bounds to the higher of the upper bounds, so it
     holds what either session could rule out and no more (what changes between sessions, a
     clock, a neighbour's load, is inside it at least as far as the two sessions differed)."""
     if first.method == "identical" or second.method == "identical":
         return first if first.method == "identical" else second
-    return Interval(ratio=math.sqrt(first.ratio * second.ratio), lo=min(first.lo, second.lo),
-                    hi=max(first.hi, second.hi), confidence=min(first.confidence, second.confidence),
-                    n=max(first.n, second.n), method=f"{second.method}, 2 sessions")
+    m = re.fullmatch(r"(.*), (\d+) sessions", first.method)
+    sessions = int(m.group(2)) + 1 if m else 2
+    ratio = math.exp((math.log(first.ratio) * (sessions - 1) + math.log(second.ratio)) / sessions)
+    return Interval(ratio=ratio, lo=min(first.lo, second.lo), hi=max(first.hi, second.hi),
+                    confidence=min(first.confidence, second.confidence), n=max(first.n, second.n),
+                    method=f"{m.group(1) if m else first.method}, {sessions} sessions")
 
 
 def identical() -> Interval:

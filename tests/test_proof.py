@@ -257,6 +257,6 @@ def test_one_tune_run_rejects_every_cheat_and_the_honest_kernel_wins(tmp_path):
     assert test["general"]["geomean"]["lo"] > 0 and test["checker"] == "oclgrind"
     # the winner's interval spans its screening session and its confirmation session
     g, screening = test["general"]["geomean"], test["general"]["screening"]
-    assert test["general"]["confirmed"] and g["method"].endswith("2 sessions")
+    assert test["general"]["confirmed"] and g["method"].endswith("3 sessions")
     assert g["lo"] <= screening["lo"] and g["hi"] >= screening["hi"]
     assert test["general"]["check"]["status"] == "clean"

@@ -106,3 +106,6 @@ def test_two_sessions_span_both_intervals():
     assert decide(a) is Verdict.FASTER and decide(b) is not Verdict.FASTER
     assert decide(both) is not Verdict.FASTER
     assert across_sessions(identical(), b) == identical()
+    third = across_sessions(both, Interval(ratio=1.06, lo=1.0, hi=1.2, n=3, method="bootstrap"))
+    assert third.method == "bootstrap, 3 sessions" and (third.lo, third.hi) == (1.0, 1.2)
+    assert third.ratio == pytest.approx((1.10 * 1.03 * 1.06) ** (1 / 3))

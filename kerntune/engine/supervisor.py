@@ -209,6 +209,11 @@ class DeviceWorker:
                 pass
         self.kill()
 
+    def fresh(self) -> None:
+        """End this worker process; the next request starts a new one (new buffers, new allocations,
+        a new compile of every kernel)."""
+        self.close()
+
     def __enter__(self) -> "DeviceWorker":
         return self
 
