@@ -27,7 +27,6 @@ source, launch and options) is exactly 1.0x: :func:`identical`.
 from __future__ import annotations
 
 import math
-import re
 from enum import Enum
 from functools import lru_cache
 from typing import Optional, Sequence
@@ -81,20 +80,30 @@ class Interval(Record):
         return self.model_copy(update={"ratio": inv(self.ratio), "lo": inv(self.hi), "hi": inv(self.lo)})
 
 
-def across_sessions(first: Interval, second: Interval) -> Interval:
-    """One speedup measured in another session too (``first`` may already span several: its method
-    ends in ", N sessions"): the estimate is the geometric mean of every session's, the
-    interval runs from the lower of the lower bounds to the higher of the upper bounds, so it
-    holds what either session could rule out and no more (what changes between sessions, a
-    clock, a neighbour's load, is inside it at least as far as the two sessions differed)."""
-    if first.method == "identical" or second.method == "identical":
-        return first if first.method == "identical" else second
-    m = re.fullmatch(r"(.*), (\d+) sessions", first.method)
-    sessions = int(m.group(2)) + 1 if m else 2
-    ratio = math.exp((math.log(first.ratio) * (sessions - 1) + math.log(second.ratio)) / sessions)
-    return Interval(ratio=ratio, lo=min(first.lo, second.lo), hi=max(first.hi, second.hi),
-                    confidence=min(first.confidence, second.confidence), n=max(first.n, second.n),
-                    method=f"{m.group(1) if m else first.method}, {sessions} sessions")
+# two-sided 97.5% quantiles of Student's t for 1..10 degrees of freedom (a 95% interval)
+_T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228)
+
+
+def across_sessions(sessions: Sequence[Interval]) -> Interval:
+    """One speedup measured in several sessions (in separate processes): the estimate is the
+    geometric mean of the sessions' estimates; the interval holds every session's interval and the
+    t-interval of the sessions' log estimates (each session one observation of a speedup that
+    varies from process to process), so it widens with the sessions' disagreement and never
+    claims what one of them could rule out."""
+    if not sessions:
+        raise ValueError("no sessions")
+    for iv in sessions:
+        if iv.method == "identical":
+            return iv
+    if len(sessions) == 1:
+        return sessions[0]
+    logs = np.log([iv.ratio for iv in sessions])
+    k, mean = len(logs), float(np.mean(logs))
+    half = _T975[min(k - 1, len(_T975)) - 1] * float(np.std(logs, ddof=1)) / math.sqrt(k)
+    return Interval(ratio=math.exp(mean), lo=min(min(iv.lo for iv in sessions), math.exp(mean - half)),
+                    hi=max(max(iv.hi for iv in sessions), math.exp(mean + half)),
+                    confidence=min(iv.confidence for iv in sessions), n=max(iv.n for iv in sessions),
+                    method=f"{sessions[-1].method}, {k} sessions")
 
 
 def identical() -> Interval:

@@ -150,23 +150,27 @@ class Tester:
 
     def _measured(self, res: CandidateResult, sessions: dict[str, Any], j: int, confirmed: bool) -> CandidateResult:
         """``res`` timed in ``sessions``; confirmed: its screening numbers (in ``res``) and these,
-        the intervals spanning both sessions (:func:`kerntune.speedup.across_sessions`)."""
+        the intervals over every session so far (:func:`kerntune.speedup.across_sessions`)."""
         timings = _timings_by_shape(sessions, j)
         iv = self._intervals(sessions, j)
         if timings is None or iv is None:
             bad = next(cmp.kernels[j] for cmp in sessions.values() if cmp.kernels[j].status is not Status.OK)
             return res.failed(bad.status, "timing", bad.message)
         per, g = iv
-        screening = None
+        screening, g_all, per_all = None, [g], {k: [v] for k, v in per.items()}
         if confirmed and res.geomean is not None:
             screening = res.screening or res.geomean
-            per = {k: sp.across_sessions(res.intervals[k], v) if k in res.intervals else v for k, v in per.items()}
-            g = sp.across_sessions(res.geomean, g)
+            g_all = (res.session_geomeans or [res.geomean]) + [g]
+            per_all = {k: (res.session_intervals.get(k) or [res.intervals[k]]) + [v] if k in res.intervals else [v]
+                       for k, v in per.items()}
+            per = {k: sp.across_sessions(v) for k, v in per_all.items()}
+            g = sp.across_sessions(g_all)
         base = {sh.key: sessions[sh.key].kernels[0].timing for sh in self.shapes}
         return res.model_copy(update={
             "timings": [timings[sh.key] for sh in self.shapes], "intervals": per,
             "speedups": {k: v.ratio for k, v in per.items()}, "geomean": g, "geomean_speedup": g.ratio,
             "verdict": sp.decide(g), "confirmed": confirmed, "screening": screening,
+            "session_geomeans": g_all, "session_intervals": per_all,
             "flags": self._plausibility(base, timings)})
 
     # --- the decision ---------------------------------------------------------------------

@@ -36,6 +36,8 @@ class CandidateResult(Record):
     confirmed: bool = False                  # timed again in the confirmation session (timings: that session's;
                                              # intervals: spanning both sessions)
     screening: Optional[Interval] = None     # the geomean of the screening session alone (confirmed candidates)
+    session_geomeans: list[Interval] = []    # each session's own geomean (screening, then each confirmation)
+    session_intervals: dict[str, list[Interval]] = {}   # shape label -> each session's own interval
     verdict: Optional[Verdict] = None        # kerntune.speedup.decide on the geomean
     flags: list[str] = []
 
