@@ -201,17 +201,25 @@ def merge_rows(part: str, old: dict, new: dict) -> dict:
     else:
         merged["agree"] = sum(1 for x in merged["kernels"] if x.get("overlap"))
         merged["compared"] = sum(1 for x in merged["kernels"] if x.get("overlap") is not None)
-    merged["argv"] = [old.get("argv"), new["argv"]]
+    merged["argv"] = calls_of(old.get("argv")) + [new["argv"]]
     return merged
+
+
+def calls_of(argv) -> list[list[str]]:
+    """The argument lists of the calls behind a part (one call's list, or several, nested or not)."""
+    if not argv:
+        return []
+    if all(isinstance(a, str) for a in argv):
+        return [list(argv)]
+    return [c for a in argv for c in calls_of(a)]
 
 
 # --- the report --------------------------------------------------------------------------------------------
 def ran(part: dict) -> list[str]:
     """How a part was produced (by one call, or by two whose rows were merged)."""
-    argv = part.get("argv")
-    if not argv:
+    calls = calls_of(part.get("argv"))
+    if not calls:
         return []
-    calls = argv if isinstance(argv[0], list) else [argv]
     return ["Run as " + ", then ".join(f"`python scripts/bench_proof.py {' '.join(a)}`" for a in calls)
             + f" (the last at `{part.get('commit')}`; each row's commit is in the JSON).", ""]
 
