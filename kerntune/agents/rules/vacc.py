@@ -59,6 +59,14 @@ OPENCL_HEADER = ("#define KT_VACC {{ VACC }}\n#define KT_VACC_LOAD vload{{ VACC 
                  "#define KT_VACC_float float{{ VACC }}\n#define KT_VACC_double double{{ VACC }}")
 
 
+def is_double_constant(st: RewriteState, node) -> bool:
+    """A floating literal without the f suffix (OpenCL will not mix it with float vectors)."""
+    if node.type != "number_literal":
+        return False
+    t = st.text(node).lower()
+    return ("." in t or "e" in t) and not t.startswith("0x") and not t.endswith("f")
+
+
 @dataclass
 class Plan:
     loop: object
@@ -105,10 +113,8 @@ def _why_not(st: RewriteState, fn, loop) -> tuple[Plan | None, str]:
             return None, "the sum's term has a cast"
         if n.type == "call_expression" and st.text(n.child_by_field_name("function")) not in math:
             return None, f"the sum's term calls {st.text(n.child_by_field_name('function'))}"
-        if n.type == "number_literal" and ctype == "float":
-            t = st.text(n).lower()
-            if ("." in t or "e" in t) and not t.endswith("f"):
-                return None, f"the sum's term has the double constant {st.text(n)}"
+        if ctype == "float" and is_double_constant(st, n):
+            return None, f"the sum's term has the double constant {st.text(n)}"
         if n.type == "subscript_expression":
             idx = n.child_by_field_name("indices")
             index = idx.named_children[0] if idx is not None and len(idx.named_children) == 1 else None

@@ -34,7 +34,7 @@ from kerntune.agents.rules.access import affine_base, assigned_names, identifier
 from kerntune.agents.rules.base import Applied, Edit, Param, Rule, RewriteState, RuleDeclined, apply_edits, unwrap
 from kerntune.agents.rules.generic import GENERATED
 from kerntune.agents.rules.structural import _elementwise, _line_indent, _pointee_type, _scale_grid
-from kerntune.agents.rules.vacc import MATH, at_offset
+from kerntune.agents.rules.vacc import MATH, at_offset, is_double_constant
 from kerntune.source.parse import walk
 
 TYPES = ("float", "double", "int")
@@ -140,10 +140,8 @@ class _Plan:
                 if n.type in ("cast_expression", "pointer_expression", "field_expression") and \
                         self._depends(n, subs, self.vectors):
                     raise RuleDeclined(f"{st.text(n)} takes a value taken at {self.var} apart")
-                if n.type == "number_literal" and self.ctype == "float":
-                    t = st.text(n).lower()
-                    if ("." in t or "e" in t) and not t.startswith("0x") and not t.endswith("f"):
-                        raise RuleDeclined(f"the double constant {st.text(n)} beside float vectors")
+                if self.ctype == "float" and is_double_constant(st, n):
+                    raise RuleDeclined(f"the double constant {st.text(n)} beside float vectors")
                 if n.type == "declaration":
                     names = [d for d in n.named_children if d.type in ("init_declarator", "identifier")]
                     mine = [d for d in names if st.text(d.child_by_field_name("declarator") if d.type ==
