@@ -80,30 +80,72 @@ class Interval(Record):
         return self.model_copy(update={"ratio": inv(self.ratio), "lo": inv(self.hi), "hi": inv(self.lo)})
 
 
-# two-sided 97.5% quantiles of Student's t for 1..10 degrees of freedom (a 95% interval)
-_T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228)
+# two-sided 97.5% quantiles of Student's t for 1..30 degrees of freedom (a 95% interval)
+_T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
+         2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
+         2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042)
 
 
-def across_sessions(sessions: Sequence[Interval]) -> Interval:
-    """One speedup measured in several sessions (in separate processes): the estimate is the
-    geometric mean of the sessions' estimates; the interval holds every session's interval and the
-    t-interval of the sessions' log estimates (each session one observation of a speedup that
-    varies from process to process), so it widens with the sessions' disagreement and never
-    claims what one of them could rule out."""
+def t975(df: int) -> float:
+    """Student's t 97.5% quantile for ``df`` degrees of freedom (within 0.001 beyond the table)."""
+    if df < 1:
+        raise ValueError("at least one degree of freedom")
+    return _T975[df - 1] if df <= len(_T975) else 1.96 + 2.5 / df
+
+
+class Spread(Record):
+    """How much one speedup moves from process to process: the pooled standard deviation of
+    the log estimates of every (candidate, shape) measured in several sessions, and its degrees
+    of freedom."""
+
+    model_config = ConfigDict(frozen=True)
+
+    sd: float
+    df: int
+
+
+def process_spread(groups: Sequence[Sequence[Interval]]) -> Optional[Spread]:
+    """The pooled within-group spread of ``groups`` (each the sessions of one speedup); None
+    when no group has two sessions. A spread estimated from many speedups at once is what
+    keeps two sessions that happen to agree from looking more certain than the device is."""
+    ss, df = 0.0, 0
+    for g in groups:
+        logs = [math.log(iv.ratio) for iv in g if iv.method != "identical"]
+        if len(logs) >= 2:
+            ss += float(np.sum((np.asarray(logs) - np.mean(logs)) ** 2))
+            df += len(logs) - 1
+    return Spread(sd=math.sqrt(ss / df), df=df) if df else None
+
+
+def across_sessions(sessions: Sequence[Interval], spread: Optional[Spread] = None, estimate_from: int = 0) -> Interval:
+    """One speedup measured in several sessions (in separate processes). The estimate is the
+    geometric mean of the estimates of ``sessions[estimate_from:]`` (1: leave out a screening
+    session that the pick was made on, whose estimate is biased up). The interval holds every
+    session's interval and the t-interval of that mean: each session one observation of a
+    speedup that varies from process to process, its spread the sessions' own or, when given,
+    ``spread`` pooled over every speedup measured alike. It widens with disagreement and never
+    claims what one session could rule out."""
     if not sessions:
         raise ValueError("no sessions")
     for iv in sessions:
         if iv.method == "identical":
             return iv
+    used = list(sessions[estimate_from:]) or list(sessions)
     if len(sessions) == 1:
         return sessions[0]
-    logs = np.log([iv.ratio for iv in sessions])
+    logs = np.log([iv.ratio for iv in used])
     k, mean = len(logs), float(np.mean(logs))
-    half = _T975[min(k - 1, len(_T975)) - 1] * float(np.std(logs, ddof=1)) / math.sqrt(k)
+    if spread is not None:
+        sd, df = spread.sd, spread.df
+    elif k >= 2:
+        sd, df = float(np.std(logs, ddof=1)), k - 1
+    else:
+        sd, df = 0.0, 1
+    half = t975(df) * sd / math.sqrt(k)
     return Interval(ratio=math.exp(mean), lo=min(min(iv.lo for iv in sessions), math.exp(mean - half)),
                     hi=max(max(iv.hi for iv in sessions), math.exp(mean + half)),
                     confidence=min(iv.confidence for iv in sessions), n=max(iv.n for iv in sessions),
-                    method=f"{sessions[-1].method}, {k} sessions")
+                    method=f"{sessions[-1].method}, {len(sessions)} sessions")
 
 
 def identical() -> Interval:
@@ -274,6 +316,6 @@ def _exp(x: float) -> float:
     return math.exp(x)
 
 
-__all__ = ["BOOTSTRAP_SEED", "CONFIDENCE", "Interval", "THRESHOLD", "Verdict", "decide", "geomean", "geomean_interval",
-           "geomean_of",
-           "identical", "moses_rank", "p_greater", "paired", "sign_rank", "unpaired"]
+__all__ = ["BOOTSTRAP_SEED", "CONFIDENCE", "Interval", "Spread", "THRESHOLD", "Verdict", "across_sessions", "decide",
+           "geomean", "geomean_interval", "geomean_of", "identical", "moses_rank", "p_greater", "paired",
+           "process_spread", "sign_rank", "t975", "unpaired"]

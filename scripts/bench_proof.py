@@ -11,7 +11,8 @@
    it can honestly end in, the run must complete, and the honest kernel must win.
 2. false claims: `kerntune optimize` on kernels no rewrite can speed up
    (bench/proof/flat/: copy, scale, axpy, xor, broadcast add, all bound by
-   memory), N runs each with different seeds: no run may claim "faster".
+   memory), N runs each with different seeds: no run may claim "faster", in
+   general or for a single shape.
 3. agreement: for every library kernel, the speedup `optimize` reports and a
    later `bench --against` of its winner must overlap within their intervals.
 
@@ -314,7 +315,7 @@ def main() -> int:
     print(out.with_suffix(".md").read_text())
     adv, fc, ag = res.get("adversarial") or {}, res.get("false_claims") or {}, res.get("agreement") or {}
     bad = (adv and (adv.get("rejected_as_expected") != adv.get("cheats") or adv.get("winner") != "VARIANT='honest'")) \
-        or (fc and fc.get("claims")) or (ag and ag.get("agree") != ag.get("compared"))
+        or (fc and (fc.get("claims") or fc.get("shape_claims"))) or (ag and ag.get("agree") != ag.get("compared"))
     return 1 if bad else 0
 
 

@@ -112,3 +112,28 @@ def test_sessions_in_several_processes():
     assert spread.lo < 1.02 and decide(spread) is not Verdict.FASTER
     assert spread.method == "bootstrap, 3 sessions"
     assert across_sessions([identical(), b]) == identical() and across_sessions([a]) == a
+
+
+def test_spread_pooled_over_picks_and_screening_left_out():
+    from kerntune.speedup import Interval, Verdict, across_sessions, decide, process_spread, t975
+
+    iv = lambda r, w=0.01: Interval(ratio=r, lo=r - w, hi=r + w, n=100, method="sign-test")  # noqa: E731
+    # one pick's two confirmations agree by chance at 1.05; the other picks' show processes move 5%
+    lucky = [iv(1.09), iv(1.05), iv(1.052)]
+    others = [[iv(1.00), iv(1.06), iv(0.97)], [iv(1.01), iv(0.99), iv(1.06)], [iv(1.0), iv(0.95), iv(1.02)]]
+    alone = across_sessions(lucky, estimate_from=1)
+    assert alone.ratio == pytest.approx((1.05 * 1.052) ** 0.5)        # the screening estimate is left out
+    assert alone.lo <= 1.04 and alone.hi >= 1.10                       # but its interval is still held
+    spread = process_spread([g[1:] for g in [lucky] + others])
+    assert spread.df == 4 and 0.02 < spread.sd < 0.06
+    pooled = across_sessions(lucky, spread, estimate_from=1)
+    assert pooled.lo < 1.0 and decide(pooled) is not Verdict.FASTER
+    # a real speedup whose processes agree as well as the device allows keeps its claim
+    real = [iv(1.82, 0.03), iv(1.80, 0.03), iv(1.78, 0.03)]
+    tight = process_spread([real[1:], [iv(1.50), iv(1.52)], [iv(1.30), iv(1.31)]])
+    kept = across_sessions(real, tight, estimate_from=1)
+    assert decide(kept) is Verdict.FASTER and 1.6 < kept.lo < 1.77
+    assert process_spread([[iv(1.1)], [iv(1.2)]]) is None
+    assert t975(1) == pytest.approx(12.706) and t975(30) == pytest.approx(2.042) and 1.99 < t975(80) < 2.0
+    with pytest.raises(ValueError):
+        t975(0)

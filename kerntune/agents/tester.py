@@ -9,10 +9,13 @@ final word on candidates.
 2. Screening: the original and the survivors are timed on each shape
    interleaved run by run (paired samples); the general configuration (best
    geometric mean) and each shape's best are picked from these numbers.
-3. Confirmation: the picked kernels are timed against the original once more,
-   in a new session, so the numbers reported are not the ones the pick was
-   made on (no winner's curse). A speedup is claimed only when its confidence
-   interval clears the threshold (:mod:`kerntune.speedup`).
+3. Confirmation: the picked kernels are timed against the original again in
+   two sessions, each in a new worker process, so the estimate reported is not
+   the one the pick was made on (no winner's curse) and holds in more than one
+   process. Each interval spans every session and the t-interval of the
+   confirmation sessions' mean, with the process-to-process spread pooled over
+   every pick and shape. A speedup is claimed only when its confidence interval
+   clears the threshold (:mod:`kerntune.speedup`).
 """
 
 from __future__ import annotations
@@ -163,8 +166,8 @@ class Tester:
             g_all = (res.session_geomeans or [res.geomean]) + [g]
             per_all = {k: (res.session_intervals.get(k) or [res.intervals[k]]) + [v] if k in res.intervals else [v]
                        for k, v in per.items()}
-            per = {k: sp.across_sessions(v) for k, v in per_all.items()}
-            g = sp.across_sessions(g_all)
+            per = {k: sp.across_sessions(v, estimate_from=1) for k, v in per_all.items()}
+            g = sp.across_sessions(g_all, estimate_from=1)
         base = {sh.key: sessions[sh.key].kernels[0].timing for sh in self.shapes}
         return res.model_copy(update={
             "timings": [timings[sh.key] for sh in self.shapes], "intervals": per,
@@ -222,6 +225,7 @@ class Tester:
         # process and 0.94x in the next (bench/proof/flat/README.md), so a pick must hold in each
         picked = list(dict.fromkeys(([general_i] if general_i is not None else []) + list(shape_best.values())))
         base_timings: dict[str, ShapeTiming] = {}
+        spread: Optional[sp.Spread] = None
         if picked:
             kernels = [self.original] + [next(c.instance for c, at in live if at == p) for p in picked]
             share = max(6, final_repeats // CONFIRM_PROCESSES)
@@ -233,6 +237,7 @@ class Tester:
                 for j, p in enumerate(picked, start=1):
                     results[p] = self._measured(results[p], again, j, confirmed=True)
             base_timings = {k: cmp.kernels[0].timing for k, cmp in again.items()}
+            results, spread = self._pooled(results, picked)
         else:
             base_timings = self._time_original(seed, final_repeats)
         general = results[general_i] if general_i is not None and results[general_i].verified else None
@@ -242,7 +247,30 @@ class Tester:
         return TestReport(seed=seed, baseline=[base_timings[sh.key] for sh in self.shapes], candidates=results,
                           general=general, improved=bool(general and general.verdict is sp.Verdict.FASTER),
                           per_shape=winners, fresh_shapes=[s.as_dict() for s in fresh], checker=checker,
-                          host_load=load, notes=[load.note()] if load is not None and load.busy else [])
+                          host_load=load, process_spread=spread,
+                          notes=[load.note()] if load is not None and load.busy else [])
+
+    @staticmethod
+    def _pooled(results: list[CandidateResult], picked: list[int]) -> tuple[list[CandidateResult],
+                                                                               Optional[sp.Spread]]:
+        """Every pick's intervals again, with the process-to-process spread pooled over all of
+        them (each pick's each shape: its confirmation sessions, the screening one left out as
+        biased by the pick). Two sessions of one speedup that happen to agree say little about how
+        much a speedup moves between processes on this device; every pick's sessions together say
+        more. The geomean uses the per-shape spread too, the cautious choice: shapes that move
+        together move their geomean as much, shapes that move apart move it less."""
+        done = [p for p in picked if results[p].verified and results[p].confirmed]
+        spread = sp.process_spread([v[1:] for p in done for v in results[p].session_intervals.values()])
+        if spread is None:
+            return results, None
+        out = list(results)
+        for p in done:
+            r = out[p]
+            per = {k: sp.across_sessions(v, spread, estimate_from=1) for k, v in r.session_intervals.items()}
+            g = sp.across_sessions(r.session_geomeans, spread, estimate_from=1)
+            out[p] = r.model_copy(update={"intervals": per, "speedups": {k: v.ratio for k, v in per.items()},
+                                          "geomean": g, "geomean_speedup": g.ratio, "verdict": sp.decide(g)})
+        return out, spread
 
     def _time_original(self, seed: int, repeats: int) -> dict[str, ShapeTiming]:
         sessions = self._session([self.original], seed + 61, repeats, "timing the original")

@@ -12,7 +12,7 @@ from pydantic import computed_field
 from kerntune.engine.hostload import HostLoad
 from kerntune.record.models import LLMUsage, RoundRecord, RunStatus
 from kerntune.results import CheckReport, Record, ShapeTiming, Status
-from kerntune.speedup import THRESHOLD, Interval, Verdict
+from kerntune.speedup import THRESHOLD, Interval, Spread, Verdict
 
 
 class CandidateResult(Record):
@@ -74,6 +74,7 @@ class TestReport(Record):
     fresh_shapes: list[dict[str, int]] = []
     checker: str = ""                        # the memory checker used, or why there was none
     host_load: Optional[HostLoad] = None     # other work on the host while the test timed kernels
+    process_spread: Optional[Spread] = None  # how much a speedup moved between confirmation processes (log sd)
     notes: list[str] = []
 
     def candidate(self, round_: Optional[int], key: str) -> Optional[CandidateResult]:
