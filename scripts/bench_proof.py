@@ -134,7 +134,9 @@ def false_claims(device: str, work: Path, opts: argparse.Namespace) -> dict:
             shape_claims = [w["label"] for w in r.get("per_shape", []) if w.get("winner") != "original"]
             out.append({"kernel": name, "seed": seed, "improved": r["improved"], "general": g.get("key", ""),
                         "interval": g.get("geomean"), "identical": g.get("identical", False),
-                        "verdict": g.get("verdict", ""), "shape_claims": shape_claims, "seconds": secs})
+                        "verdict": g.get("verdict", ""), "shape_claims": shape_claims, "seconds": secs,
+                        "config": g.get("config", {}), "process_spread": test.get("process_spread"),
+                        "sessions": [round(s["ratio"], 4) for s in g.get("session_geomeans", [])]})
             print(f"false_claims {name} seed {seed}: improved={r['improved']} {fmt_iv(g.get('geomean'))} "
                   f"shape claims {shape_claims} ({secs:.0f} s)", file=sys.stderr)
             shutil.rmtree(run, ignore_errors=True)
