@@ -33,8 +33,8 @@ class CandidateResult(Record):
     intervals: dict[str, Interval] = {}      # shape label -> speedup with its confidence interval
     geomean: Optional[Interval] = None
     geomean_speedup: Optional[float] = None
-    confirmed: bool = False                  # timed again in the confirmation session (timings: that session's;
-                                             # intervals: spanning both sessions)
+    confirmed: bool = False                  # timed again in the confirmation sessions (timings: the last one's;
+                                             # intervals: every session, kerntune.speedup.across_sessions)
     screening: Optional[Interval] = None     # the geomean of the screening session alone (confirmed candidates)
     session_geomeans: list[Interval] = []    # each session's own geomean (screening, then each confirmation)
     session_intervals: dict[str, list[Interval]] = {}   # shape label -> each session's own interval
