@@ -15,6 +15,7 @@ Results and what they show: bench/proof/flat/README.md.
 from __future__ import annotations
 
 import argparse
+import sys
 import shutil
 import tempfile
 from dataclasses import replace
@@ -25,6 +26,7 @@ from kerntune.engine.devices import resolve
 from kerntune.engine.evaluate import TimingOptions
 from kerntune.engine.supervisor import DeviceWorker
 from kerntune.engine.timed import CompareRequest
+from kerntune.errors import KerntuneError
 from kerntune.kernelfile import load_kernel
 from kerntune.spec.shapes import spec_shapes
 
@@ -32,6 +34,13 @@ HERE = Path(__file__).resolve().parent
 
 
 def main() -> None:
+    try:
+        probe()
+    except KerntuneError as e:
+        sys.exit(f"error: {e.message}" + (f"\nhint: {e.hint}" if e.hint else ""))
+
+
+def probe() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sessions", type=int, default=8)
     ap.add_argument("--repeats", type=int, default=60)
