@@ -289,6 +289,13 @@ class Tuner:
             return "duplicate", (ih, self.by_instance[ih])
         return "ready", (inst, ih)
 
+    def _probe(self, proposed: set[str]) -> Optional[Config]:
+        """The set-aside record's next configuration to try, when it has one not yet seen."""
+        while (config := self.set_aside.probe()) is not None:
+            if self.space.contains(config) and config_key(config) not in proposed and config_key(config) not in self.known:
+                return config
+        return None
+
     def _unproposed(self, proposed: set[str], rng: random.Random) -> Optional[Config]:
         """A configuration not in ``proposed``: random draws first, then the first in space order."""
         for _ in range(200):
@@ -323,7 +330,8 @@ class Tuner:
                     excluded.add(k)
                     strategy.exclude(v.param, v.value)
             while not exhausted and len(queue) <= self.settings.lookahead:
-                config = strategy.ask()
+                # a value that keeps failing beside other untried values is tried alone first (tuner.setaside)
+                config = self._probe(proposed) or strategy.ask()
                 if config is None:
                     exhausted = True
                     break

@@ -19,6 +19,19 @@ already set aside does not count against its other values (that value
 explains its failure). A parameter's first value (the baseline, which
 reproduces the kernel the round started from) is never set aside.
 
+A failure counts against a value only when it is that value's alone: every
+other value of the configuration is a first value or has passed verification
+in some measured configuration. Three failures that each hold a 2-D grid and
+a fast-math flag say nothing about the grid: counted against both, they once
+set aside a rewrite worth 3x on the naive SiLU (bench/results/naive-cpu-*), and
+the fast-math flag, the real culprit, is set aside as soon as it fails beside
+values known to pass. Failures are kept and counted again as values pass.
+A value that has failed ``SET_ASIDE_AFTER`` times, never alone, is tried once
+alone (the round's first values with it; :meth:`SetAside.probe`, which the
+tuner measures next): failing there the same way sets it aside, passing clears
+it. So a failing value costs a round at most ``SET_ASIDE_AFTER + 1`` measured
+evaluations.
+
 Across rounds of one optimize run, a value set aside earlier (same parameter
 name, same value, same reason) is set aside after ``SET_ASIDE_AFTER_KNOWN``
 failure in the new round: the new template may have changed what it means, so
@@ -95,7 +108,7 @@ def _vkey(value: Any) -> str:
 class _Tally:
     measured: int = 0
     passed: int = 0
-    reasons: Counter = field(default_factory=Counter)
+    reasons: Counter = field(default_factory=Counter)     # of every failure with the value
 
 
 class SetAside:
@@ -108,6 +121,8 @@ class SetAside:
         self.values: dict[tuple[str, str], Any] = {}
         self.aside: dict[tuple[str, str], SetAsideValue] = {}
         self.answered: Counter = Counter()
+        self.failures: list[tuple[list[tuple[str, str]], frozenset[FailureReason]]] = []
+        self.probed: set[tuple[str, str]] = set()
 
     @classmethod
     def from_store(cls, params: dict[str, tuple], store) -> "SetAside":
@@ -129,29 +144,59 @@ class SetAside:
         if self.blocks(e.config) is not None:
             return     # explained by a value already set aside: no evidence against the others
         reasons = failure_reasons(e.result)
+        keys = []
         for name, value in e.config.items():
             if name not in self.first or value == self.first[name]:
                 continue
             k = (name, _vkey(value))
+            keys.append(k)
             self.values[k] = value
             t = self.tallies.setdefault(k, _Tally())
             t.measured += 1
             if e.status == Status.OK.value:
                 t.passed += 1
             t.reasons.update(reasons)
-            self._decide(k)
+        if reasons:
+            self.failures.append((keys, reasons))
+        self._decide()
 
-    def _decide(self, k: tuple[str, str]) -> None:
-        t = self.tallies[k]
-        if k in self.aside or t.passed or not t.reasons:
-            return
-        known = self.earlier.get(k)
-        for reason, n in sorted(t.reasons.items(), key=lambda x: (-x[1], x[0])):
-            need = SET_ASIDE_AFTER_KNOWN if known == str(reason) else SET_ASIDE_AFTER
-            if n >= need:
-                self.aside[k] = SetAsideValue(param=k[0], value=self.values[k], reason=str(reason), failed=n,
-                                              measured=t.measured, earlier=known == str(reason))
-                return
+    def _alone(self) -> dict[tuple[str, str], Counter]:
+        """Per value, the reasons of the failures that are its alone (every other value of the
+        configuration a first value or one that has passed)."""
+        out: dict[tuple[str, str], Counter] = {}
+        for keys, reasons in self.failures:
+            unproven = [k for k in keys if not self.tallies[k].passed]
+            if len(unproven) == 1:
+                out.setdefault(unproven[0], Counter()).update(reasons)
+        return out
+
+    def _need(self, k: tuple[str, str], reason: FailureReason) -> int:
+        return SET_ASIDE_AFTER_KNOWN if self.earlier.get(k) == str(reason) else SET_ASIDE_AFTER
+
+    def _decide(self) -> None:
+        """Set aside each value with enough failures for one reason, at least one of them its alone."""
+        alone = self._alone()
+        for k, t in self.tallies.items():
+            if k in self.aside or t.passed:
+                continue
+            mine = alone.get(k, Counter())
+            for reason, n in sorted(t.reasons.items(), key=lambda x: (-x[1], x[0])):
+                if n >= self._need(k, reason) and mine[reason]:
+                    self.aside[k] = SetAsideValue(param=k[0], value=self.values[k], reason=str(reason), failed=n,
+                                                  measured=t.measured,
+                                                  earlier=self.earlier.get(k) == str(reason))
+                    break
+
+    def probe(self) -> Optional[dict[str, Any]]:
+        """The configuration that tries alone a value with enough failures, none of them its alone
+        (the first values with it), once per value; None when there is none to try."""
+        for k, t in self.tallies.items():
+            if k in self.aside or k in self.probed or t.passed:
+                continue
+            if any(n >= self._need(k, reason) for reason, n in t.reasons.items()):
+                self.probed.add(k)
+                return {**self.first, k[0]: self.values[k]}
+        return None
 
     def blocks(self, config: dict[str, Any]) -> Optional[SetAsideValue]:
         """The set-aside value this configuration contains, if any."""
