@@ -10,16 +10,18 @@ final word on candidates.
    interleaved run by run (paired samples); the general configuration (best
    geometric mean) and each shape's best are picked from these numbers.
 3. Confirmation: the picked kernels are timed against the original again in
-   two sessions, each in a new worker process, so the estimate reported is not
-   the one the pick was made on (no winner's curse) and holds in more than one
-   process. Each interval spans every session and the t-interval of the
-   confirmation sessions' mean, with the process-to-process spread pooled over
-   every pick and shape. A speedup is claimed only when its confidence interval
+   blocks (sessions), at least two in each of two new worker processes and
+   more until ten seconds have passed, so the estimate reported is not the one
+   the pick was made on (no winner's curse) and holds in more than one process
+   and over more time than a passing state of the machine. Each interval spans
+   every session and the t-interval of the confirmation blocks' mean, with the
+   block-to-block spread pooled over every pick and shape. A speedup is claimed only when its confidence interval
    clears the threshold (:mod:`kerntune.speedup`).
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Optional
 
@@ -38,6 +40,9 @@ from kerntune.spec.model import Shape
 from kerntune.spec.shapes import extra_holdouts, holdout_shapes, spec_shapes
 
 CONFIRM_PROCESSES = 2            # fresh worker processes the confirmation is split across
+CONFIRM_BLOCKS = 2               # sessions (blocks) per process at least; the final repeats are shared among them
+CONFIRM_SPAN_S = 10.0            # the confirmation lasts at least this long: fast kernels get more blocks
+CONFIRM_MAX_BLOCKS = 6           # ... at most this many per process
 TOO_GOOD_SPEEDUP = 10.0         # on a kernel already at a good fraction of the copy bandwidth
 TOO_GOOD_BASE_PCT = 30.0
 BEYOND_FLOOR_PCT = 110.0        # faster than a device-to-device copy of the same bytes allows
@@ -228,12 +233,8 @@ class Tester:
         spread: Optional[sp.Spread] = None
         if picked:
             kernels = [self.original] + [next(c.instance for c, at in live if at == p) for p in picked]
-            share = max(6, final_repeats // CONFIRM_PROCESSES)
-            for k in range(CONFIRM_PROCESSES):
-                if hasattr(self.worker, "fresh"):
-                    self.worker.fresh()
-                again = self._session(kernels, seed + 61 + 101 * k, share,
-                                      f"confirming in a new process ({k + 1}/{CONFIRM_PROCESSES})")
+            again: dict[str, Any] = {}
+            for again in self._blocks(kernels, seed, final_repeats):
                 for j, p in enumerate(picked, start=1):
                     results[p] = self._measured(results[p], again, j, confirmed=True)
             base_timings = {k: cmp.kernels[0].timing for k, cmp in again.items()}
@@ -249,6 +250,27 @@ class Tester:
                           per_shape=winners, fresh_shapes=[s.as_dict() for s in fresh], checker=checker,
                           host_load=load, process_spread=spread,
                           notes=[load.note()] if load is not None and load.busy else [])
+
+    def _blocks(self, kernels: list[KernelInstance], seed: int, final_repeats: int):
+        """The confirmation sessions (blocks), each timing every kernel on every shape: at least
+        CONFIRM_BLOCKS in each of CONFIRM_PROCESSES new worker processes, and more (up to
+        CONFIRM_MAX_BLOCKS) until CONFIRM_SPAN_S seconds have passed. On a CPU the same two kernels
+        can compare 1.05x for a few seconds and 0.92x the next few, within one process
+        (bench/proof/flat/README.md): blocks spread over a longer time than such a state lasts
+        give the pooled spread a chance to see it."""
+        repeats = max(6, final_repeats // (CONFIRM_PROCESSES * CONFIRM_BLOCKS))
+        started = time.monotonic()
+        n = 0
+        for k in range(CONFIRM_PROCESSES):
+            if hasattr(self.worker, "fresh"):
+                self.worker.fresh()
+            due = CONFIRM_SPAN_S * (k + 1) / CONFIRM_PROCESSES
+            b = 0
+            while b < CONFIRM_BLOCKS or (b < CONFIRM_MAX_BLOCKS and time.monotonic() - started < due):
+                b += 1
+                n += 1
+                yield self._session(kernels, seed + 61 + 101 * n, repeats,
+                                    f"confirming in a new process ({k + 1}/{CONFIRM_PROCESSES}), block {b}")
 
     @staticmethod
     def _pooled(results: list[CandidateResult], picked: list[int]) -> tuple[list[CandidateResult],
