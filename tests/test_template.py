@@ -108,6 +108,11 @@ def test_flags_follow_parameters():
     tt = t("x\n", head)
     assert tt.options({"BLOCK": 128, "VEC": 2}, SPEC) == ("-use_fast_math",)
     assert tt.options({"BLOCK": 128, "VEC": 1}, SPEC) == ()
+    # a flag the spec already gives is not given twice: the instance with it is the original's options
+    given = SPEC.model_copy(update={"compile_options": SPEC.compile_options.model_copy(
+        update={"cuda": ["-use_fast_math"]})})
+    assert tt.options({"BLOCK": 128, "VEC": 2}, given) == tt.options({"BLOCK": 128, "VEC": 1}, given) \
+        == ("-use_fast_math",)
 
 
 @pytest.mark.parametrize("body,needle", [

@@ -38,11 +38,11 @@ def tokens(source: str) -> str:
 
 
 def same_kernel(a: "KernelInstance", b: "KernelInstance", spec: "KernelSpec", shapes: Sequence["Shape"]) -> bool:
-    """Whether ``a`` and ``b`` are the same kernel: same tokens, entry point, options, and
-    launch on every shape."""
+    """Whether ``a`` and ``b`` are the same kernel: same tokens, entry point, options (a flag
+    given twice counts once), and launch on every shape."""
     from kerntune.engine.evaluate import resolve_launch
 
-    if (a.name, a.lang, tuple(a.options)) != (b.name, b.lang, tuple(b.options)):
+    if (a.name, a.lang, tuple(dict.fromkeys(a.options))) != (b.name, b.lang, tuple(dict.fromkeys(b.options))):
         return False
     if tokens(a.source) != tokens(b.source):
         return False

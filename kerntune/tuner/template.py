@@ -309,7 +309,7 @@ class Template:
                 on = expr.evaluate(condition, config)
             except expr.ExprError as e:
                 raise self._error("error", f"flags: {option}: {e}", line=line_of(self.text, condition)) from None
-            if on:
+            if on and option not in base:     # a flag the spec already gives is not given twice
                 base.append(option)
         return tuple(base)
 
