@@ -81,3 +81,42 @@ def _spec(**extra):
     return KernelSpec.model_validate({
         "kernel": "k", "args": [{"name": "out", "dtype": "bf16", "shape": ["n"], "intent": "out"}],
         "launch": {"grid": [1], "block": [1]}, "shapes": [{"n": 4}], **extra})
+
+
+def test_fast_paths_agree_with_the_full_comparison():
+    with np.errstate(all="ignore"):              # compare() silences these around _chunk too
+        _fast_paths_agree()
+
+
+def _fast_paths_agree():
+    """The fast paths (bit-equal outputs; all differences finite) answer exactly what the
+    full comparison, which handles every case, answers: same verdict, counts, first bad
+    element and kind, and the same error figures up to summation order."""
+    from kerntune.engine.verify import _chunk, _slow_chunk
+
+    rng = np.random.default_rng(7)
+    for dtype in ("fp32", "fp16", "bf16", "fp64", "int32"):
+        dt = DTYPES[dtype]
+        tol = dt.tolerance
+        for case in range(6):
+            values = rng.standard_normal(4096) * 10.0 ** rng.uniform(-3, 3)
+            if dtype == "int32":
+                values = np.round(values)
+            stored = dt.storage.type(0) + (bf16_from_float(values.astype(np.float32)) if dtype == "bf16"
+                                           else values.astype(dt.storage))
+            got = stored.copy()
+            if case >= 1:                        # a few elements off by far more than the tolerance
+                for i in rng.choice(got.size, size=case, replace=False):
+                    got[i] = got[(i + 1) % got.size]
+            if case == 5:
+                got = stored.copy()              # bit for bit equal
+            for expected, is_storage in ((stored, True), (values, False)):
+                fast = _chunk(dt, got, expected, is_storage, tol)
+                slow = _slow_chunk(dt, got, expected, is_storage, tol)
+                assert fast[4:] == slow[4:], (dtype, case, is_storage)
+                assert np.allclose(fast[:4], slow[:4], rtol=1e-9, atol=0), (dtype, case, is_storage)
+        if dtype in ("fp32", "fp16", "fp64"):
+            nonfinite = np.array([1.0, np.inf, np.nan, 2.0]).astype(dt.storage)
+            got = nonfinite.copy()
+            got[0] = np.nan
+            assert _chunk(dt, got, nonfinite, True, tol)[4:] == _slow_chunk(dt, got, nonfinite, True, tol)[4:]

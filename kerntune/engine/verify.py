@@ -35,7 +35,8 @@ def unwritten_mask(dt: DType, got: np.ndarray, which: int) -> np.ndarray:
     return got.view(bits_dtype(dt)) == np.array(dt.poison[which], dtype=bits_dtype(dt))
 
 
-def _chunk(dt: DType, got: np.ndarray, expected: np.ndarray, expected_is_storage: bool, tol: Tolerance):
+def _slow_chunk(dt: DType, got: np.ndarray, expected: np.ndarray, expected_is_storage: bool, tol: Tolerance):
+    """Every case, non-finite values included: (sq_diff, sq_ref, max_abs, max_rel, bad, first, kind)."""
     g = decode(dt, got).astype(np.float64)
     e = (decode(dt, expected) if expected_is_storage else expected).astype(np.float64)
     ef, gf = np.isfinite(e), np.isfinite(g)
@@ -46,7 +47,45 @@ def _chunk(dt: DType, got: np.ndarray, expected: np.ndarray, expected_is_storage
     diff = np.where(both, np.abs(g - e), 0.0)
     ae = np.where(both, np.abs(e), 0.0)
     tol_bad = both & (diff > tol.atol + tol.rtol * ae)
-    return nf_bad, tol_bad, diff, ae, both
+    rel = np.where(both & (ae > 0), diff / np.maximum(ae, np.finfo(np.float64).tiny), 0.0)
+    nb, tb = int(nf_bad.sum()), int(tol_bad.sum())
+    first, kind = None, ""
+    if nb or tb:
+        i_nf = int(np.flatnonzero(nf_bad)[0]) if nb else None
+        i_tb = int(np.flatnonzero(tol_bad)[0]) if tb else None
+        first = min(i for i in (i_nf, i_tb) if i is not None)
+        kind = "nonfinite" if first == i_nf else "tolerance"
+    return (float(np.sum(diff * diff)), float(np.sum(ae * ae)), float(diff.max()), float(rel.max()),
+            nb + tb, first, kind)
+
+
+def _chunk(dt: DType, got: np.ndarray, expected: np.ndarray, expected_is_storage: bool, tol: Tolerance):
+    """One chunk's (sq_diff, sq_ref, max_abs, max_rel, bad, first, kind). Two fast paths give
+    the same answers as ``_slow_chunk`` with fewer passes over the data: outputs bit for bit
+    equal to stored expected values (no error at all), and outputs where every difference
+    is finite (no NaN or Inf on either side); anything else takes the slow path."""
+    if expected_is_storage and np.array_equal(got.view(bits_dtype(dt)), expected.view(bits_dtype(dt))):
+        e = decode(dt, expected).astype(np.float64)
+        sq_ref = float(np.dot(e, e))
+        if math.isfinite(sq_ref):
+            return 0.0, sq_ref, 0.0, 0.0, 0, None, ""
+    g = decode(dt, got).astype(np.float64)
+    ae = (decode(dt, expected) if expected_is_storage else expected).astype(np.float64)
+    diff = np.subtract(g, ae, out=g)
+    np.abs(diff, out=diff)
+    if not np.isfinite(diff.max()):      # a NaN or an Inf on either side (or an overflow)
+        return _slow_chunk(dt, got, expected, expected_is_storage, tol)
+    np.abs(ae, out=ae)
+    bound = np.multiply(ae, tol.rtol)        # the few arrays made here are reused in place
+    bound += tol.atol
+    bad = diff > bound
+    tb = int(np.count_nonzero(bad))
+    first = int(np.argmax(bad)) if tb else None
+    rel = bound
+    rel.fill(0.0)
+    np.divide(diff, ae, out=rel, where=ae > 0)
+    return (float(np.dot(diff, diff)), float(np.dot(ae, ae)), float(diff.max()), float(rel.max()),
+            tb, first, "tolerance" if tb else "")
 
 
 def compare(arg: ArgSpec, tol: Tolerance, got: np.ndarray, expected: np.ndarray, expected_is_storage: bool,
@@ -67,23 +106,15 @@ def compare(arg: ArgSpec, tol: Tolerance, got: np.ndarray, expected: np.ndarray,
     first_bad: int | None = None
     first_kind = ""
     for s in range(0, n, CHUNK):
-        with np.errstate(invalid="ignore", over="ignore"):
+        with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
             part = _chunk(dt, g_flat[s:s + CHUNK], e_flat[s:s + CHUNK], expected_is_storage, tol)
-        nf_bad, tol_bad, diff, ae, both = part
-        sq_diff += float(np.sum(diff * diff))
-        sq_ref += float(np.sum(ae * ae))
-        if diff.size:
-            max_abs = max(max_abs, float(diff.max()))
-            rel = np.where(both & (ae > 0), diff / np.maximum(ae, np.finfo(np.float64).tiny), 0.0)
-            max_rel = max(max_rel, float(rel.max()))
-        nb, tb = int(nf_bad.sum()), int(tol_bad.sum())
-        bad += nb + tb
-        if first_bad is None and (nb or tb):
-            i_nf = int(np.flatnonzero(nf_bad)[0]) if nb else None
-            i_tb = int(np.flatnonzero(tol_bad)[0]) if tb else None
-            local = min(i for i in (i_nf, i_tb) if i is not None)
-            first_bad = s + local
-            first_kind = "nonfinite" if local == i_nf else "tolerance"
+        c_sq_diff, c_sq_ref, c_max_abs, c_max_rel, c_bad, c_first, c_kind = part
+        sq_diff += c_sq_diff
+        sq_ref += c_sq_ref
+        max_abs, max_rel = max(max_abs, c_max_abs), max(max_rel, c_max_rel)
+        bad += c_bad
+        if first_bad is None and c_first is not None:
+            first_bad, first_kind = s + c_first, c_kind
     rel_l2 = math.sqrt(sq_diff) / math.sqrt(sq_ref) if sq_ref > 0 else (0.0 if sq_diff == 0 else math.inf)
     l2_bad = rel_l2 > tol.rel_l2
     ok = bad == 0 and not l2_bad
