@@ -101,6 +101,7 @@ def main() -> int:
     runs = out.with_name(out.name + "-runs")
     runs.mkdir(parents=True, exist_ok=True)
     rows = []
+    ran = False                         # did this call run optimize (else the runs are an earlier call's)
     kernels = sorted(p.name for p in NAIVE.iterdir() if (p / "spec.yaml").exists())
     for name in kernels:
         if args.only and not any(o in name for o in args.only.split(",")):
@@ -112,6 +113,7 @@ def main() -> int:
             cmd = [sys.executable, "-m", "kerntune", "optimize", f"kernels/naive/{name}/{name}.cl",
                    "--device", args.device, "--run-dir", str(run), "--json"]
             load0 = os.getloadavg()[0]
+            ran = True
             t0 = time.monotonic()
             p = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True)
             secs = time.monotonic() - t0
@@ -134,17 +136,30 @@ def main() -> int:
               f"[{row['lo'] or 0:.2f}, {_hi(row['hi'])}] in "
               f"{row['seconds']:.0f} s; uses {', '.join(row['rules_used']) or '-'}", file=sys.stderr)
     summary = summarize(rows)
-    meta = {"device": args.device, "date": stamp, "cpus": os.cpu_count(), "command": " ".join(sys.argv),
+    earlier = json.loads(out.with_suffix(".json").read_text()) if out.with_suffix(".json").exists() else {}
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True,
+                            text=True).stdout.strip()
+    meta = {"device": args.device, "device_name": _device_name(runs), "date": stamp, "cpus": os.cpu_count(),
+            "command": " ".join(sys.argv),
             "settings": "kerntune optimize defaults (3 rounds, 120 evaluations, 20 warm-up runs and 20 to 100 "
                         "timed runs per shape while tuning (until the median is known to +-2%), 200 in the final "
                         "test, memory checker on would-be bests)",
-            "commit": subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True,
-                                     text=True).stdout.strip()}
+            # tabulating earlier runs again keeps the commit they ran at
+            "commit": commit if ran or "commit" not in earlier else earlier["commit"]}
     out.with_suffix(".json").write_text(json.dumps({**meta, "summary": summary, "rows": rows}, indent=1,
                                                    default=str) + "\n")
     out.with_suffix(".md").write_text(render(rows, summary, meta))
     print(f"wrote {out.with_suffix('.md')}", file=sys.stderr)
     return 0
+
+
+def _device_name(runs: Path) -> str:
+    """The device the runs measured on, as its runtime names it (CPU model and driver)."""
+    for run_json in sorted(runs.glob("*/run.json")):
+        dev = json.loads(run_json.read_text()).get("device") or {}
+        if dev.get("name"):
+            return f"{dev['name']}, {dev.get('driver', '')}".rstrip(", ")
+    return ""
 
 
 def summarize(rows: list[dict]) -> dict:
@@ -175,7 +190,10 @@ def _pct(v) -> str:
 
 def render(rows: list[dict], s: dict, meta: dict) -> str:
     lines = ["# kerntune optimize on naive kernels of common families (CPU)", "",
-             f"Device `{meta['device']}` ({meta['cpus']} cores, shared); {meta['settings']}. Speedups are the "
+             f"Device `{meta['device']}`"
+             + (f" ({meta['device_name']}; {meta['cpus']} cores, shared)" if meta.get("device_name")
+                else f" ({meta['cpus']} cores, shared)")
+             + f"; {meta['settings']}. Speedups are the "
              "tester's: the general configuration re-verified with fresh inputs on every shape, the held-out "
              "shapes and two fresh shapes, and re-timed interleaved with the naive kernel; the interval is the "
              "95% confidence interval of the geometric-mean ratio (faster only when its lower bound is at least "
