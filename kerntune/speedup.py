@@ -173,15 +173,24 @@ def sign_rank(n: int, confidence: float = CONFIDENCE) -> int:
     return k
 
 
-def median_halfwidth(samples: Sequence[float], confidence: float = CONFIDENCE) -> float:
-    """Half the width of the sign-test interval of the median of ``samples``, relative to the
-    median (inf when there are too few samples for an interval): the precision of one timing."""
+def median_interval(samples: Sequence[float], confidence: float = CONFIDENCE) -> tuple[float, float, float]:
+    """The median of ``samples`` and the sign-test interval around it, (median, low, high);
+    (median, 0, inf) when there are too few samples for an interval."""
     a = np.sort(np.asarray(samples, dtype=np.float64))
     n, k = a.size, sign_rank(a.size, confidence)
     med = float(np.median(a)) if n else 0.0
-    if k == 0 or med <= 0:
+    if k == 0:
+        return med, 0.0, math.inf
+    return med, float(a[k - 1]), float(a[n - k])
+
+
+def median_halfwidth(samples: Sequence[float], confidence: float = CONFIDENCE) -> float:
+    """Half the width of the sign-test interval of the median of ``samples``, relative to the
+    median (inf when there are too few samples for an interval): the precision of one timing."""
+    med, lo, hi = median_interval(samples, confidence)
+    if med <= 0 or not math.isfinite(hi):
         return math.inf
-    return float(a[n - k] - a[k - 1]) / (2.0 * med)
+    return (hi - lo) / (2.0 * med)
 
 
 def paired(base: Sequence[float], cand: Sequence[float], confidence: float = CONFIDENCE) -> Interval:
@@ -318,4 +327,4 @@ def _exp(x: float) -> float:
 
 __all__ = ["BOOTSTRAP_SEED", "CONFIDENCE", "Interval", "Spread", "THRESHOLD", "Verdict", "across_sessions", "decide",
            "geomean", "geomean_interval", "geomean_of", "identical", "moses_rank", "p_greater", "paired",
-           "process_spread", "sign_rank", "t975", "unpaired"]
+           "median_interval", "process_spread", "sign_rank", "t975", "unpaired"]

@@ -54,6 +54,28 @@ def test_timing_stops_once_the_median_is_precise(worker):
     assert impossible.timings[0].stats.n == 30
 
 
+def test_racing_stops_a_candidate_confidently_slower_than_the_best(worker):
+    # the interval of the median lies above the race line at the first check (20 runs): stopped,
+    # and marked early (it never becomes a shape's best); a line far above it never stops timing
+    key = "n=1048576"
+    raced = worker.evaluate(_request(warmup=1, repeats=60, precision=1e-9, race_ms=((key, 1e-6),)), 120)
+    (t,) = raced.timings
+    assert raced.status is Status.OK and t.stats.n == 20 and t.stats.stopped_early
+    free = worker.evaluate(_request(warmup=1, repeats=30, precision=1e-9, race_ms=((key, 1e6),)), 120)
+    assert free.timings[0].stats.n == 30 and not free.timings[0].stats.stopped_early
+    # racing works at the precision checks only: with precision 0 nothing is checked
+    off = worker.evaluate(_request(warmup=1, repeats=25, precision=0.0, race_ms=((key, 1e-6),)), 120)
+    assert off.timings[0].stats.n == 25
+
+
+def test_median_interval():
+    from kerntune.speedup import median_interval
+
+    med, lo, hi = median_interval([float(x) for x in range(1, 41)])
+    assert med == 20.5 and lo < med < hi and lo >= 1 and hi <= 40
+    assert median_interval([1.0] * 5) == (1.0, 0.0, float("inf"))
+
+
 def test_median_halfwidth():
     from kerntune.speedup import median_halfwidth
 

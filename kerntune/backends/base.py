@@ -100,7 +100,7 @@ class Backend(ABC):
                 stop_after_ms: float | None = None, min_repeats: int = 5,
                 prepare: Callable[[], Any] | None = None,
                 inspect: Collection[int] = (), on_inspect: Callable[[int, int], None] | None = None,
-                precision: float = 0.0, precision_after: int = 20,
+                precision: float = 0.0, precision_after: int = 20, race_ms: float | None = None,
                 ) -> tuple[list[float], str]:
         """Time ``run`` with device timers: ``warmup`` untimed calls, then
         ``repeats`` timed ones, each preceded (outside the timer) by
@@ -111,7 +111,8 @@ class Backend(ABC):
         first ``min_repeats`` runs exceeds it (a candidate far slower than the
         best so far). With ``precision`` > 0, timing stops once the 95% interval
         of the median is within +-``precision`` of it (checked every 10 runs
-        from ``precision_after`` on). After each timed run whose index is in
+        from ``precision_after`` on); with ``race_ms`` too, it stops ("slow") at
+        those checks once the interval's lower end exceeds ``race_ms``. After each timed run whose index is in
         ``inspect``, ``on_inspect(0, index)`` is called (outside the timer) to
         check what the run wrote. Returns the samples and why timing stopped
         before ``repeats``: "slow", "converged", or "" (it did not).
@@ -119,22 +120,22 @@ class Backend(ABC):
         samples, stopped = self.measure_many([run], warmup, repeats, flush, prepare=prepare, inspect=inspect,
                                              on_inspect=on_inspect, stop_after_ms=stop_after_ms,
                                              min_repeats=min_repeats, precision=precision,
-                                             precision_after=precision_after)
+                                             precision_after=precision_after, race_ms=race_ms)
         return samples[0], stopped
 
     def measure_many(self, runs: Sequence[Callable[[], Any]], warmup: int, repeats: int, flush: bool = True,
                      prepare: Callable[[], Any] | None = None, order: Callable[[int], Sequence[int]] | None = None,
                      inspect: Collection[int] = (), on_inspect: Callable[[int, int], None] | None = None,
                      stop_after_ms: float | None = None, min_repeats: int = 5, precision: float = 0.0,
-                     precision_after: int = 20) -> tuple[list[list[float]], str]:
+                     precision_after: int = 20, race_ms: float | None = None) -> tuple[list[list[float]], str]:
         """Time several kernels interleaved run by run: in round ``i`` every
         run is timed once, in the order ``order(i)`` (default: as given), each
         preceded by ``prepare`` and a flush, so run ``i`` of one kernel and run
         ``i`` of another are a pair measured under the same conditions. Returns
         one list of samples per run, and why timing stopped before ``repeats``
         ("" when it did not; only a single run can stop early: "slow" with
-        ``stop_after_ms``, "converged" with ``precision``, see :meth:`measure`)."""
-        from kerntune.speedup import median_halfwidth
+        ``stop_after_ms`` or ``race_ms``, "converged" with ``precision``, see :meth:`measure`)."""
+        from kerntune.speedup import median_interval
 
         k = len(runs)
         order = order or (lambda i: range(k))
@@ -164,7 +165,10 @@ class Backend(ABC):
             if precision > 0 and k == 1 and i + 1 >= precision_after and (i + 1) % 10 == 0 and i + 1 < repeats:
                 self.synchronize()
                 so_far = [self._elapsed_ms(h) for h in handles[0]]
-                if median_halfwidth(so_far) <= precision:
+                med, lo, hi = median_interval(so_far)
+                if race_ms is not None and lo > race_ms:
+                    return [so_far], "slow"
+                if med > 0 and (hi - lo) / (2.0 * med) <= precision:
                     return [so_far], "converged"
         self.synchronize()
         return [[self._elapsed_ms(h) for h in hs] for hs in handles], ""

@@ -54,6 +54,10 @@ class TimingOptions:
     measure_copy: bool = True
     # stop timing a shape early when its first runs exceed this (shape key -> ms)
     stop_after_ms: tuple[tuple[str, float], ...] = ()
+    # racing (with precision > 0): stop timing a shape once the 95% interval of its median lies
+    # wholly above this (shape key -> ms, the best median so far times a margin): a candidate
+    # confidently slower than the best needs no precise time to be ranked below it
+    race_ms: tuple[tuple[str, float], ...] = ()
     # timed runs whose outputs are checked, besides the last one (chosen at random per shape)
     inspected_runs: int = 2
     # > 0: stop timing a shape once the 95% interval of its median is within +-precision of it

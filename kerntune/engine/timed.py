@@ -188,6 +188,7 @@ class Timer:
         s = self._session(spec, shape, host, rng)
         grid, block, shared = launch
         stop = dict(opts.stop_after_ms).get(shape.key)
+        race = dict(opts.race_ms).get(shape.key)
         # the random inspections fall within the runs that always happen (a run that stops
         # early has its last run inspected below)
         sure = min(opts.repeats, PRECISION_AFTER) if opts.precision > 0 else opts.repeats
@@ -196,7 +197,7 @@ class Timer:
             lambda: be.launch(kernel, grid, block, s.args, shared), opts.warmup, opts.repeats, opts.flush_l2,
             stop_after_ms=stop, prepare=s.prepare, inspect=inspect,
             on_inspect=lambda j, i: self._inspect(s, expected, 0, f"{shape.label} (timed run {i + 1})", "timed"),
-            precision=opts.precision, precision_after=PRECISION_AFTER))
+            precision=opts.precision, precision_after=PRECISION_AFTER, race_ms=race))
         if stopped:
             self._inspect(s, expected, 0, f"{shape.label} (timed run {len(samples)})", "timed")
         self._fresh_inputs(req, s, kernel, launch, shape, 0)

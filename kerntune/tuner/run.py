@@ -50,6 +50,7 @@ class TuneSettings:
     shape_set: Optional[str] = None
     stop_factor: float = 3.0                # stop timing a shape once a candidate is this much slower than the best
     precision: float = 0.02                 # stop timing a shape once its median's 95% interval is within +-2%
+    race_margin: float = 1.05               # or once that interval lies above the best median so far x this (0: off)
     lookahead: int = 0                      # configurations compiled ahead (needs compile workers)
     distributions: Optional[tuple[str, ...]] = None   # input distributions (None: the spec's)
     memcheck: str = "best"                  # which verified candidates the checker runs: best (would-be bests), all
@@ -176,8 +177,11 @@ class Tuner:
         seed = int.from_bytes(hashlib.sha256(f"{self.settings.seed}:{key}".encode()).digest()[:4], "little")
         stop = tuple((k, ms * self.settings.stop_factor) for k, ms in self.best_ms.items()) \
             if self.settings.stop_factor > 0 else ()
+        race = tuple((k, ms * self.settings.race_margin) for k, ms in self.best_ms.items()) \
+            if self.settings.race_margin > 0 else ()
         timing = TimingOptions(warmup=self.settings.warmup, repeats=self.settings.repeats,
-                               flush_l2=self.settings.flush_l2, stop_after_ms=stop, precision=self.settings.precision)
+                               flush_l2=self.settings.flush_l2, stop_after_ms=stop, race_ms=race,
+                               precision=self.settings.precision)
         return EvalRequest(candidate=inst, spec=self.spec, base_dir=str(self.loaded.base_dir),
                            verify_shapes=self.verify_shapes, time_shapes=self.time_shapes, seed=seed,
                            reference=reference, timing=timing, distributions=self.settings.distributions,
