@@ -73,7 +73,8 @@ def main() -> int:
             store = RunStore.in_dir(Path(d), create=True)
             t0 = time.monotonic()
             settings = TuneSettings(strategy="exhaustive", seed=0, warmup=args.warmup, repeats=args.repeats,
-                                    shape_set=shape_set, stop_factor=0)   # every configuration fully timed
+                                    shape_set=shape_set, stop_factor=0,   # every configuration fully timed:
+                                    race_margin=0)                        # no early stop, no racing
             reason = Tuner(template, kf.loaded, LiveEvaluator(worker), store, settings,
                            original=kf.instance(label=Path(kernel).name)).run()
             shapes = [s["label"] for s in store.get("shapes")]

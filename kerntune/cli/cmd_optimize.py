@@ -91,7 +91,8 @@ def optimize(
                                 help="Timed runs per shape while tuning (at most, see --precision)."),
     precision: float = typer.Option(0.02, "--precision", min=0.0, max=0.5,
                                     help="While tuning, stop timing a shape once the 95% interval of its median is within "
-                                   "+-this fraction of it (at least 20 runs, at most --repeats; 0: always --repeats). "
+                                   "+-this fraction of it, or once it lies above 1.05x the best so far on that shape (racing) "
+                                   "(at least 20 runs, at most --repeats; 0: always --repeats). "
                                    "The final test always times --final-repeats runs."),
     final_repeats: int = typer.Option(200, "--final-repeats", min=1, help="Timed runs per shape in the final test."),
     timeout: float = typer.Option(300, "--timeout", help="Seconds per evaluation before a hung kernel is killed."),

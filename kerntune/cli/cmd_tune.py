@@ -61,7 +61,8 @@ def tune(
     repeats: int = typer.Option(100, "--repeats", "-r", min=1, help="Timed runs per shape (at most, see --precision)."),
     precision: float = typer.Option(0.02, "--precision", min=0.0, max=0.5,
                                     help="While tuning, stop timing a shape once the 95% interval of its median is within "
-                                   "+-this fraction of it (at least 20 runs, at most --repeats; 0: always --repeats). "
+                                   "+-this fraction of it, or once it lies above 1.05x the best so far on that shape (racing) "
+                                   "(at least 20 runs, at most --repeats; 0: always --repeats). "
                                    "The confirmation at the end always times --final-repeats runs."),
     timeout: float = typer.Option(300, "--timeout", help="Seconds per evaluation before a hung kernel is killed."),
     reject_spills: bool = typer.Option(False, "--reject-spills", help="Prune configurations that spill registers."),
