@@ -62,8 +62,9 @@ def kernel_dir(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def opt_run(kernel_dir, tmp_path_factory):
+    # 80 final repeats: 20-run confirmation blocks, long enough to confirm vector_add's 1.2-1.5x
     return optimize_run(kernel_dir / "vector_add.cl", tmp_path_factory.mktemp("opt") / "run", "--rounds", "2",
-                        "--evaluations", "8", *FAST, "--final-repeats", "10")
+                        "--evaluations", "8", *FAST, "--final-repeats", "80")
 
 
 @pytest.fixture(scope="module")
@@ -180,8 +181,12 @@ def test_optimize_report_markdown_and_numbers(opt_run):
     assert out["files"]["html"] is None and sorted(out["files"]["plots"]) == sorted(PLOTS)
     assert all(is_png(p) for p in out["files"]["plots"].values())
     # the numbers are the tester's, and the floor is bytes moved / the copy measured with the baseline
-    assert out["general_speedup"] == pytest.approx(results["general_speedup"])
-    assert out["general_key"] == results["general_key"]
+    assert out["improved"] == results["improved"]
+    if results["improved"]:
+        assert out["general_speedup"] == pytest.approx(results["general_speedup"])
+        assert out["general_key"] == results["general_key"]
+    else:       # the original stays the answer; the report still names the best candidate it did not claim
+        assert results["general_speedup"] is None and out["general_interval"]["lo"] < 1.02
     copy = 2 * baseline.copy_bandwidth.bytes_per_copy / (baseline.copy_bandwidth.stats.median_ms * 1e-3) / 1e9
     assert out["copy_gbs"] == pytest.approx(copy)
     winners = {w["label"]: w for w in results["per_shape"]}
