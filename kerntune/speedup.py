@@ -184,13 +184,18 @@ def median_interval(samples: Sequence[float], confidence: float = CONFIDENCE) ->
     return med, float(a[k - 1]), float(a[n - k])
 
 
-def median_halfwidth(samples: Sequence[float], confidence: float = CONFIDENCE) -> float:
-    """Half the width of the sign-test interval of the median of ``samples``, relative to the
-    median (inf when there are too few samples for an interval): the precision of one timing."""
-    med, lo, hi = median_interval(samples, confidence)
+def relative_halfwidth(med: float, lo: float, hi: float) -> float:
+    """Half the width of an interval (a :func:`median_interval`) relative to its median (inf
+    without an interval or a positive median)."""
     if med <= 0 or not math.isfinite(hi):
         return math.inf
     return (hi - lo) / (2.0 * med)
+
+
+def median_halfwidth(samples: Sequence[float], confidence: float = CONFIDENCE) -> float:
+    """Half the width of the sign-test interval of the median of ``samples``, relative to the
+    median (inf when there are too few samples for an interval): the precision of one timing."""
+    return relative_halfwidth(*median_interval(samples, confidence))
 
 
 def paired(base: Sequence[float], cand: Sequence[float], confidence: float = CONFIDENCE) -> Interval:
@@ -327,4 +332,4 @@ def _exp(x: float) -> float:
 
 __all__ = ["BOOTSTRAP_SEED", "CONFIDENCE", "Interval", "Spread", "THRESHOLD", "Verdict", "across_sessions", "decide",
            "geomean", "geomean_interval", "geomean_of", "identical", "moses_rank", "p_greater", "paired",
-           "median_interval", "process_spread", "sign_rank", "t975", "unpaired"]
+           "median_interval", "process_spread", "relative_halfwidth", "sign_rank", "t975", "unpaired"]

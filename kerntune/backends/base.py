@@ -135,7 +135,7 @@ class Backend(ABC):
         one list of samples per run, and why timing stopped before ``repeats``
         ("" when it did not; only a single run can stop early: "slow" with
         ``stop_after_ms`` or ``race_ms``, "converged" with ``precision``, see :meth:`measure`)."""
-        from kerntune.speedup import median_interval
+        from kerntune.speedup import median_interval, relative_halfwidth
 
         k = len(runs)
         order = order or (lambda i: range(k))
@@ -168,7 +168,7 @@ class Backend(ABC):
                 med, lo, hi = median_interval(so_far)
                 if race_ms is not None and lo > race_ms:
                     return [so_far], "slow"
-                if med > 0 and (hi - lo) / (2.0 * med) <= precision:
+                if relative_halfwidth(med, lo, hi) <= precision:
                     return [so_far], "converged"
         self.synchronize()
         return [[self._elapsed_ms(h) for h in hs] for hs in handles], ""

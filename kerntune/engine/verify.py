@@ -73,7 +73,8 @@ def _chunk(dt: DType, got: np.ndarray, expected: np.ndarray, expected_is_storage
     ae = (decode(dt, expected) if expected_is_storage else expected).astype(np.float64)
     diff = np.subtract(g, ae, out=g)
     np.abs(diff, out=diff)
-    if not np.isfinite(diff.max()):      # a NaN or an Inf on either side (or an overflow)
+    max_abs = float(diff.max())
+    if not math.isfinite(max_abs):       # a NaN or an Inf on either side (or an overflow)
         return _slow_chunk(dt, got, expected, expected_is_storage, tol)
     np.abs(ae, out=ae)
     bound = np.multiply(ae, tol.rtol)        # the few arrays made here are reused in place
@@ -84,7 +85,7 @@ def _chunk(dt: DType, got: np.ndarray, expected: np.ndarray, expected_is_storage
     rel = bound
     rel.fill(0.0)
     np.divide(diff, ae, out=rel, where=ae > 0)
-    return (float(np.dot(diff, diff)), float(np.dot(ae, ae)), float(diff.max()), float(rel.max()),
+    return (float(np.dot(diff, diff)), float(np.dot(ae, ae)), max_abs, float(rel.max()),
             tb, first, "tolerance" if tb else "")
 
 
