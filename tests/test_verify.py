@@ -102,8 +102,8 @@ def _fast_paths_agree():
             values = rng.standard_normal(4096) * 10.0 ** rng.uniform(-3, 3)
             if dtype == "int32":
                 values = np.round(values)
-            stored = dt.storage.type(0) + (bf16_from_float(values.astype(np.float32)) if dtype == "bf16"
-                                           else values.astype(dt.storage))
+            stored = (bf16_from_float(values.astype(np.float32)) if dtype == "bf16"
+                      else values.astype(dt.storage))
             got = stored.copy()
             if case >= 1:                        # a few elements off by far more than the tolerance
                 for i in rng.choice(got.size, size=case, replace=False):
