@@ -65,7 +65,8 @@ def main() -> int:
         kf = load_kernel(REPO / kernel, REPO / spec)
         ref, info = resolve(args.device, kf.lang)
         if source == "catalog":
-            text = apply_catalog(kf.source, kf.lang, kf.spec, device_max_threads=info.max_threads_per_block).template
+            text = apply_catalog(kf.source, kf.lang, kf.spec, device_max_threads=info.max_threads_per_block,
+                                 subgroups=info.subgroups).template
             template = parse_template(text, kf.lang, f"{name} (rule catalog)")
         else:
             template = load_template(REPO / source)

@@ -183,3 +183,14 @@ def test_reference_may_ask_for_sizes_and_dtypes(worker, tmp_path):
                                "    return a + b\n")
     r = worker.evaluate(request(tmp_path, GOOD, spec), 120)
     assert r.status is Status.OK, r.message
+
+
+def test_flush_is_64_mib_on_a_cpu_whatever_cache_it_reports_and_twice_a_gpus_l2():
+    from kerntune.backends.opencl import flush_bytes
+    from kerntune.results import DeviceInfo
+
+    def dev(kind, l2):
+        return DeviceInfo(id="opencl:0:0", backend="opencl", lang="opencl", name="x", kind=kind, l2_bytes=l2)
+    assert flush_bytes(dev("cpu", 480 * 2**20)) == flush_bytes(dev("cpu", 2 * 2**20)) == 64 * 2**20
+    assert flush_bytes(dev("gpu", 50 * 2**20)) == 100 * 2**20
+    assert flush_bytes(dev("gpu", 4 * 2**20)) == flush_bytes(dev("gpu", None)) == 64 * 2**20

@@ -6,9 +6,9 @@ import shutil
 import pytest
 
 from kerntune.source.normalize import normalize, strip_header
-from tests.conftest import optimize_run, run_cli, vector_add_folder, vector_add_spec
+from tests.conftest import SLOW_BLOCK, optimize_run, run_cli, vector_add_folder, vector_add_spec
 
-SMALL = vector_add_spec({"4K": 4096, "256K": 262144})
+SMALL = vector_add_spec({"4K": 4096, "256K": 262144}, block=SLOW_BLOCK)   # an improvement to export
 
 
 @pytest.fixture(scope="module")

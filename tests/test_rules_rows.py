@@ -49,10 +49,10 @@ EXPECTED = {
 NEW_PARAMS = ("ROWS", "ONLINE", "GRID2D", "VACC", "VW", "HOIST", "VEC")
 
 
-def _catalog(folder: str, lang: str = "opencl"):
+def _catalog(folder: str, lang: str = "opencl", subgroups: bool = True):
     loaded = load_file(NAIVE / folder / "spec.yaml")
     source = (NAIVE / folder / f"{folder}{'.cl' if lang == 'opencl' else '.cu'}").read_text()
-    result = apply_catalog(source, lang, loaded.spec)
+    result = apply_catalog(source, lang, loaded.spec, subgroups=subgroups)
     return loaded, source, result, parse_template(result.template, lang, folder)
 
 
@@ -344,11 +344,23 @@ def _instances(space: Space, params: list[str]) -> list[dict]:
     return uniq
 
 
+def _subgroups_here(worker, subgroups: bool) -> None:
+    if subgroups and not worker.info.subgroups:
+        pytest.skip(f"{worker.info.name} ({worker.info.driver}) has no sub-groups: the templates made for it "
+                    "have no sub-group code (the subgroups=False case runs here)")
+
+
+@pytest.mark.parametrize("subgroups", [True, False], ids=["subgroups", "local-only"])
 @pytest.mark.parametrize("folder", sorted(EXPECTED))
-def test_rewrites_verify_against_the_original(worker, folder):
+def test_rewrites_verify_against_the_original(worker, folder, subgroups):
     """Every value of the new parameters (at two block sizes) verifies against the original kernel on
-    every input distribution (spec range, shifted, negative, large, small), with both poisons."""
-    loaded, source, result, t = _catalog(folder)
+    every input distribution (spec range, shifted, negative, large, small), with both poisons; for a
+    device with sub-groups and for one without (PoCL's CPU device: work-group reductions through
+    local memory alone, no warp mode), the latter on every device."""
+    _subgroups_here(worker, subgroups)
+    if not subgroups and "cooperative-rows" not in EXPECTED[folder]:
+        pytest.skip("no rule of this family uses sub-groups")
+    loaded, source, result, t = _catalog(folder, subgroups=subgroups)
     spec = loaded.spec
     space = Space.of(t)
     params = [p for p in NEW_PARAMS if p in space.params]
@@ -367,19 +379,23 @@ def test_rewrites_verify_against_the_original(worker, folder):
 
 @pytest.mark.skipif(__import__("kerntune.engine.checker", fromlist=["x"]).oclgrind_library() is None,
                     reason="Oclgrind is not installed (apt-get install oclgrind; .ci/run does)")
+@pytest.mark.parametrize("subgroups", [True, False], ids=["subgroups", "local-only"])
 @pytest.mark.parametrize("folder", ["softmax", "cross_entropy", "fused_add_rms_norm"])
-def test_cooperative_instances_are_clean_under_the_memory_checker(worker, folder):
+def test_cooperative_instances_are_clean_under_the_memory_checker(worker, folder, subgroups):
     """Rows per warp (sub-group) and per block (work-group), with the online pair where there is one:
-    no race on the reduction's local memory, no barrier divergence, no access out of bounds."""
+    no race on the reduction's local memory, no barrier divergence, no access out of bounds; and the
+    work-group mode made for a device without sub-groups (its reduction through local memory alone)."""
     from kerntune.engine.checker import MemoryChecker, check_shapes
     from kerntune.results import CheckStatus
 
-    loaded, source, result, t = _catalog(folder)
+    _subgroups_here(worker, subgroups)
+    loaded, source, result, t = _catalog(folder, subgroups=subgroups)
     spec = loaded.spec
     space = Space.of(t)
+    assert space.params["ROWS"] == (("thread", "warp", "block") if subgroups else ("thread", "block"))
     checker = MemoryChecker(worker.info)
     findings = []
-    for rows in ("warp", "block"):
+    for rows in space.params["ROWS"][1:]:
         for online in ([False, True] if "ONLINE" in space.params else [None]):
             c = {**space.baseline(), "ROWS": rows, "BLOCK": 64}
             if online is not None:
@@ -399,7 +415,7 @@ def test_vector_instances_are_clean_under_the_memory_checker(worker, folder, par
     from kerntune.engine.checker import MemoryChecker, check_shapes
     from kerntune.results import CheckStatus
 
-    loaded, source, result, t = _catalog(folder)
+    loaded, source, result, t = _catalog(folder, subgroups=worker.info.subgroups)
     spec = loaded.spec
     space = Space.of(t)
     checker = MemoryChecker(worker.info)
@@ -452,7 +468,7 @@ def test_a_vector_columns_winner_goes_into_the_next_round(worker):
     from kerntune.agents.bake import bake
     from kerntune.tuner.kernel_files import resolve_launch_params
 
-    loaded, source, result, t = _catalog("gemv_t")
+    loaded, source, result, t = _catalog("gemv_t", subgroups=worker.info.subgroups)
     spec = loaded.spec
     config = {**Space.of(t).baseline(), "VW": 16}
     baked = bake(t.render(config, spec), "opencl")
@@ -463,7 +479,7 @@ def test_a_vector_columns_winner_goes_into_the_next_round(worker):
     r = worker.evaluate(EvalRequest(KernelInstance(baked, spec.kernel, "opencl", launch=launch, label="baked"), spec,
                                     str(loaded.base_dir), shapes, (), seed=3, reference=original, timing=None), 300)
     assert r.status is Status.OK, r.message
-    second = apply_catalog(baked, "opencl", spec, launch=launch, note="round 2")
+    second = apply_catalog(baked, "opencl", spec, launch=launch, note="round 2", subgroups=worker.info.subgroups)
     t2 = parse_template(second.template, "opencl", "gemv_t round 2")
     space = Space.of(t2)
     for c in [space.baseline()] + [{**space.baseline(), k: v[-1]} for k, v in space.params.items()]:

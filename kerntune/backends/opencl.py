@@ -114,6 +114,17 @@ def probe(dev: Any) -> str:
     return ""
 
 
+CPU_FLUSH_BYTES = 64 * 2**20
+
+
+def flush_bytes(info: DeviceInfo) -> int:
+    """Bytes written before each timed run: twice the reported cache and at least 64 MiB, and on
+    a CPU exactly 64 MiB (see README, "Timing")."""
+    if info.kind == "cpu":
+        return CPU_FLUSH_BYTES
+    return max(2 * (info.l2_bytes or 0), CPU_FLUSH_BYTES) // 16 * 16
+
+
 def has_subgroups(dev: Any) -> bool:
     """Sub-group functions: an extension (OpenCL 2.x) or the OpenCL C 3.0 feature."""
     exts = set((dev.extensions or "").split())
@@ -251,10 +262,12 @@ class OpenCLBackend(Backend):
 
     def flush_l2(self) -> None:
         if self._flush_buf is None:
-            # twice the reported cache, and at least 64 MiB: CPU devices report one core's cache,
-            # while the last-level cache they share is tens of MiB. Written by a kernel, in
-            # parallel: a fill command is an order of magnitude slower on CPU runtimes.
-            size = max(2 * (self._info.l2_bytes or 0), 64 * 2**20) // 16 * 16
+            # twice the reported cache, and at least 64 MiB: Intel's CPU runtime reports one core's
+            # cache, while the last-level cache the cores share is tens of MiB. On a CPU, exactly
+            # 64 MiB: PoCL reports the whole last-level cache (480 MiB on some hosts), and flushing
+            # twice that before every run costs ~100 ms; both runtimes then flush alike. Written
+            # by a kernel, in parallel: a fill command is an order of magnitude slower on CPUs.
+            size = flush_bytes(self._info)
             prg = self.cl.Program(self.ctx, FLUSH_SOURCE).build()
             self._flush_buf = (self.alloc(size), size, self.cl.Kernel(prg, "kerntune_flush"))
         buf, size, kernel = self._flush_buf

@@ -25,7 +25,8 @@ from kerntune.source.parse import walk
 
 ONLINE_MARK = "/*kt:online"          # online-softmax's marker before the loop it fused: /*kt:online m s*/
 OPENCL_SUBGROUP = 16                 # the sub-group size the warp mode's OpenCL grid assumes (any size is correct)
-SCRATCH = 1024                       # OpenCL work-group mode: one slot per sub-group, for blocks up to 1024
+SCRATCH = 1024                       # OpenCL work-group mode: a slot per sub-group (or per work-item without
+                                     # sub-groups), for blocks up to 1024
 MAX_OPS = {"fmax": "max", "fmaxf": "max", "max": "max", "fmin": "min", "fminf": "min", "min": "min"}
 INT_TYPES = {"int", "unsigned", "unsigned int", "uint", "long", "unsigned long", "ulong", "size_t", "long long",
              "unsigned long long", "short", "unsigned short", "ushort"}
@@ -368,7 +369,23 @@ OPENCL_GROUP = """inline {t} kt_rows_group_{op}_{n}({t} v, __local {t}* sh)
     barrier(CLK_LOCAL_MEM_FENCE);
     return sh[0];
 }}"""
+OPENCL_LOCAL_GROUP = """inline {t} kt_rows_group_{op}_{n}({t} v, __local {t}* sh)
+{{
+    // the {op} over the work-group, in every work-item, through local memory alone (the device has
+    // no sub-groups; sh: one slot per work-item). The first barrier keeps this call's writes from
+    // overtaking the last call's reads of sh[0].
+    const uint l = get_local_id(0), n = get_local_size(0);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    sh[l] = v;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint s = 1; s < n; s <<= 1) {{
+        if ((l & (2 * s - 1)) == 0 && l + s < n) sh[l] = {pair};
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }}
+    return sh[0];
+}}"""
 OPENCL_COMBINE = {"sum": "t + sh[k]", "max": "max(t, sh[k])", "min": "min(t, sh[k])"}
+OPENCL_PAIR = {"sum": "sh[l] + sh[l + s]", "max": "max(sh[l], sh[l + s])", "min": "min(sh[l], sh[l + s])"}
 OPENCL_OP2 = {"sum": "add", "max": "max", "min": "min"}
 
 CUDA_ROWS = """template <typename T> __device__ __forceinline__ T kt_rows_combine_sum(T a, T b) { return a + b; }
@@ -505,9 +522,16 @@ class CooperativeRows(Rule):
         indent = st.raw[ls:start].decode()
         indent = indent if not indent.strip() else "    "
         original = st.raw[start:plan.end].decode()
-        warp, block = _row_version(st, plan, "warp", indent), _row_version(st, plan, "block", indent)
-        new = (f"\n#if KT_ROWS == 0\n{indent}{original}\n#else\n#if KT_ROWS == 1\n{warp}\n#else\n{block}\n"
-               f"#endif\n#endif\n")
+        # an OpenCL device without sub-groups (PoCL's CPU device) has no warp mode, and its work-group
+        # mode combines through local memory alone
+        warps = st.lang == "cuda" or st.subgroups
+        block = _row_version(st, plan, "block", indent)
+        if warps:
+            warp = _row_version(st, plan, "warp", indent)
+            new = (f"\n#if KT_ROWS == 0\n{indent}{original}\n#else\n#if KT_ROWS == 1\n{warp}\n#else\n{block}\n"
+                   f"#endif\n#endif\n")
+        else:
+            new = f"\n#if KT_ROWS == 0\n{indent}{original}\n#else\n{block}\n#endif\n"
         st.source = apply_edits(st.raw, [Edit(ls, plan.end, new.lstrip("\n"))])
         if st.lang == "cuda":
             st.prelude.append(guarded("ROWS_REDUCE", CUDA_ROWS))
@@ -517,8 +541,11 @@ class CooperativeRows(Rule):
                                  ({"max", "sum"} if any(r.op == "online" for cl in plan.loops
                                                         for r in cl.reductions) else set())):
                     init = "0" if op == "sum" else "sh[0]"
-                    helper = OPENCL_GROUP.format(t=t, op=op, n=_tname(t), op2=OPENCL_OP2[op], init=init,
-                                                 combine=OPENCL_COMBINE[op])
+                    if warps:
+                        helper = OPENCL_GROUP.format(t=t, op=op, n=_tname(t), op2=OPENCL_OP2[op], init=init,
+                                                     combine=OPENCL_COMBINE[op])
+                    else:
+                        helper = OPENCL_LOCAL_GROUP.format(t=t, op=op, n=_tname(t), pair=OPENCL_PAIR[op])
                     st.prelude.append(guarded(f"ROWS_GROUP_{op.upper()}_{_tname(t).upper()}", helper))
         b = plan.block
         warp_size = 32 if st.lang == "cuda" else OPENCL_SUBGROUP
@@ -526,7 +553,7 @@ class CooperativeRows(Rule):
         warp_grid = f"ceil_div({rows}, max(1, {b} // {warp_size}))"
         grid = f"({plan.grid}) if ROWS == 'thread' else (({warp_grid}) if ROWS == 'warp' else ({rows}))"
         st.launch = st.launch.model_copy(update={"grid": [grid, *st.launch.grid[1:]]})
-        st.add_param(Param("ROWS", ("thread", "warp", "block"),
+        st.add_param(Param("ROWS", ("thread", "warp", "block") if warps else ("thread", "block"),
                            "#define KT_ROWS {{ 0 if ROWS == 'thread' else (1 if ROWS == 'warp' else 2) }}",
                            why="who takes a row: one thread (the original), a warp (sub-group), a block "
                                "(work-group)"))
@@ -537,5 +564,6 @@ class CooperativeRows(Rule):
             else:
                 st.restrictions.append(f"ROWS == 'thread' or {b} % 32 == 0")
         nred = sum(len(cl.reductions) for cl in plan.loops)
-        return Applied(self.name, f"{st.kernel}: a row per warp or block instead of per thread; {len(plan.loops)} "
+        who = "a warp or block" if warps else "a work-group"
+        return Applied(self.name, f"{st.kernel}: a row per {who} instead of per thread; {len(plan.loops)} "
                                   f"loop(s) over the row, {nred} cooperative reduction(s)", ("ROWS",))
