@@ -265,7 +265,7 @@ class OpenCLBackend(Backend):
             # twice the reported cache, and at least 64 MiB: Intel's CPU runtime reports one core's
             # cache, while the last-level cache the cores share is tens of MiB. On a CPU, exactly
             # 64 MiB: PoCL reports the whole last-level cache (480 MiB on some hosts), and flushing
-            # twice that before every run costs ~100 ms; both runtimes then flush alike. Written
+            # twice that is 960 MiB before every run; both runtimes then flush alike. Written
             # by a kernel, in parallel: a fill command is an order of magnitude slower on CPUs.
             size = flush_bytes(self._info)
             prg = self.cl.Program(self.ctx, FLUSH_SOURCE).build()
