@@ -118,8 +118,10 @@ CPU_FLUSH_BYTES = 64 * 2**20
 
 
 def flush_bytes(info: DeviceInfo) -> int:
-    """Bytes written before each timed run: twice the reported cache and at least 64 MiB, and on
-    a CPU exactly 64 MiB (see README, "Timing")."""
+    """Bytes written before each timed run: twice the reported cache and at least 64 MiB; on a
+    CPU exactly 64 MiB, whatever the runtime reports (Intel's CPU runtime reports one core's cache,
+    PoCL the whole last-level cache, 480 MiB on some hosts: twice that would be 960 MiB a run), so
+    both runtimes flush alike (see README, "Timing")."""
     if info.kind == "cpu":
         return CPU_FLUSH_BYTES
     return max(2 * (info.l2_bytes or 0), CPU_FLUSH_BYTES) // 16 * 16
@@ -262,11 +264,7 @@ class OpenCLBackend(Backend):
 
     def flush_l2(self) -> None:
         if self._flush_buf is None:
-            # twice the reported cache, and at least 64 MiB: Intel's CPU runtime reports one core's
-            # cache, while the last-level cache the cores share is tens of MiB. On a CPU, exactly
-            # 64 MiB: PoCL reports the whole last-level cache (480 MiB on some hosts), and flushing
-            # twice that is 960 MiB before every run; both runtimes then flush alike. Written
-            # by a kernel, in parallel: a fill command is an order of magnitude slower on CPUs.
+            # written by a kernel, in parallel: a fill command is an order of magnitude slower on CPUs
             size = flush_bytes(self._info)
             prg = self.cl.Program(self.ctx, FLUSH_SOURCE).build()
             self._flush_buf = (self.alloc(size), size, self.cl.Kernel(prg, "kerntune_flush"))
