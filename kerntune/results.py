@@ -92,8 +92,8 @@ class ArgCheck(Record):
     rel_l2_err: float = 0.0
     bad_elements: int = 0
     first_bad_index: Optional[list[int]] = None
-    got: Optional[float] = None
-    expected: Optional[float] = None
+    got: Optional[int | float] = None          # int for integer outputs: exact beyond 2**53
+    expected: Optional[int | float] = None
     reason: str = ""                       # "", "unwritten", "nonfinite", "tolerance", "input modified"
 
 

@@ -120,3 +120,29 @@ def _fast_paths_agree():
             got = nonfinite.copy()
             got[0] = np.nan
             assert _chunk(dt, got, nonfinite, True, tol)[4:] == _slow_chunk(dt, got, nonfinite, True, tol)[4:]
+
+
+def test_64_bit_integers_compare_exactly_beyond_2_to_the_53():
+    # 2**53 and 2**53 + 1 are the same float64: a comparison through float64 would pass them
+    for dtype, big in (("int64", 2**53), ("int64", -(2**62) - 3), ("uint64", 2**64 - 2)):
+        np_dt = np.int64 if dtype == "int64" else np.uint64
+        ref = np.array([7, big, big, 0], dtype=np_dt)
+        got = ref.copy()
+        got[2] = np_dt(big + 1)
+        a = arg(dtype)
+        c = compare(a, tolerance_for(_spec(), a), got, ref, expected_is_storage=True)
+        assert not c.ok and c.reason == "tolerance" and c.bad_elements == 1 and c.first_bad_index == [2]
+        assert c.got == big + 1 and c.expected == big and c.max_abs_err == 1.0
+        # the same against a NumPy reference of integers, and equal arrays still pass
+        assert not compare(a, tolerance_for(_spec(), a), got, ref.astype(np.int64 if dtype == "int64" else np.uint64),
+                           expected_is_storage=False).ok
+        assert compare(a, tolerance_for(_spec(), a), ref.copy(), ref, expected_is_storage=True).ok
+
+
+def test_64_bit_integer_tolerance_counts_the_exact_difference():
+    a = arg("int64")
+    ref = np.array([2**60, 5], dtype=np.int64)
+    got = ref + np.array([3, 0], dtype=np.int64)
+    assert compare(a, Tolerance(rel_l2=1.0, atol=3.0, rtol=0.0), got, ref, True).ok
+    c = compare(a, Tolerance(rel_l2=1.0, atol=2.0, rtol=0.0), got, ref, True)
+    assert not c.ok and c.bad_elements == 1 and c.max_abs_err == 3.0

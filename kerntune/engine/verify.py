@@ -59,11 +59,37 @@ def _slow_chunk(dt: DType, got: np.ndarray, expected: np.ndarray, expected_is_st
             nb + tb, first, kind)
 
 
+def _wide_int(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A 64-bit integer array as (high 32 bits, low 32 bits), both int64: each exact."""
+    hi = (x >> 32).astype(np.int64)
+    lo = (x & 0xFFFFFFFF).astype(np.int64)
+    return hi, lo
+
+
+def _int64_chunk(dt: DType, got: np.ndarray, expected: np.ndarray, tol: Tolerance):
+    """64-bit integers, compared exactly: a float64 holds integers only up to 2**53, so two
+    different values above that would convert to the same float and pass. Each difference is
+    formed from the high and low 32 bits (both differences exact) and rounded once, so a
+    difference is never zero unless the values are equal."""
+    e = expected.astype(dt.storage)
+    gh, gl = _wide_int(got)
+    eh, el = _wide_int(e)
+    diff = np.abs((gh - eh).astype(np.float64) * 4294967296.0 + (gl - el).astype(np.float64))
+    ae = np.abs(e.astype(np.float64))
+    bad = (got != e) & (diff > tol.atol + tol.rtol * ae)
+    tb = int(np.count_nonzero(bad))
+    rel = np.divide(diff, ae, out=np.zeros_like(diff), where=ae > 0)
+    return (float(np.dot(diff, diff)), float(np.dot(ae, ae)), float(diff.max(initial=0.0)),
+            float(rel.max(initial=0.0)), tb, int(np.argmax(bad)) if tb else None, "tolerance" if tb else "")
+
+
 def _chunk(dt: DType, got: np.ndarray, expected: np.ndarray, expected_is_storage: bool, tol: Tolerance):
     """One chunk's (sq_diff, sq_ref, max_abs, max_rel, bad, first, kind). Two fast paths give
     the same answers as ``_slow_chunk`` with fewer passes over the data: outputs bit for bit
     equal to stored expected values (no error at all), and outputs where every difference
     is finite (no NaN or Inf on either side); anything else takes the slow path."""
+    if dt.storage.kind in "iu" and dt.itemsize == 8 and (expected_is_storage or expected.dtype.kind in "iu"):
+        return _int64_chunk(dt, got, expected, tol)
     if expected_is_storage and np.array_equal(got.view(bits_dtype(dt)), expected.view(bits_dtype(dt))):
         e = decode(dt, expected).astype(np.float64)
         sq_ref = float(np.dot(e, e))
@@ -87,6 +113,11 @@ def _chunk(dt: DType, got: np.ndarray, expected: np.ndarray, expected_is_storage
     np.divide(diff, ae, out=rel, where=ae > 0)
     return (float(np.dot(diff, diff)), float(np.dot(ae, ae)), max_abs, float(rel.max()),
             tb, first, "tolerance" if tb else "")
+
+
+def _scalar(v: np.generic) -> float | int:
+    """A reported value: integers exactly (a float64 would round those above 2**53), else a float."""
+    return int(v) if isinstance(v, np.integer) else float(v)
 
 
 def compare(arg: ArgSpec, tol: Tolerance, got: np.ndarray, expected: np.ndarray, expected_is_storage: bool,
@@ -124,9 +155,9 @@ def compare(arg: ArgSpec, tol: Tolerance, got: np.ndarray, expected: np.ndarray,
     idx = None
     if first_bad is not None:
         idx = [int(i) for i in np.unravel_index(first_bad, got.shape)]
-        got_v = float(decode(dt, g_flat[first_bad:first_bad + 1]).astype(np.float64)[0])
+        got_v = _scalar(decode(dt, g_flat[first_bad:first_bad + 1])[0])
         ev = e_flat[first_bad:first_bad + 1]
-        exp_v = float((decode(dt, ev) if expected_is_storage else ev).astype(np.float64)[0])
+        exp_v = _scalar((decode(dt, ev) if expected_is_storage else ev)[0])
     return ArgCheck(name=arg.name, ok=ok, max_abs_err=max_abs, max_rel_err=max_rel, rel_l2_err=rel_l2,
                     bad_elements=bad, first_bad_index=idx, got=got_v, expected=exp_v, reason=reason)
 
