@@ -73,6 +73,19 @@ def test_candidate_against_original_kernel(worker, tmp_path):
     assert r.status is Status.OK and r.verification.reference == "kernel"
 
 
+def test_64_bit_outputs_off_by_one_above_2_to_the_53_are_caught(worker, tmp_path):
+    # both kernels write values above 2**53, where a float64 cannot tell n from n + 1
+    spec = SPEC.replace("{name: c, dtype: fp32", "{name: c, dtype: int64").replace("reference: ref.py:vadd\n", "")
+    original = GOOD.replace("__global float* c", "__global long* c").replace(
+        "c[i] = a[i] + b[i];", "c[i] = (1L << 60) + 2L * i;")
+    off = original.replace("2L * i;", "2L * i + (i & 1);")
+    r = worker.evaluate(request(tmp_path, off, spec, reference=original), 120)
+    assert r.status is Status.WRONG_RESULT, r.message
+    c = r.verification.shapes[0].args[0]
+    assert c.reason == "tolerance" and c.first_bad_index == [1] and c.got == 2**60 + 3 and c.expected == 2**60 + 2
+    assert worker.evaluate(request(tmp_path, original, spec, reference=original), 120).status is Status.OK
+
+
 def test_unwritten_outputs_are_caught(worker, tmp_path):
     lazy = GOOD.replace("if (i < n)", "if (i < n && i % 2 == 0)")
     r = worker.evaluate(request(tmp_path, lazy), 120)
