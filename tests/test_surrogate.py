@@ -106,6 +106,26 @@ def test_budget_and_feasible_set_through_the_tuner(tmp_path):
     assert found >= 2
 
 
+def test_the_option_sweep_replays_as_the_tuner_does(tmp_path):
+    """scripts/sweep_surrogate.py replays without the tuner; on a recorded space it must find, seed
+    for seed and budget for budget, what the tuner's replay (bench_strategies.py) finds."""
+    import math
+    import sys
+
+    sys.path.insert(0, str(REPO / "scripts"))
+    import bench_strategies as bench
+    import sweep_surrogate as sweep
+
+    name = "sgemm-template-sq64.json.gz"         # 864 configurations, 37 measurable: pruning matters
+    run = bench.load_space(REPO / "bench" / "data" / name, tmp_path)
+    opt = bench.optimum(run)[0]
+    budgets = [4, 10, 19]
+    for seed in range(3):
+        trace = bench.replay(run, DEFAULT_STRATEGY, seed, budgets[-1])
+        _, _, fractions, _ = sweep._replay((name, seed, {}, budgets))
+        assert fractions == pytest.approx([opt / min(trace[:b], default=math.inf) for b in budgets], rel=1e-9)
+
+
 def test_tune_uses_the_default_and_lists_it(tmp_path):
     src = REPO / "bench" / "data" / "sgemm-template-sq64.json.gz"
     run_dir = tmp_path / "imported"
