@@ -76,7 +76,7 @@ def _int64_chunk(dt: DType, got: np.ndarray, expected: np.ndarray, tol: Toleranc
     eh, el = _wide_int(e)
     diff = np.abs((gh - eh).astype(np.float64) * 4294967296.0 + (gl - el).astype(np.float64))
     ae = np.abs(e.astype(np.float64))
-    bad = (got != e) & (diff > tol.atol + tol.rtol * ae)
+    bad = diff > tol.atol + tol.rtol * ae        # zero exactly where the values are equal
     tb = int(np.count_nonzero(bad))
     rel = np.divide(diff, ae, out=np.zeros_like(diff), where=ae > 0)
     return (float(np.dot(diff, diff)), float(np.dot(ae, ae)), float(diff.max(initial=0.0)),
