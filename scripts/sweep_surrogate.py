@@ -20,6 +20,7 @@ import argparse
 import json
 import math
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -32,6 +33,7 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "scripts"))
 
 from bench_strategies import FRACTIONS, load_space  # noqa: E402
+from kerntune.errors import KerntuneError  # noqa: E402
 from kerntune.tuner.run import template_from_store  # noqa: E402
 from kerntune.tuner.space import Space  # noqa: E402
 from kerntune.tuner.store import RunStore  # noqa: E402
@@ -61,6 +63,7 @@ def _load(name: str) -> tuple[Space, dict[str, tuple[float, bool, str]], float]:
             counts = e.status != "pruned" and (e.counted or e.duplicate_of is not None)
             record[e.key] = (e.score if e.score is not None else math.inf, counts, e.source_hash or e.key)
         store.close()
+        shutil.rmtree(tmp, ignore_errors=True)     # all it holds is in memory now
         _LOADED[name] = (Space.of(template), record, min(s for s, c, _ in record.values() if c))
     return _LOADED[name]
 
@@ -146,21 +149,26 @@ def main() -> int:
         print(f"error: a setting is not a JSON object: {e}\nhint: quote it, e.g. '{{\"noise\": 0.05}}'",
               file=sys.stderr)
         return 2
-    from kerntune.errors import KerntuneError
-    from kerntune.tuner.strategies import strategy_class
+    if args.seeds < 1 or args.procs < 1:
+        print("error: --seeds and --procs must be at least 1", file=sys.stderr)
+        return 2
     for options in settings:        # unknown options or bad values: say so before any replay
         try:
-            strategy_class(DEFAULT_STRATEGY)(Space({"X": (1, 2)}), 0, **options)
+            make_strategy(DEFAULT_STRATEGY, Space({"X": (1, 2)}), 0, options)
         except KerntuneError as e:
             print(f"error: {e.message}" + (f"\nhint: {e.hint}" if e.hint else ""), file=sys.stderr)
             return 2
     spaces = stored_spaces([REPO / "bench" / "results" / r for r in RESULTS])
     if args.only:
         spaces = {k: v for k, v in spaces.items() if any(o in k for o in args.only.split(","))}
+        if not spaces:
+            print(f"error: no recorded space matches --only {args.only}\nhint: the spaces are the files of "
+                  "bench/data/, e.g. --only stencil,rmsnorm", file=sys.stderr)
+            return 2
     results = []
     for options in settings:
         r = sweep(spaces, options, args.seeds, args.procs)
-        print(f"{json.dumps(options) or '{}'}: {r['won']} of {r['cells']} cells won, worst >= 0.95 at 25% on "
+        print(f"{json.dumps(options)}: {r['won']} of {r['cells']} cells won, worst >= 0.95 at 25% on "
               f"{r['worst_25_at_least_095']} of {len(spaces)} spaces", flush=True)
         results.append(r)
     if args.out:
