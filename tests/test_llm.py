@@ -32,6 +32,8 @@ from kerntune.results import DeviceInfo
 from kerntune.spec.load import load_file
 from tests.conftest import KERNTUNE, REPO, VECTOR_ADD, vector_add_spec, write
 
+pytestmark = pytest.mark.host   # host-side behaviour: .ci/run's PoCL pass leaves these out
+
 SECRET = "sk-kerntune-test-SENTINEL-7f3a9c1e5b"
 KERNEL = VECTOR_ADD
 SMALL_SPEC = vector_add_spec({"4K": 4096, "64K": 65536})

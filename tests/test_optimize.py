@@ -63,6 +63,7 @@ def test_optimize_end_to_end(kernel, tmp_path):
     assert "## Per shape" in report and "## Rounds" in report and "fresh shapes" in report
 
 
+@pytest.mark.host   # host-side behaviour: .ci/run's PoCL pass leaves it out
 def test_resume_after_kill_redoes_nothing(kernel, tmp_path):
     run = tmp_path / "run"
     cmd = [*KERNTUNE, "optimize", str(kernel), "--device", "cpu", "--rounds", "1",

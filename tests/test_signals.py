@@ -16,6 +16,8 @@ import pytest
 
 from tests.conftest import KERNTUNE, REPO, vector_add_folder, vector_add_spec, write
 
+pytestmark = pytest.mark.host   # host-side behaviour: .ci/run's PoCL pass leaves these out
+
 # vector_add that never ends: the loop writes memory, so no compiler may remove it, and its exit
 # condition never holds for inputs in the spec's range
 HUNG = """\

@@ -110,6 +110,7 @@ def test_every_strategy_can_spend_the_whole_space(recorded, tmp_path, strategy):
     assert store.counted() == measurable
 
 
+@pytest.mark.host   # host-side behaviour: .ci/run's PoCL pass leaves it out
 @pytest.mark.parametrize("strategy", sorted(REGISTRY))
 def test_time_limit_is_honoured_live(worker, spec_dir, tmp_path, strategy, recorded):
     # the baseline is already known, so the limit applies to the search alone; each evaluation
@@ -164,6 +165,7 @@ __kernel void vector_add(__global float* c, __global const float* a, __global co
         assert firsts[d.duplicate_of].config["BLOCK"] == d.config["BLOCK"] and d.score == firsts[d.duplicate_of].score
 
 
+@pytest.mark.host   # host-side behaviour: .ci/run's PoCL pass leaves it out
 def test_resume_after_the_process_is_killed(spec_dir, tmp_path):
     run = tmp_path / "killed"
     cmd = [*KERNTUNE, "tune", str(TEMPLATE), "--spec", str(spec_dir / "vector_add.yaml"),
@@ -200,6 +202,7 @@ def test_resume_after_the_process_is_killed(spec_dir, tmp_path):
     assert set(at_kill) <= after                                # nothing re-measured
 
 
+@pytest.mark.host   # host-side behaviour: .ci/run's PoCL pass leaves it out
 def test_resume_extends_the_budget(recorded, tmp_path):
     run = tmp_path / "b"
     r = run_cli("tune", "--device", f"replay:{recorded}", "--strategy", "random", "--budget", "3", "--run-dir",
@@ -263,6 +266,7 @@ def test_kernel_tuner_cache_written_by_kernel_tuner(tmp_path):
     assert json.loads(r.stdout)["general"]["key"] == "block_size_x=256,tile=1"
 
 
+@pytest.mark.host   # host-side behaviour: .ci/run's PoCL pass leaves it out
 def test_tune_cli_and_show(spec_dir, tmp_path):
     run = tmp_path / "cli"
     r = run_cli("tune", str(TEMPLATE), "--spec", str(spec_dir / "vector_add.yaml"), "--device", "cpu",
