@@ -39,8 +39,9 @@ from kerntune.tuner.space import Space  # noqa: E402
 from kerntune.tuner.store import RunStore  # noqa: E402
 from kerntune.tuner.strategies import DEFAULT_STRATEGY, make_strategy  # noqa: E402
 from kerntune.tuner.template import config_key  # noqa: E402
+from kt_replay import permuted  # noqa: E402
 
-RESULTS = ("strategies-2026-11-23.json", "strategies-heldout-2026-11-23.json")
+RESULTS = ("strategies-2026-11-27.json", "strategies-heldout-2026-11-27.json")
 _LOADED: dict[str, tuple] = {}
 
 
@@ -68,10 +69,19 @@ def _load(name: str) -> tuple[Space, dict[str, tuple[float, bool, str]], float]:
     return _LOADED[name]
 
 
-def _replay(job: tuple[str, int, dict, list[int]]) -> tuple[str, int, list[float], float]:
-    """One seed: the fraction of the optimum found at each budget, and the CPU seconds it took."""
-    name, seed, options, budgets = job
+def shuffled(space: Space, order_seed: int) -> Space:
+    """The same space with each parameter's values declared in the order kt_replay.permuted draws."""
+    return Space({k: tuple(permuted(k, v, order_seed)) for k, v in space.params.items()}, space.restrictions)
+
+
+def _replay(job: tuple) -> tuple[str, int, list[float], float]:
+    """One seed: the fraction of the optimum found at each budget, and the CPU seconds it took. A job is
+    (space, seed, options, budgets[, order_seed]); with an order seed, each parameter's values are declared
+    in the order kt_replay.permuted draws from it."""
+    name, seed, options, budgets, *order = job
     space, record, opt = _load(name)
+    if order and order[0] is not None:
+        space = shuffled(space, order[0])
     strategy = make_strategy(DEFAULT_STRATEGY, space, seed, options)
     best, trace, seen, asks = math.inf, [], set(), 0
     started = time.process_time()
