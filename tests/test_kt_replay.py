@@ -12,6 +12,8 @@ from tests.conftest import REPO
 
 sys.path.insert(0, str(REPO / "scripts"))
 
+pytestmark = pytest.mark.host   # host-side behaviour: .ci/run's PoCL pass leaves these out
+
 SPACE = REPO / "bench" / "data" / "rmsnorm-template-cpu-T1-d4096.json.gz"     # 96 configurations, 28 measurable
 
 
@@ -46,3 +48,18 @@ def test_kernel_tuner_gives_one_run_per_seed(tmp_path):
         assert len(first.times) >= 3
         assert kt_replay.replay(cache, "diff_evo", seed, 14).times == first.times
         assert kt_replay.replay(cache, "diff_evo", seed, 3).times == first.times[:3]
+
+
+def test_the_second_look_takes_the_lost_cells_and_their_winners():
+    import second_look
+
+    stored = {"s": {"budgets": [3, 7, 14], "kernel_tuner": {
+        "diff_evo": {"median": {"0.1": 0.9, "0.25": 1.0, "0.5": 1.0}, "runs": 20},
+        "pso": {"median": {"0.1": 0.9, "0.25": 0.8, "0.5": 1.0}, "runs": 20},
+        "brute_force": {"median": {"0.1": 0.5, "0.25": 0.5, "0.5": 1.0}, "runs": 1}}}}
+    ours = {"s": {"0.1": 0.85, "0.25": 1.0, "0.5": 0.99995}}
+    cells = second_look.lost_cells(stored, ours)
+    assert [(c["fraction"], c["budget"], c["winners"]) for c in cells] == [("0.1", 3, ["diff_evo", "pso"])]
+    # brute_force has no seed: one run per declaration order; the others, every seed
+    assert second_look.runs("brute_force", "shuffled", [1, 2]) == [(0, 1), (0, 2)]
+    assert second_look.runs("pso", "fresh", [1]) == [(s, None) for s in range(20, 40)]
