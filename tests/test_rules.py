@@ -65,7 +65,8 @@ def test_baseline_of_every_generated_template_is_the_original(worker):
 
 
 def test_elementwise_kernel_gets_elements_per_thread(worker):
-    r, bad = verify_sample(worker, REPO / "kernels/examples/vector_add.cl", REPO / "kernels/examples/vector_add.yaml")
+    r, bad = verify_sample(worker, REPO / "kernels/examples/vector_add.cl", REPO / "kernels/examples/vector_add.yaml",
+                           shape_set="cpu")   # the 16M-element shape cost 92 s here, 148 s on PoCL, and adds no case
     assert "elements-per-thread" in r.applied_names and "EPT" in r.params
     assert bad == []
 
