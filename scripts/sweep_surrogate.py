@@ -115,7 +115,7 @@ def sweep(spaces: dict[str, dict], options: dict, seeds: int, procs: int) -> dic
             key = str(f)
             med, worst = statistics.median(r[i] for r in runs), min(r[i] for r in runs)
             kt = max((v["median"][key] for v in sp["kernel_tuner"].values() if "median" in v), default=0.0)
-            won = med >= kt - 5e-4          # the stored medians are rounded to 4 decimals
+            won = round(med, 4) >= kt       # at the 4 decimals the stored medians keep, as bench_strategies
             wins += won
             worst_ok += key == "0.25" and worst >= 0.95
             cells[key] = {"median": round(med, 4), "worst": round(worst, 4), "best_kernel_tuner": kt, "won": won}
