@@ -39,7 +39,7 @@ sys.path.insert(0, str(REPO / "scripts"))
 
 import kt_replay  # noqa: E402
 from bench_strategies import ENVIRONMENT, FRACTIONS, _at  # noqa: E402
-from sweep_surrogate import RESULTS, _load, _replay, stored_spaces  # noqa: E402
+from sweep_surrogate import RESULTS, _load, _replay, selected  # noqa: E402
 
 FRESH = list(range(20, 40))
 SEEDS = list(range(20))
@@ -149,12 +149,7 @@ def main() -> int:
     except ImportError:
         print("error: Kernel Tuner is not installed\nhint: pip install 'kerntune[bench]'", file=sys.stderr)
         return 2
-    spaces = stored_spaces([REPO / "bench" / "results" / r for r in RESULTS])
-    if args.only:
-        spaces = {k: v for k, v in spaces.items() if any(o in k for o in args.only.split(","))}
-        if not spaces:
-            print(f"error: no recorded space matches --only {args.only}", file=sys.stderr)
-            return 2
+    spaces = selected(args.only)
     started = time.perf_counter()
     ours = {name: {str(f): statistics.median(_replay((name, s, {}, sp["budgets"]))[2][i] for s in SEEDS)
                    for i, f in enumerate(FRACTIONS)} for name, sp in spaces.items()}

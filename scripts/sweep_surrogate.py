@@ -53,6 +53,19 @@ def stored_spaces(results: list[Path]) -> dict[str, dict]:
     return out
 
 
+def selected(only: str) -> dict[str, dict]:
+    """The stored spaces (RESULTS) whose names contain one of ``only``'s comma-separated substrings
+    (all of them when ``only`` is empty); exits 2 with a message when none does."""
+    spaces = stored_spaces([REPO / "bench" / "results" / r for r in RESULTS])
+    if only:
+        spaces = {k: v for k, v in spaces.items() if any(o in k for o in only.split(","))}
+        if not spaces:
+            print(f"error: no recorded space matches --only {only}\nhint: the spaces are the files of "
+                  "bench/data/, e.g. --only stencil,rmsnorm", file=sys.stderr)
+            raise SystemExit(2)
+    return spaces
+
+
 def _load(name: str) -> tuple[Space, dict[str, tuple[float, bool, str]], float]:
     """(space, key -> (score, counts, what it renders to), optimum) of a recorded space, once per process."""
     if name not in _LOADED:
@@ -168,13 +181,7 @@ def main() -> int:
         except KerntuneError as e:
             print(f"error: {e.message}" + (f"\nhint: {e.hint}" if e.hint else ""), file=sys.stderr)
             return 2
-    spaces = stored_spaces([REPO / "bench" / "results" / r for r in RESULTS])
-    if args.only:
-        spaces = {k: v for k, v in spaces.items() if any(o in k for o in args.only.split(","))}
-        if not spaces:
-            print(f"error: no recorded space matches --only {args.only}\nhint: the spaces are the files of "
-                  "bench/data/, e.g. --only stencil,rmsnorm", file=sys.stderr)
-            return 2
+    spaces = selected(args.only)
     results = []
     for options in settings:
         r = sweep(spaces, options, args.seeds, args.procs)
