@@ -320,6 +320,13 @@ def merge(parts: list[Path], out: Path) -> int:
     return 0
 
 
+def won(median: float, best_kernel_tuner: float) -> bool:
+    """A cell is won when the default's median is at least Kernel Tuner's best at the 4 decimals the JSON
+    keeps: the two tools' times of one configuration can differ in the last digits (Kernel Tuner's cache
+    entry against kerntune's imported score)."""
+    return round(median, 4) >= round(best_kernel_tuner, 4)
+
+
 def best_kernel_tuner(space: dict, f: str) -> tuple[str, float]:
     rows = [(r["median"][f], s) for s, r in space["kernel_tuner"].items() if "median" in r]
     if not rows:
@@ -362,9 +369,7 @@ def render(results: dict) -> str:
                 if not who:
                     cells.append(f"{ours['median'][f]:.3f} / {ours['worst'][f]:.3f} | not run")
                     continue
-                # 4 decimals, as the JSON keeps them: the two tools' times of one configuration can differ in
-                # the last digits (Kernel Tuner's cache entry against kerntune's imported score)
-                ok = round(ours["median"][f], 4) >= round(value, 4)
+                ok = won(ours["median"][f], value)
                 wins += ok
                 total += 1
                 digits = 3 if ok or f"{ours['median'][f]:.3f}" != f"{value:.3f}" else 4   # a near-tie lost

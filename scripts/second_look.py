@@ -38,26 +38,29 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "scripts"))
 
 import kt_replay  # noqa: E402
-from bench_strategies import ENVIRONMENT, FRACTIONS, _at  # noqa: E402
-from sweep_surrogate import RESULTS, _load, _replay, selected  # noqa: E402
+from bench_strategies import ENVIRONMENT, FRACTIONS, _at, won  # noqa: E402
+from sweep_surrogate import RESULTS, _load, _replay, selected, sweep  # noqa: E402
 
 FRESH = list(range(20, 40))
 SEEDS = list(range(20))
 
 
-def lost_cells(spaces: dict[str, dict], ours: dict[str, dict[str, float]]) -> list[dict]:
-    """Every (space, budget) where some Kernel Tuner median is above the default's, with the strategies
-    that had the best one (brute_force too: one run in declaration order, as the sweep counts it)."""
+def lost_cells(spaces: dict[str, dict], swept: dict) -> list[dict]:
+    """Every (space, budget) the default did not win in ``swept`` (sweep_surrogate.sweep with the default
+    options), with the Kernel Tuner strategies that had the best stored median (brute_force too: one run in
+    declaration order, as the sweep counts it)."""
     out = []
     for name, sp in spaces.items():
         for i, f in enumerate(FRACTIONS):
             key = str(f)
+            cell = swept["spaces"][name]["cells"][key]
+            if cell["won"]:
+                continue
             medians = {s: r["median"][key] for s, r in sp["kernel_tuner"].items() if "median" in r}
-            best = max(medians.values())
-            if best > round(ours[name][key], 4):      # at the 4 decimals the stored medians keep
-                out.append({"space": name, "fraction": key, "budget": sp["budgets"][i], "stored_kernel_tuner": best,
-                            "winners": sorted(s for s, m in medians.items() if m == best),
-                            "stored_default": ours[name][key]})
+            out.append({"space": name, "fraction": key, "budget": sp["budgets"][i],
+                        "stored_kernel_tuner": cell["best_kernel_tuner"],
+                        "winners": sorted(s for s, m in medians.items() if m == cell["best_kernel_tuner"]),
+                        "stored_default": cell["median"]})
     return out
 
 
@@ -104,7 +107,7 @@ def measure(cells: list[dict], orders: list[int], procs: int) -> None:
         for look in looks:
             kt = max(r[look] for r in c["kernel_tuner"].values())
             c[f"{look}_kernel_tuner"] = kt
-            c[f"{look}_won"] = c["default"][look] >= kt        # both rounded to 4 decimals
+            c[f"{look}_won"] = won(c["default"][look], kt)
 
 
 def render(cells: list[dict], orders: list[int], seconds: float) -> str:
@@ -151,9 +154,7 @@ def main() -> int:
         return 2
     spaces = selected(args.only)
     started = time.perf_counter()
-    ours = {name: {str(f): statistics.median(_replay((name, s, {}, sp["budgets"]))[2][i] for s in SEEDS)
-                   for i, f in enumerate(FRACTIONS)} for name, sp in spaces.items()}
-    cells = lost_cells(spaces, ours)
+    cells = lost_cells(spaces, sweep(spaces, {}, len(SEEDS), args.procs))
     print(f"{len(cells)} cells lost of {3 * len(spaces)}: measuring them again", flush=True)
     orders = list(range(1, args.orders + 1))
     measure(cells, orders, args.procs)

@@ -32,7 +32,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "scripts"))
 
-from bench_strategies import FRACTIONS, load_space  # noqa: E402
+from bench_strategies import FRACTIONS, load_space, won  # noqa: E402
 from kerntune.errors import KerntuneError  # noqa: E402
 from kerntune.tuner.run import template_from_store  # noqa: E402
 from kerntune.tuner.space import Space  # noqa: E402
@@ -128,10 +128,10 @@ def sweep(spaces: dict[str, dict], options: dict, seeds: int, procs: int) -> dic
             key = str(f)
             med, worst = statistics.median(r[i] for r in runs), min(r[i] for r in runs)
             kt = max((v["median"][key] for v in sp["kernel_tuner"].values() if "median" in v), default=0.0)
-            won = round(med, 4) >= kt       # at the 4 decimals the stored medians keep, as bench_strategies
-            wins += won
+            held = won(med, kt)
+            wins += held
             worst_ok += key == "0.25" and worst >= 0.95
-            cells[key] = {"median": round(med, 4), "worst": round(worst, 4), "best_kernel_tuner": kt, "won": won}
+            cells[key] = {"median": round(med, 4), "worst": round(worst, 4), "best_kernel_tuner": kt, "won": held}
         rows[name] = {"cells": cells, "cpu_s_per_run": round(statistics.mean(cpu[name]), 3)}
     return {"options": options, "won": wins, "cells": 3 * len(spaces), "worst_25_at_least_095": worst_ok,
             "spaces": rows}

@@ -52,13 +52,17 @@ def test_kernel_tuner_gives_one_run_per_seed(tmp_path):
 
 def test_the_second_look_takes_the_lost_cells_and_their_winners():
     import second_look
+    from bench_strategies import won
 
     stored = {"s": {"budgets": [3, 7, 14], "kernel_tuner": {
         "diff_evo": {"median": {"0.1": 0.9, "0.25": 1.0, "0.5": 1.0}, "runs": 20},
         "pso": {"median": {"0.1": 0.9, "0.25": 0.8, "0.5": 1.0}, "runs": 20},
         "brute_force": {"median": {"0.1": 0.5, "0.25": 0.5, "0.5": 1.0}, "runs": 1}}}}
-    ours = {"s": {"0.1": 0.85, "0.25": 1.0, "0.5": 0.99996}}     # 1.0000 at the 4 decimals kept: a tie
-    cells = second_look.lost_cells(stored, ours)
+    ours = {"0.1": 0.85, "0.25": 1.0, "0.5": 0.99996}     # 1.0000 at the 4 decimals kept: a tie
+    best = {"0.1": 0.9, "0.25": 1.0, "0.5": 1.0}
+    swept = {"spaces": {"s": {"cells": {f: {"median": m, "best_kernel_tuner": best[f], "won": won(m, best[f])}
+                                        for f, m in ours.items()}}}}
+    cells = second_look.lost_cells(stored, swept)
     assert [(c["fraction"], c["budget"], c["winners"]) for c in cells] == [("0.1", 3, ["diff_evo", "pso"])]
     # brute_force has no seed: one run per declaration order; the others, every seed
     assert second_look.runs("brute_force", "shuffled", [1, 2]) == [(0, 1), (0, 2)]
