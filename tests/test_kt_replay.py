@@ -67,3 +67,49 @@ def test_the_second_look_takes_the_lost_cells_and_their_winners():
     # brute_force has no seed: one run per declaration order; the others, every seed
     assert second_look.runs("brute_force", "shuffled", [1, 2]) == [(0, 1), (0, 2)]
     assert second_look.runs("pso", "fresh", [1]) == [(s, None) for s in range(20, 40)]
+
+
+def test_the_yardstick_holds_each_strategy_to_the_target_against_the_others():
+    """Each strategy's median against the best Kernel Tuner median per cell (kerntune's strategies are never
+    the yardstick), its worst seed at 25% against 0.95; a strategy that did not run is left out."""
+    import yardstick
+
+    def result(medians, worst25, runs=20, per_seed=None):
+        return {"median": dict(zip(yardstick.FRACTIONS, medians)), "worst": {"0.25": worst25}, "runs": runs,
+                "per_seed": {"0.25": per_seed or [worst25] * runs}}
+
+    spaces = {"s.json.gz": {"budgets": [1, 2, 4],
+                            "kerntune": {"surrogate": result([0.9, 1.0, 1.0], 0.96)},
+                            "kernel_tuner": {"a": result([0.95, 0.9, 1.0], 0.5), "b": result([0.8, 0.99, 1.0], 0.97),
+                                             "skopt": {"skipped": "too slow"}}}}
+    board = {e["strategy"]: e for e in yardstick.leaderboard(spaces, "surrogate")}
+    assert (board["surrogate"]["won"], board["surrogate"]["worst_ok"], board["surrogate"]["default"]) == (2, 1, True)
+    assert (board["a"]["won"], board["a"]["cells"], board["a"]["worst_ok"]) == (2, 3, 0)    # 10% and 50% against b
+    assert (board["b"]["won"], board["b"]["worst_ok"]) == (2, 1)                            # 25% and 50% against a
+    assert "skopt" not in board
+    duel = {r["strategy"]: r for r in yardstick.head_to_head(spaces, "surrogate")}
+    assert (duel["a"]["held"], duel["a"]["lost"]) == (2, ["s 10%"])
+    assert (duel["b"]["held"], duel["b"]["lost"]) == (3, [])
+
+
+def test_the_chance_of_a_random_search_hitting_a_near_optimal_configuration():
+    import itertools
+
+    import yardstick
+
+    for n, k, b in [(6, 1, 2), (7, 2, 3), (5, 2, 4), (4, 0, 2), (5, 5, 1)]:
+        draws = list(itertools.combinations(range(n), b))
+        exact = sum(1 for d in draws if any(i < k for i in d)) / len(draws)
+        assert yardstick.hit_probability(n, k, b) == pytest.approx(exact)
+    # on a recorded space: 28 distinct kernels, one within 0.95 of the optimum
+    assert yardstick.near_optimal(SPACE.name) == (28, 1)
+
+
+def test_the_yardstick_refuses_a_file_that_is_not_a_result(tmp_path):
+    import subprocess
+
+    bad = tmp_path / "bad.json"
+    bad.write_text("{}")
+    r = subprocess.run([sys.executable, str(REPO / "scripts" / "yardstick.py"), str(bad)], capture_output=True,
+                       text=True)
+    assert r.returncode == 2 and "not a stored benchmark result" in r.stderr and "Traceback" not in r.stderr
