@@ -82,7 +82,7 @@ def main() -> int:
             for label in shapes:
                 dest = args.out / f"{name}-{label}.json.gz"
                 n = export_cache(store, label, dest)
-                print(f"{dest.relative_to(REPO)}: {n} configurations", file=sys.stderr)
+                print(f"{dest.relative_to(REPO) if dest.is_relative_to(REPO) else dest}: {n} configurations", file=sys.stderr)
             print(f"{name}: {store.counted()} measured, {reason}, {time.monotonic() - t0:.0f} s", file=sys.stderr)
             store.close()
     return 0

@@ -95,23 +95,36 @@ def hit_probability(n: int, k: int, b: int) -> float:
     return 1.0 - math.comb(n - k, b) / math.comb(n, b)
 
 
-def near_optimal(name: str) -> tuple[int, int]:
-    """(distinct measurable kernels, those within 0.95 of the optimum) of a recorded space, counting
-    configurations that render the same kernel once (as the tuner's duplicate check does)."""
+def near_optimal(name: str) -> tuple[int, int, int]:
+    """(distinct measurable kernels, those within 0.95 of the optimum, those whose recorded interquartile
+    range of times reaches the optimum's: not told apart from it by the recording) of a recorded space.
+    Configurations that render the same kernel count once (as the tuner's duplicate check does), by their
+    fastest recording."""
+    import gzip
+
+    from kerntune.tuner.template import config_key
     from sweep_surrogate import _load
 
     _, record, opt = _load(name)
-    best: dict[str, float] = {}
-    for score, counts, renders_to in record.values():
-        if counts:
-            best[renders_to] = min(score, best.get(renders_to, math.inf))
-    return len(best), sum(1 for s in best.values() if opt / s >= 0.95)
+    cache = json.loads(gzip.decompress((REPO / "bench" / "data" / name).read_bytes()))
+    stats = {}
+    for entry in cache["cache"].values():
+        if "kerntune_stats" in entry:
+            stats[config_key({k: entry[k] for k in cache["tune_params_keys"]})] = entry["kerntune_stats"]
+    fastest: dict[str, tuple[float, str]] = {}
+    for key, (score, counts, renders_to) in record.items():
+        if counts and score < fastest.get(renders_to, (math.inf, ""))[0]:
+            fastest[renders_to] = (score, key)
+    best = min(fastest.values())[1]
+    top = stats.get(best)
+    ties = sum(1 for _, key in fastest.values() if top and key in stats and stats[key]["q1_ms"] <= top["q3_ms"])
+    return len(fastest), sum(1 for s, _ in fastest.values() if opt / s >= 0.95), ties
 
 
 def hardness(spaces: dict[str, dict], default: str) -> list[dict]:
     rows = []
     for name, space in spaces.items():
-        n, k = near_optimal(name)
+        n, k, ties = near_optimal(name)
         b = space["budgets"][1]
         p = hit_probability(n, k, b)
 
@@ -122,7 +135,8 @@ def hardness(spaces: dict[str, dict], default: str) -> list[dict]:
         kt = [(hits(r) / r["runs"], s, hits(r), r["runs"]) for s, r in space["kernel_tuner"].items()
               if ran(r) and r["runs"] > 1]
         share, who, h, runs = max(kt) if kt else (0.0, "", 0, 0)
-        rows.append({"space": short(name), "distinct": n, "near_optimal": k, "budget": b, "random_hit": p,
+        rows.append({"space": short(name), "distinct": n, "near_optimal": k, "noise_ties": ties,
+                     "noise_hit": hit_probability(n, ties, b), "budget": b, "random_hit": p,
                      "random_all": p ** ours["runs"], "default_hits": hits(ours), "runs": ours["runs"],
                      "kt_best": who, "kt_hits": h, "kt_runs": runs})
     return rows
@@ -157,16 +171,19 @@ def render(spaces: dict[str, dict], default: str, sources: list[str]) -> str:
         lines.append(f"| {r['strategy']} | {r['held']} of {r['cells']} | {', '.join(r['lost']) or '-'} |")
     lines += ["", "## 3. How demanding the worst case at 25% is", "",
               "Distinct: measurable configurations, those that render the same kernel counted once. Near-optimal: "
-              "those within 0.95 of the optimum. Random search: the chance that the 25% budget, drawn uniformly "
-              "without replacement, includes a near-optimal one, in one seed and in all 20. Seeds: how many of the "
+              "within 0.95 of the optimum. Within noise: those whose recorded interquartile range of times reaches "
+              "the optimum's (the recording does not tell them apart from it; the optimum included). Random search: "
+              "the chance that the 25% budget, drawn uniformly without replacement, includes a near-optimal "
+              "configuration, in one seed and in all 20, and, in one seed, one within noise. Seeds: how many of the "
               "20 reached 0.95 at 25%, for the default and for the Kernel Tuner strategy with the most (seeded "
               "strategies only).", "",
-              "| space | distinct | near-optimal | 25% budget | random search: one seed / all 20 | default: seeds | "
-              "Kernel Tuner's most: seeds |", "| --- | --- | --- | --- | --- | --- | --- |"]
+              "| space | distinct | near-optimal | within noise | 25% budget | random search: one seed / all 20 "
+              "| random search: within noise | default: seeds | Kernel Tuner's most: seeds |",
+              "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r in sorted(hard, key=lambda r: r["random_hit"]):
-        lines.append(f"| {r['space']} | {r['distinct']} | {r['near_optimal']} | {r['budget']} | "
-                     f"{r['random_hit']:.2f} / {r['random_all']:.1e} | {r['default_hits']} of {r['runs']} | "
-                     f"{r['kt_hits']} of {r['kt_runs']} ({r['kt_best']}) |")
+        lines.append(f"| {r['space']} | {r['distinct']} | {r['near_optimal']} | {r['noise_ties']} | {r['budget']} | "
+                     f"{r['random_hit']:.2f} / {r['random_all']:.1e} | {r['noise_hit']:.2f} | "
+                     f"{r['default_hits']} of {r['runs']} | {r['kt_hits']} of {r['kt_runs']} ({r['kt_best']}) |")
     return "\n".join(lines) + "\n"
 
 

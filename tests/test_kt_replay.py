@@ -101,11 +101,13 @@ def test_the_chance_of_a_random_search_hitting_a_near_optimal_configuration():
         draws = list(itertools.combinations(range(n), b))
         exact = sum(1 for d in draws if any(i < k for i in d)) / len(draws)
         assert yardstick.hit_probability(n, k, b) == pytest.approx(exact)
-    # on a recorded space: 28 distinct kernels, one within 0.95 of the optimum
-    assert yardstick.near_optimal(SPACE.name) == (28, 1)
+    # on recorded spaces: distinct kernels, those within 0.95 of the optimum, those the recording does not tell
+    # apart from it (interquartile ranges reaching the optimum's)
+    assert yardstick.near_optimal(SPACE.name) == (28, 1, 1)
+    assert yardstick.near_optimal("stencil-template-cube64.json.gz") == (36, 1, 11)
 
 
-def test_the_yardstick_refuses_a_file_that_is_not_a_result(tmp_path):
+def test_the_comparison_scripts_refuse_a_file_that_is_not_theirs(tmp_path):
     import subprocess
 
     bad = tmp_path / "bad.json"
@@ -113,3 +115,27 @@ def test_the_yardstick_refuses_a_file_that_is_not_a_result(tmp_path):
     r = subprocess.run([sys.executable, str(REPO / "scripts" / "yardstick.py"), str(bad)], capture_output=True,
                        text=True)
     assert r.returncode == 2 and "not a stored benchmark result" in r.stderr and "Traceback" not in r.stderr
+    r = subprocess.run([sys.executable, str(REPO / "scripts" / "compare_recordings.py"), str(bad), str(bad)],
+                       capture_output=True, text=True)
+    assert r.returncode == 2 and "not a recorded space" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_recordings_compared_by_where_each_ones_fastest_lands_in_the_other(tmp_path):
+    import compare_recordings as cr
+
+    assert cr.ranks([3.0, 1.0, 2.0, 1.0]) == [4.0, 1.5, 3.0, 1.5]
+    assert cr.spearman([1, 2, 3, 4], [10, 20, 30, 40]) == pytest.approx(1.0)
+    assert cr.spearman([1, 2, 3, 4], [4, 3, 2, 1]) == pytest.approx(-1.0)
+    recorded = json.loads(gzip.decompress(SPACE.read_bytes()))
+    fastest = min((k for k, v in recorded["cache"].items() if isinstance(v.get("time"), float)),
+                  key=lambda k: recorded["cache"][k]["time"])
+    again = json.loads(json.dumps(recorded))
+    again["cache"][fastest]["time"] *= 2          # the recorded fastest runs at half speed in another recording
+    other = tmp_path / SPACE.name
+    other.write_bytes(gzip.compress(json.dumps(again).encode()))
+    same, moved = cr.compare(SPACE, [other])
+    assert (same["reference_best_at"], same["spearman"]) == (1.0, pytest.approx(1.0))
+    assert moved["best"] != fastest and moved["best_in_reference"] < 1.0
+    assert moved["reference_best_at"] == pytest.approx(min(v["time"] for v in again["cache"].values()
+                                                           if isinstance(v.get("time"), float))
+                                                       / again["cache"][fastest]["time"])
