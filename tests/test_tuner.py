@@ -356,9 +356,10 @@ def test_tune_writes_drop_in_kernels(spec_dir, tmp_path):
     out = json.loads(r.stdout)
     assert out["kernels"][0] == "best.cl" and sorted(out["kernels"][1:]) == ["per_shape/4K.cl", "per_shape/64K.cl"]
     launches = json.loads((run / "kernels.json").read_text())
-    assert launches["best.cl"]["config"] == out["general"]["config"]
+    general = out["test"]["general"]      # the confirmation's pick, which the headline and best.cl are about
+    assert launches["best.cl"]["config"] == general["config"]
     best = (run / "best.cl").read_text()
-    assert best.startswith("// kerntune tune: general configuration " + out["general"]["key"])
+    assert best.startswith("// kerntune tune: general configuration " + general["key"])
     assert "{{" not in best and "kerntune-template" not in best            # rendered, not a template
     spec = yaml.safe_load(SMALL_SPEC)
     d = tmp_path / "bench"
@@ -374,3 +375,41 @@ def test_tune_writes_drop_in_kernels(spec_dir, tmp_path):
                     str(d / "spec.yaml"), "--device", "cpu", "--repeats", "3", "--warmup", "1", "--json")
         assert r.returncode == 0, r.stderr
         assert json.loads(r.stdout)["against"]["verification"]["ok"], rel
+
+
+def test_tune_hands_back_what_the_confirmation_picked(spec_dir, tmp_path):
+    """The confirmation may pick another general configuration than the search did (a runner-up timed
+    again), and confirm no candidate faster on a shape: best.cl is the configuration the headline names,
+    with its confirmed interval, and that shape's file is the baseline, said so in its header."""
+    from kerntune.record.outcome import CandidateResult, ShapeWinner, TestReport
+    from kerntune.speedup import Interval
+    from kerntune.spec.load import load_file
+    from kerntune.tuner.kernel_files import write_tuned_kernels
+    from kerntune.tuner.summary import Ranked, ShapeResult, TuneSummary
+
+    template = load_template(TEMPLATE)
+    spec = load_file(spec_dir / "vector_add.yaml").spec
+    searched = {"BLOCK": 128, "EPT": 4, "STRIDED": False}
+    runner_up = {"BLOCK": 64, "EPT": 2, "STRIDED": True}
+    key = "BLOCK=64,EPT=2,STRIDED=True"
+    faster = Interval(ratio=1.3, lo=1.2, hi=1.4, n=10, method="t")
+    summary = TuneSummary(
+        run_dir=str(tmp_path), template=str(TEMPLATE), spec="vector_add.yaml", device="cpu", strategy="surrogate",
+        space_size=32, measured=8, ok=8, failed=0, pruned=0, duplicates=0,
+        general=Ranked(key="BLOCK=128,EPT=4,STRIDED=False", config=searched, geomean_ms=1.0, geomean_speedup=1.4),
+        shapes=[ShapeResult(label=label, shape={"n": n}, best_key="BLOCK=128,EPT=4,STRIDED=False",
+                            best_config=searched) for label, n in (("4K", 4096), ("64K", 65536))],
+        test=TestReport(seed=0, general=CandidateResult(round=0, key=key, config=runner_up, geomean=faster),
+                        improved=True,
+                        candidates=[CandidateResult(round=0, key=key, config=runner_up, geomean=faster)],
+                        per_shape=[ShapeWinner(label="4K", shape={"n": 4096}, baseline_ms=1.0, winner="original",
+                                               best_ms=1.0, speedup=1.0),
+                                   ShapeWinner(label="64K", shape={"n": 65536}, baseline_ms=1.0, winner=key, round=0,
+                                               best_ms=0.8, speedup=1.3, interval=faster)]))
+    written = write_tuned_kernels(tmp_path, template, spec, summary)
+    assert written == ["best.cl", "per_shape/4K.cl", "per_shape/64K.cl"]
+    launches = json.loads((tmp_path / "kernels.json").read_text())
+    assert launches["best.cl"]["config"] == runner_up and launches["per_shape/64K.cl"]["config"] == runner_up
+    assert (tmp_path / "best.cl").read_text().startswith(f"// kerntune tune: general configuration {key}, 1.30x")
+    assert launches["per_shape/4K.cl"]["config"] == {"BLOCK": 256, "EPT": 1, "STRIDED": False}   # the baseline
+    assert "no configuration was confirmed faster than the baseline" in (tmp_path / "per_shape/4K.cl").read_text()

@@ -76,6 +76,10 @@ def tune(
     arch: Optional[str] = typer.Option(None, "--arch", help="Architecture for --dry-run (default: the profile's)."),
     final_repeats: int = typer.Option(100, "--final-repeats", min=6,
                                       help="Timed runs per shape when the winners are confirmed against the baseline."),
+    top_k: int = typer.Option(3, "--top-k", min=1,
+                              help="The search's N fastest configurations (geomean over the shapes) join each shape's "
+                                   "best in the confirmation, which picks the general configuration among them again "
+                                   "(1: the search's own pick only)."),
     memcheck: bool = typer.Option(True, "--memcheck/--no-memcheck",
                                   help="Run each would-be best, and the winners at the end, under the memory and race "
                                        "checker (Oclgrind for OpenCL, compute-sanitizer for CUDA) on small shapes."),
@@ -89,8 +93,11 @@ def tune(
     the spec's NumPy reference, on every shape plus a held-out one and on
     several input distributions, with fresh inputs, before it is timed; every
     would-be best also runs under the memory and race checker. At the end the
-    general configuration and each shape's best are confirmed: verified again
-    and timed interleaved with the baseline, with 95% confidence intervals.
+    search's fastest configurations (--top-k) and each shape's best are
+    confirmed: verified again and timed interleaved with the baseline, with
+    95% confidence intervals; the general configuration and each shape's best
+    are picked again on those timings, and best.<ext> and per_shape/ hold
+    what was confirmed.
     Every evaluation is written to RUN_DIR/tuning.db as it finishes: interrupt
     at will and continue with --resume RUN_DIR.
     """
@@ -155,13 +162,13 @@ def tune(
     if memcheck_all:
         settings = replace(settings, memcheck="all")
     outcome = _run(template, loaded, store, settings, original, device, compile_workers, run_path, json,
-                   final_repeats, memcheck)
+                   final_repeats, memcheck, top_k)
     if json:
         print_json(outcome)
 
 
 def _run(template, loaded, store, settings, original, device, compile_workers, run_path, json, final_repeats=100,
-         memcheck=True):
+         memcheck=True, top_k=3):
     from kerntune.tuner.evaluators import LiveEvaluator, ReplayEvaluator
     from kerntune.tuner.run import Tuner
     from kerntune.tuner.store import RunStore
@@ -213,7 +220,7 @@ def _run(template, loaded, store, settings, original, device, compile_workers, r
     try:
         if worker is not None:
             test = _confirm(worker, template, loaded, store, summary, settings, original, checker, final_repeats,
-                            json)
+                            json, top_k)
             summary = summary.model_copy(update={"test": test})
     except KeyboardInterrupt:
         store.set("stop_reason", "interrupted")
@@ -222,7 +229,7 @@ def _run(template, loaded, store, settings, original, device, compile_workers, r
     finally:
         if worker is not None:
             worker.close()
-    written = write_tuned_kernels(Path(run_path), template, loaded.spec, summary)
+    written = write_tuned_kernels(Path(run_path), template, loaded.spec, summary, original)
     summary = summary.model_copy(update={"kernels": written})
     if not json:
         render_summary(summary)
@@ -234,15 +241,16 @@ def _run(template, loaded, store, settings, original, device, compile_workers, r
     return summary
 
 
-def _confirm(worker, template, loaded, store, summary, settings, original, checker, final_repeats, json):
+def _confirm(worker, template, loaded, store, summary, settings, original, checker, final_repeats, json, top_k):
     from kerntune.tuner.confirm import confirm
 
     if json:
-        return confirm(worker, template, loaded, store, summary, settings, original, checker, final_repeats)
+        return confirm(worker, template, loaded, store, summary, settings, original, checker, final_repeats,
+                       top_k=top_k)
     with Progress() as progress:
         progress.status("confirming the winners")
         return confirm(worker, template, loaded, store, summary, settings, original, checker, final_repeats,
-                       on_step=progress.status)
+                       on_step=progress.status, top_k=top_k)
 
 
 def _dry_run(template_path, spec, target, arch, shape_set, reject_spills, json):

@@ -1,5 +1,5 @@
 """The end of a live `kerntune tune` run: the tester's confirmation of what
-the search found. The general configuration and each shape's best are
+the search found. The general configuration, the runners-up and each shape's best are
 verified again (fresh inputs, every distribution, fresh shapes), run under
 the memory checker, and timed interleaved with the baseline twice (a
 screening session that picks, a confirmation session that measures); the
@@ -28,12 +28,18 @@ TEST_KEY = "test"
 
 def confirm(worker: DeviceWorker, template: Template, loaded: LoadedSpec, store: RunStore, summary: TuneSummary,
             settings: TuneSettings, original: KernelInstance | None, checker: MemoryChecker | None,
-            final_repeats: int, on_step: Callable[[str], None] = lambda s: None) -> TestReport | None:
-    """Confirm what ``summary`` (the search's own summary of ``store``) picked; the report is
-    stored in the run's database and returned."""
+            final_repeats: int, on_step: Callable[[str], None] = lambda s: None, top_k: int = 3) -> TestReport | None:
+    """Confirm what ``summary`` (the search's own summary of ``store``) picked: its general configuration,
+    the runners-up among its ``top_k`` fastest, and each shape's best. The tester's screening session picks
+    the general configuration and each shape's best among them again: the search timed each candidate
+    once, in its own evaluation, and on a CPU a configuration can run at half the speed in one recording
+    of a space that it has in the next (docs/search.md). The report is stored in the run's database and
+    returned."""
     picks: dict[str, dict] = {}
     if summary.general is not None:
         picks[summary.general.key] = summary.general.config
+    for ranked in summary.top[:top_k]:
+        picks.setdefault(ranked.key, ranked.config)
     for row in summary.shapes:
         if row.best_key:
             picks.setdefault(row.best_key, row.best_config)

@@ -12,6 +12,7 @@ import re
 from pathlib import Path
 from typing import Any, Callable, Optional
 
+from kerntune.fmt import interval as fmt_interval
 from kerntune.fsutil import write_atomic
 from kerntune.spec.model import KernelSpec, LaunchSpec
 
@@ -115,11 +116,18 @@ def instance_file(template, config: dict[str, Any], spec: KernelSpec, what: str,
     return with_header(finish(src) if finish else src, what, launch, options), launch, options
 
 
-def write_tuned_kernels(run_path: Path, template, spec: KernelSpec, summary) -> list[str]:
+def write_tuned_kernels(run_path: Path, template, spec: KernelSpec, summary, original=None) -> list[str]:
     """best<ext> (the general configuration) and per_shape/<label><ext> (each shape's best) for a
     finished `kerntune tune` run, with kernels.json giving every file's launch; the files written
-    (none for a run over an imported Kernel Tuner cache: its template holds no kernel)."""
+    (none for a run over an imported Kernel Tuner cache: its template holds no kernel).
+
+    After a confirmation (``summary.test``) the files are what it picked, so that each file is the kernel
+    its claim is about: best<ext> the configuration the tester names general (with its confirmed
+    interval, faster or not), and each shape's file its confirmed winner, or the baseline (``original``,
+    else the template's baseline configuration) where no candidate was confirmed faster on that shape.
+    Without one (a replay, or a run with no baseline), the search's own picks."""
     from kerntune.tuner.kerneltuner import REPLAY_ONLY
+    from kerntune.tuner.space import Space
 
     if template.decl.description == REPLAY_ONLY:
         return []
@@ -129,21 +137,52 @@ def write_tuned_kernels(run_path: Path, template, spec: KernelSpec, summary) -> 
 
     def put(rel: str, config: dict[str, Any], what: str) -> None:
         text, launch, options = instance_file(template, config, spec, what)
+        record(rel, text, launch_dict(launch, options, own_kernel(template, config, spec)) | {"config": config})
+
+    def record(rel: str, text: str, launch: dict[str, Any]) -> None:
         dest = run_path / rel
         dest.parent.mkdir(parents=True, exist_ok=True)
         write_atomic(dest, text)
-        launches[rel] = launch_dict(launch, options, own_kernel(template, config, spec)) | {"config": config}
+        launches[rel] = launch
         written.append(rel)
 
-    g = summary.general
-    if g is not None:
-        how = f", {g.geomean_speedup:.3f}x geomean over the baseline" if g.geomean_speedup else ""
+    def put_baseline(rel: str, what: str) -> None:
+        if original is None:
+            config = Space.of(template).baseline()
+            put(rel, config, what + " (the template's baseline configuration)")
+            return
+        launch = original.launch or spec.launch
+        record(rel, with_header(original.source, what + f" ({original.label})", launch, original.options),
+               launch_dict(launch, original.options, original.name))
+
+    test = summary.test
+    if test is not None and test.general is not None and test.general.geomean is not None:
+        g = test.general
+        verdict = "faster" if test.improved else "not a verified speedup"
+        put("best" + ext, g.config, f"kerntune tune: general configuration {g.key}, {fmt_interval(g.geomean)} "
+                                    f"geomean over the baseline (95% confidence interval, confirmed: {verdict})")
+    elif summary.general is not None:
+        g = summary.general
+        how = f", {g.geomean_speedup:.3f}x geomean over the baseline (the search's estimate)" \
+            if g.geomean_speedup else ""
         put("best" + ext, g.config, f"kerntune tune: general configuration {g.key}{how}")
-    for s in summary.shapes:
-        if s.best_key:
-            how = f", {s.speedup:.3f}x over the baseline" if s.speedup else ""
-            put(f"per_shape/{file_stem(s.label)}{ext}", s.best_config,
-                f"kerntune tune: shape {s.label} {s.shape}: best configuration {s.best_key}{how}")
+    if test is not None and test.per_shape:
+        for w in test.per_shape:
+            rel = f"per_shape/{file_stem(w.label)}{ext}"
+            where = f"kerntune tune: shape {w.label} {w.shape}"
+            cand = next((c for c in test.candidates if c.key == w.winner), None) if w.winner != "original" else None
+            if cand is not None:
+                put(rel, cand.config, f"{where}: best configuration {cand.key}, {fmt_interval(w.interval)} over the "
+                                      "baseline (95% confidence interval, confirmed)")
+            else:
+                put_baseline(rel, f"{where}: no configuration was confirmed faster than the baseline; this is the "
+                                  "baseline")
+    else:
+        for s in summary.shapes:
+            if s.best_key:
+                how = f", {s.speedup:.3f}x over the baseline (the search's estimate)" if s.speedup else ""
+                put(f"per_shape/{file_stem(s.label)}{ext}", s.best_config,
+                    f"kerntune tune: shape {s.label} {s.shape}: best configuration {s.best_key}{how}")
     if written:
         write_atomic(run_path / "kernels.json", json.dumps(launches, indent=1) + "\n")
     return written
