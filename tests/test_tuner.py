@@ -357,6 +357,9 @@ def test_tune_writes_drop_in_kernels(spec_dir, tmp_path):
     assert out["kernels"][0] == "best.cl" and sorted(out["kernels"][1:]) == ["per_shape/4K.cl", "per_shape/64K.cl"]
     launches = json.loads((run / "kernels.json").read_text())
     general = out["test"]["general"]      # the confirmation's pick, which the headline and best.cl are about
+    # the search's three fastest (--top-k's default) were confirmed beside each shape's best
+    assert {t["key"] for t in out["top"][:3]} <= {c["key"] for c in out["test"]["candidates"]}
+    assert len(out["top"]) >= 3
     assert launches["best.cl"]["config"] == general["config"]
     best = (run / "best.cl").read_text()
     assert best.startswith("// kerntune tune: general configuration " + general["key"])
