@@ -8,6 +8,10 @@ thousands of configurations, many pruned by restrictions) and hand-written
 library templates.
 
     python scripts/record_spaces.py --device cpu            # a few minutes per space on 2 cores
+
+A recording is one draw: on a CPU some spaces' fastest configuration changes from one recording to
+the next, with 20 timed runs per configuration or with 100 (docs/search.md, "Are the recorded
+landscapes a property of the kernel?"; scripts/compare_recordings.py compares two recordings).
 """
 
 from __future__ import annotations
