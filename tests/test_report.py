@@ -332,6 +332,32 @@ def test_a_tuning_run_with_no_evaluations(tune_run, tmp_path):
     assert any(f"kerntune tune --resume {run}" in n for n in out["notes"])
 
 
+def test_the_report_names_the_general_configuration_the_tester_confirmed(tune_run, tmp_path):
+    """When the tester's screening picks another general configuration than the search's, the report names
+    that one (and shows its source): the configuration its confirmed interval is about."""
+    from kerntune.record.outcome import TestReport
+    from kerntune.tuner.store import RunStore
+    from kerntune.tuner.summary import summarize
+
+    run = tmp_path / "run"
+    run.mkdir()
+    shutil.copy(tune_run / "tuning.db", run / "tuning.db")
+    store = RunStore.in_dir(run)
+    searched = summarize(store).general.key
+    other = next(e for e in store.evaluations() if e.status == "ok" and e.key != searched)
+    test = TestReport.model_validate(store.get("test"))
+    store.set("test", test.model_copy(update={"general": test.general.model_copy(
+        update={"key": other.key, "config": other.config})}).model_dump(mode="json"))
+    store.close()
+    from kerntune.reporting.load_tune import load_tune
+
+    loaded = load_tune(run)
+    assert loaded.general_key == other.key and loaded.general_config == other.config
+    assert loaded.winner.name == f"general configuration {other.key}"
+    report_json(run)
+    assert f"general configuration {other.key}" in (run / "report.md").read_text()
+
+
 def test_a_run_imported_from_a_kernel_tuner_cache(tune_run, tmp_path):
     cache, run = tmp_path / "cache.json", tmp_path / "run"
     assert run_cli("kt-cache", "export", str(tune_run), "-o", str(cache), "--shape", "256K").returncode == 0

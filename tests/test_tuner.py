@@ -380,23 +380,18 @@ def test_tune_writes_drop_in_kernels(spec_dir, tmp_path):
         assert json.loads(r.stdout)["against"]["verification"]["ok"], rel
 
 
-def test_tune_hands_back_what_the_confirmation_picked(spec_dir, tmp_path):
-    """The confirmation may pick another general configuration than the search did (a runner-up timed
-    again), and confirm no candidate faster on a shape: best.cl is the configuration the headline names,
-    with its confirmed interval, and that shape's file is the baseline, said so in its header."""
+def _confirmed_a_runner_up(spec_dir, tmp_path):
+    """A tune run's summary where the confirmation picked a runner-up as the general configuration (not the
+    search's pick) and confirmed no candidate faster on the 4K shape."""
     from kerntune.record.outcome import CandidateResult, ShapeWinner, TestReport
     from kerntune.speedup import Interval
-    from kerntune.spec.load import load_file
-    from kerntune.tuner.kernel_files import write_tuned_kernels
     from kerntune.tuner.summary import Ranked, ShapeResult, TuneSummary
 
-    template = load_template(TEMPLATE)
-    spec = load_file(spec_dir / "vector_add.yaml").spec
     searched = {"BLOCK": 128, "EPT": 4, "STRIDED": False}
     runner_up = {"BLOCK": 64, "EPT": 2, "STRIDED": True}
     key = "BLOCK=64,EPT=2,STRIDED=True"
     faster = Interval(ratio=1.3, lo=1.2, hi=1.4, n=10, method="t")
-    summary = TuneSummary(
+    return TuneSummary(
         run_dir=str(tmp_path), template=str(TEMPLATE), spec="vector_add.yaml", device="cpu", strategy="surrogate",
         space_size=32, measured=8, ok=8, failed=0, pruned=0, duplicates=0,
         general=Ranked(key="BLOCK=128,EPT=4,STRIDED=False", config=searched, geomean_ms=1.0, geomean_speedup=1.4),
@@ -409,10 +404,33 @@ def test_tune_hands_back_what_the_confirmation_picked(spec_dir, tmp_path):
                                                best_ms=1.0, speedup=1.0),
                                    ShapeWinner(label="64K", shape={"n": 65536}, baseline_ms=1.0, winner=key, round=0,
                                                best_ms=0.8, speedup=1.3, interval=faster)]))
-    written = write_tuned_kernels(tmp_path, template, spec, summary)
+
+
+def test_tune_hands_back_what_the_confirmation_picked(spec_dir, tmp_path):
+    """The confirmation may pick another general configuration than the search did (a runner-up timed
+    again), and confirm no candidate faster on a shape: best.cl is the configuration the headline names,
+    with its confirmed interval, and that shape's file is the baseline, said so in its header."""
+    from kerntune.spec.load import load_file
+    from kerntune.tuner.kernel_files import write_tuned_kernels
+
+    summary = _confirmed_a_runner_up(spec_dir, tmp_path)
+    key, runner_up = summary.test.general.key, summary.test.general.config
+    written = write_tuned_kernels(tmp_path, load_template(TEMPLATE), load_file(spec_dir / "vector_add.yaml").spec,
+                                  summary)
     assert written == ["best.cl", "per_shape/4K.cl", "per_shape/64K.cl"]
     launches = json.loads((tmp_path / "kernels.json").read_text())
     assert launches["best.cl"]["config"] == runner_up and launches["per_shape/64K.cl"]["config"] == runner_up
     assert (tmp_path / "best.cl").read_text().startswith(f"// kerntune tune: general configuration {key}, 1.30x")
     assert launches["per_shape/4K.cl"]["config"] == {"BLOCK": 256, "EPT": 1, "STRIDED": False}   # the baseline
     assert "no configuration was confirmed faster than the baseline" in (tmp_path / "per_shape/4K.cl").read_text()
+
+
+def test_the_report_names_the_configuration_its_interval_is_about(spec_dir, tmp_path):
+    """`kerntune report` on a tune run: the general configuration it names (and shows the source of) is
+    the one whose confirmed interval it quotes."""
+    from kerntune.reporting.load_tune import general_pick
+
+    summary = _confirmed_a_runner_up(spec_dir, tmp_path)
+    assert general_pick(summary) == (summary.test.general.key, summary.test.general.config)
+    unconfirmed = summary.model_copy(update={"test": None})
+    assert general_pick(unconfirmed) == (summary.general.key, summary.general.config)

@@ -44,7 +44,9 @@ def load_tune(path: Path) -> RunReport:
         rows.append(shape_row(r.label, r.shape, copy, timing(base, r.shape), timing(general, r.shape),
                               timing(best, r.shape), best_winner=r.best_key, best_ms=r.best_ms,
                               general_ms=r.general_ms, baseline_ms=r.baseline_ms))
-    g_test = test.general if test is not None else None
+    g_test = test.general if test is not None and test.general is not None and test.general.geomean is not None \
+        else None
+    key, config = general_pick(s)
     device = meta.get("device") or {}
     original = meta.get("original") or {}
     report = dict(
@@ -55,7 +57,7 @@ def load_tune(path: Path) -> RunReport:
                                                                                               else ""), partial=partial,
         confirmed=test is not None, improved=test.improved if test is not None else None, test=test,
         baseline_label=original.get("label") or "the template's baseline configuration",
-        general_key=s.general.key if s.general else "", general_config=s.general.config if s.general else {},
+        general_key=key, general_config=config,
         general_speedup=(g_test.geomean_speedup if g_test is not None else
                          s.general.geomean_speedup if s.general else None),
         general_interval=g_test.geomean if g_test is not None else None, per_shape_speedup=per_shape_geomean(rows),
@@ -65,6 +67,15 @@ def load_tune(path: Path) -> RunReport:
         failures=[failures("run", s)] if data.evals else [])
     report.update(_template_parts(data, s, notes, source=not imported))
     return RunReport(notes=notes, **report)
+
+
+def general_pick(s: TuneSummary) -> tuple[str, dict[str, Any]]:
+    """(key, configuration) of the run's general configuration: the tester's pick once it confirmed one
+    (what its interval, the headline and best.<ext> are about), else the search's."""
+    g = s.test.general if s.test is not None else None
+    if g is not None and g.geomean is not None:
+        return g.key, g.config
+    return (s.general.key, s.general.config) if s.general else ("", {})
 
 
 def _template_parts(data: StoreData, s: TuneSummary, notes: list[str], source: bool = True) -> dict[str, Any]:
@@ -77,7 +88,7 @@ def _template_parts(data: StoreData, s: TuneSummary, notes: list[str], source: b
     template, spec, meta = data.template, data.spec, data.meta
     out: dict[str, Any] = {"kernel": spec.kernel}
     baseline_cfg = {k: v[0] for k, v in template.decl.params.items()}
-    general = s.general.config if s.general else {}
+    key, general = general_pick(s)
     out["params"] = [Param(name=k, values=list(v), baseline=v[0], general=general.get(k))
                      for k, v in template.decl.params.items()]
     if not source:
@@ -91,7 +102,7 @@ def _template_parts(data: StoreData, s: TuneSummary, notes: list[str], source: b
                                      path=str(meta.get("template_path") or ""),
                                      text=template.render(baseline_cfg, spec))
         if general:
-            out["winner"] = Source(name=f"general configuration {s.general.key}", path=str(template.origin),
+            out["winner"] = Source(name=f"general configuration {key}", path=str(template.origin),
                                    text=template.render(general, spec))
     except TemplateRenderError as e:
         notes.append(f"The template no longer renders ({e.message}): no source diff.")
