@@ -67,8 +67,8 @@ def headline(s: TuneSummary) -> str:
     """The result of a tuning run in one sentence."""
     name = s.template.rsplit("/", 1)[-1] or "the template"
     test = s.test
-    g = test.general if test is not None else None
-    if g is not None and g.geomean is not None:
+    g = s.confirmed_general()
+    if g is not None:
         if test.improved:
             return (f"The general configuration {g.key} makes {name} {fmt_interval(g.geomean)} faster than "
                     f"{s.baseline} on {s.device} (geomean, 95% confidence interval, confirmed by the tester).")
@@ -124,8 +124,8 @@ def _render_confirmed(s: TuneSummary) -> None:
     for c in test.candidates:
         if not c.verified:
             out.print(f"[red]rejected[/] {escape(c.key)}: {c.status.value}: {escape(c.message)}")
-    g = test.general
-    if g is not None and g.geomean is not None:
+    g = s.confirmed_general()
+    if g is not None:
         verdict = ("[green]faster[/]" if test.improved else
                    f"[yellow]not a verified speedup[/] (the interval does not clear {test.threshold:.2f}x)")
         out.print(f"general configuration: [bold]{escape(g.key)}[/]  {fmt_interval(g.geomean)} geomean over the "

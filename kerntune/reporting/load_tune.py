@@ -44,8 +44,7 @@ def load_tune(path: Path) -> RunReport:
         rows.append(shape_row(r.label, r.shape, copy, timing(base, r.shape), timing(general, r.shape),
                               timing(best, r.shape), best_winner=r.best_key, best_ms=r.best_ms,
                               general_ms=r.general_ms, baseline_ms=r.baseline_ms))
-    g_test = test.general if test is not None and test.general is not None and test.general.geomean is not None \
-        else None
+    g_test = s.confirmed_general()
     key, config = general_pick(s)
     device = meta.get("device") or {}
     original = meta.get("original") or {}
@@ -72,8 +71,8 @@ def load_tune(path: Path) -> RunReport:
 def general_pick(s: TuneSummary) -> tuple[str, dict[str, Any]]:
     """(key, configuration) of the run's general configuration: the tester's pick once it confirmed one
     (what its interval, the headline and best.<ext> are about), else the search's."""
-    g = s.test.general if s.test is not None else None
-    if g is not None and g.geomean is not None:
+    g = s.confirmed_general()
+    if g is not None:
         return g.key, g.config
     return (s.general.key, s.general.config) if s.general else ("", {})
 

@@ -156,8 +156,8 @@ def write_tuned_kernels(run_path: Path, template, spec: KernelSpec, summary, ori
                launch_dict(launch, original.options, original.name))
 
     test = summary.test
-    if test is not None and test.general is not None and test.general.geomean is not None:
-        g = test.general
+    g = summary.confirmed_general()
+    if g is not None:
         verdict = "faster" if test.improved else "not a verified speedup"
         put("best" + ext, g.config, f"kerntune tune: general configuration {g.key}, {fmt_interval(g.geomean)} "
                                     f"geomean over the baseline (95% confidence interval, confirmed: {verdict})")

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from kerntune.errors import KerntuneError
-from kerntune.record.outcome import TestReport
+from kerntune.record.outcome import CandidateResult, TestReport
 from kerntune.results import EvalResult, Record, Status
 from kerntune.speedup import geomean
 from kerntune.tuner.setaside import SetAside, SetAsideValue
@@ -63,6 +63,12 @@ class TuneSummary(Record):
     kernels: list[str] = []                    # files `kerntune tune` wrote: best.<ext>, per_shape/*
     test: Optional[TestReport] = None          # the tester's confirmation (live runs): the speedups to quote
     set_aside: list[SetAsideValue] = []        # parameter values no longer measured: they kept failing verification
+
+    def confirmed_general(self) -> Optional[CandidateResult]:
+        """The tester's general configuration once it has a confirmed interval: the one the headline,
+        best.<ext> and the report are about (None before or without a confirmation)."""
+        g = self.test.general if self.test is not None else None
+        return g if g is not None and g.geomean is not None else None
 
 
 def _timings(e: Evaluation) -> dict[str, float]:
