@@ -170,7 +170,7 @@ def write_tuned_kernels(run_path: Path, template, spec: KernelSpec, summary, ori
         for w in test.per_shape:
             rel = f"per_shape/{file_stem(w.label)}{ext}"
             where = f"kerntune tune: shape {w.label} {w.shape}"
-            cand = next((c for c in test.candidates if c.key == w.winner), None) if w.winner != "original" else None
+            cand = test.candidate(w.round, w.winner) if w.winner != "original" else None
             if cand is not None:
                 put(rel, cand.config, f"{where}: best configuration {cand.key}, {fmt_interval(w.interval)} over the "
                                       "baseline (95% confidence interval, confirmed)")
