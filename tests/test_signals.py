@@ -9,6 +9,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -131,3 +132,61 @@ def test_an_optimize_run_stopped_by_sigterm_says_so_and_resumes(tmp_path):
     assert all(_gone(w, 5) for w in workers)
     m = json.loads((run / "run.json").read_text())
     assert m["status"] == "interrupted" and m["error"] == "stopped by SIGTERM"
+
+
+# A Ctrl-C that lands while a library runs Python code of ours is raised there, and the library may
+# wrap it in an error of its own: pydantic's serializer turns it into a PydanticSerializationError.
+# Once seen in a full run (exit 70, "unexpected error"); here it is made to happen every time.
+TRAPPED = """
+import os, signal, sys, time
+from pydantic import BaseModel, field_serializer
+import {module} as m
+
+class Trap(BaseModel):
+    x: int = 0
+
+    @field_serializer("x")
+    def _x(self, v):
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(5)          # the handler runs here, inside pydantic's serializer
+        return v
+
+def trapped(self, *args, **kwargs):
+    Trap().model_dump_json()
+    raise AssertionError("the signal did not arrive")
+
+setattr(m.{cls}, "{method}", trapped)
+from kerntune.cli.app import main
+main(sys.argv[1:])
+"""
+
+
+def _trapped(module: str, cls: str, method: str, *args: str) -> subprocess.CompletedProcess:
+    code = TRAPPED.format(module=module, cls=cls, method=method)
+    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, cwd=REPO, timeout=300)
+
+
+def test_an_interrupt_wrapped_by_a_library_is_still_an_interrupt(tmp_path):
+    kernel = vector_add_folder(tmp_path, vector_add_spec({"4K": 4096}))
+    run = tmp_path / "run"
+    r = _trapped("kerntune.agents.loop", "Optimizer", "baseline", "optimize", str(kernel), "--device", "cpu",
+                 "--rounds", "1", "--evaluations", "4", "--run-dir", str(run))
+    assert r.returncode == 130, r.stderr
+    assert f"interrupted: the run is kept in {run}" in " ".join(r.stderr.split()), r.stderr
+    assert "unexpected" not in r.stderr and "Traceback" not in r.stderr
+    m = json.loads((run / "run.json").read_text())
+    assert m["status"] == "interrupted", m
+
+
+def test_a_tune_interrupted_inside_a_library_keeps_its_run(tmp_path):
+    run = tmp_path / "run"
+    r = _trapped("kerntune.tuner.run", "Tuner", "run", "tune", str(REPO / "templates/examples/vector_add.cl.j2"),
+                 "--spec", str(REPO / "kernels/examples/vector_add.yaml"), "--device", "cpu", "--budget", "4",
+                 "--run-dir", str(run))
+    assert r.returncode == 130, r.stderr
+    said = " ".join(r.stderr.split())
+    assert f"interrupted: everything measured so far is in {run}" in said, r.stderr
+    assert "unexpected" not in r.stderr and "Traceback" not in r.stderr
+    from kerntune.tuner.store import RunStore
+
+    assert RunStore.in_dir(run).get("stop_reason") == "interrupted"

@@ -24,6 +24,7 @@ from kerntune.engine.checker import MemoryChecker
 from kerntune.engine.evaluate import EvalRequest, KernelInstance
 from kerntune.engine.supervisor import DeviceWorker
 from kerntune.errors import ErrorCode, KerntuneError
+from kerntune.interrupts import as_interrupt
 from kerntune.kernelfile import KernelFile
 from kerntune.record.models import (LLMUsage, Manifest, OptimizeSettings, ProposalRecord, RoundPlan, RoundRecord,
                                     RoundStatus, RunStatus)
@@ -176,15 +177,17 @@ class Optimizer:
                 return done
         try:
             result = self._run()
-        except KeyboardInterrupt as e:      # Ctrl-C, or a termination signal (kerntune.cli.signals.Terminated)
-            self._stopped(RunStatus.INTERRUPTED, f"stopped by {e.name}" if hasattr(e, "name") else "")
-            raise
-        except KerntuneError as e:
-            self._stopped(RunStatus.FAILED, e.message)
-            raise
-        except BaseException as e:
-            self._stopped(RunStatus.FAILED, f"{type(e).__name__}: {e}")
-            raise
+        except BaseException as caught:
+            e = as_interrupt(caught)        # a library may have wrapped the interrupt in an error of its own
+            if isinstance(e, KeyboardInterrupt):    # Ctrl-C, or a termination signal (interrupts.Terminated)
+                self._stopped(RunStatus.INTERRUPTED, f"stopped by {e.name}" if hasattr(e, "name") else "")
+            elif isinstance(e, KerntuneError):
+                self._stopped(RunStatus.FAILED, e.message)
+            else:
+                self._stopped(RunStatus.FAILED, f"{type(e).__name__}: {e}")
+            if e is caught:
+                raise
+            raise e from caught
         from kerntune.reporting.build import write_report     # reporting owns report.md
 
         report = write_report(self.run_dir.path)

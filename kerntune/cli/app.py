@@ -102,21 +102,15 @@ _ABORT = _classes(getattr(typer, "Abort", None), getattr(_click, "Abort", None),
 _NO_ARGS = _classes(getattr(_click.exceptions, "NoArgsIsHelpError", None))
 
 
-def main(argv: Optional[list[str]] = None) -> None:
-    """The `kerntune` executable. ``--debug`` is read anywhere on the command line, and ``--json``
-    applies to every error, usage errors included."""
-    args, State.debug = _take(list(sys.argv[1:] if argv is None else argv), "--debug")
-    State.json = "--json" in (args[:args.index("--")] if "--" in args else args)
-    signals.install()
-    status = 0
+def _failed(e: BaseException) -> int:
+    """What a command's exception means: an error message and its exit status (or the status to
+    exit with, where the exception was only the help being printed)."""
     try:
-        status = typer.main.get_command(app).main(args=args, prog_name="kerntune", standalone_mode=False) or 0
+        raise e
     except KerntuneError as e:
         fail(e)
-    except KeyboardInterrupt:          # Ctrl-C, or a termination signal (signals.Terminated)
-        _stopped()
     except _NO_ARGS:
-        status = 0                     # the help was printed
+        return 0                       # the help was printed
     except _click.exceptions.UsageError as e:
         fail(_usage_error(e))
     except _ABORT:
@@ -133,6 +127,23 @@ def main(argv: Optional[list[str]] = None) -> None:
         raise
     except Exception as e:  # anything else is a bug: say so, without a traceback unless --debug
         internal(e)
+
+
+def main(argv: Optional[list[str]] = None) -> None:
+    """The `kerntune` executable. ``--debug`` is read anywhere on the command line, and ``--json``
+    applies to every error, usage errors included."""
+    args, State.debug = _take(list(sys.argv[1:] if argv is None else argv), "--debug")
+    State.json = "--json" in (args[:args.index("--")] if "--" in args else args)
+    signals.install()
+    status = 0
+    try:
+        status = typer.main.get_command(app).main(args=args, prog_name="kerntune", standalone_mode=False) or 0
+    except KeyboardInterrupt:          # Ctrl-C, or a termination signal (signals.Terminated)
+        _stopped()
+    except BaseException as e:
+        if not isinstance(e, SystemExit) and signals.received() is not None:
+            _stopped()                 # an error the interrupt caused, or met while unwinding: it stopped us
+        status = _failed(e)
     if signals.received() is not None:   # a framework turned the interrupt into an exit status: ours wins
         _stopped()
     sys.exit(status if isinstance(status, int) else 0)

@@ -200,7 +200,7 @@ def make_generator(settings, run):
 
 def _run(opt, run):
     try:
-        return opt.run()      # run.json says how it ended, whatever happens
+        return opt.run()      # run.json says how it ended, whatever happens (an interrupt arrives as one)
     except KeyboardInterrupt:
         signals.report(f"the run is kept in {run.path}; continue it with `kerntune optimize --resume {run.path}`")
         raise

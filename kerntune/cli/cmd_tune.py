@@ -199,33 +199,33 @@ def _run(template, loaded, store, settings, original, device, compile_workers, r
 
     checker = MemoryChecker(evaluator.device, enabled=memcheck, timeout_s=settings.timeout_s) if worker else None
     tuner = Tuner(template, loaded, evaluator, store, settings, original, checker=checker)
+    def stopped(what: str):
+        def then():
+            store.set("stop_reason", "interrupted")
+            signals.report(what)
+        return signals.stopping(then)
+
     reason = "interrupted"
     try:
-        if json:
-            reason = tuner.run()
-        else:
-            err.print(escape(f"run directory: {run_path}  (interrupt with Ctrl-C; continue with --resume {run_path})"))
-            with LiveProgress(f"tuning {Path(template.origin).name} on {evaluator.device.name}") as live:
-                tuner.on_progress = live.update
+        with stopped(f"everything measured so far is in {run_path}; continue with `kerntune tune --resume {run_path}`"):
+            if json:
                 reason = tuner.run()
-    except KeyboardInterrupt:
-        store.set("stop_reason", "interrupted")
-        signals.report(f"everything measured so far is in {run_path}; continue with "
-                       f"`kerntune tune --resume {run_path}`")
-        raise
+            else:
+                err.print(escape(f"run directory: {run_path}  (interrupt with Ctrl-C; continue with --resume "
+                                 f"{run_path})"))
+                with LiveProgress(f"tuning {Path(template.origin).name} on {evaluator.device.name}") as live:
+                    tuner.on_progress = live.update
+                    reason = tuner.run()
     finally:
         evaluator.close()
     store.set("stop_reason", reason)
     summary = summarize(store, str(run_path), reason)      # the one summary of this run
     try:
-        if worker is not None:
-            test = _confirm(worker, template, loaded, store, summary, settings, original, checker, final_repeats,
-                            json, top_k)
-            summary = summary.model_copy(update={"test": test})
-    except KeyboardInterrupt:
-        store.set("stop_reason", "interrupted")
-        signals.report(f"while confirming the winners; continue with `kerntune tune --resume {run_path}`")
-        raise
+        with stopped(f"while confirming the winners; continue with `kerntune tune --resume {run_path}`"):
+            if worker is not None:
+                test = _confirm(worker, template, loaded, store, summary, settings, original, checker, final_repeats,
+                                json, top_k)
+                summary = summary.model_copy(update={"test": test})
     finally:
         if worker is not None:
             worker.close()

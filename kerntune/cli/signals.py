@@ -16,31 +16,16 @@ from __future__ import annotations
 
 import os
 import signal
-from typing import Any
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator
+
+from kerntune.interrupts import Terminated, as_interrupt, note, received
 
 CAUGHT = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT") if hasattr(signal, name))
 
 
 class _State:
-    received: int | None = None     # the first signal caught
     reported = False                # the command already said how it stopped
-
-
-class Terminated(KeyboardInterrupt):
-    """A termination signal, unwinding the command like Ctrl-C (``except KeyboardInterrupt`` sees it)."""
-
-    def __init__(self, signum: int):
-        super().__init__(signum)
-        self.signum = signum
-
-    @property
-    def name(self) -> str:
-        return signal.Signals(self.signum).name
-
-
-def received() -> int | None:
-    """The signal that stopped this command, if one did."""
-    return _State.received
 
 
 def how(signum: int | None) -> str:
@@ -55,12 +40,28 @@ def report(what: str) -> None:
     from kerntune.cli.output import err
     from rich.markup import escape
 
-    err.print(f"[yellow]{how(_State.received)}[/]: {escape(what)}")
+    err.print(f"[yellow]{how(received())}[/]: {escape(what)}")
     _State.reported = True
 
 
 def reported() -> bool:
     return _State.reported
+
+
+@contextmanager
+def stopping(then: Callable[[], None]) -> Iterator[None]:
+    """Run ``then`` (record and say where the command stopped) when the block is interrupted, also
+    when a library wrapped the interrupt in an error of its own; the interrupt goes on unwinding."""
+    try:
+        yield
+    except BaseException as caught:
+        e = as_interrupt(caught)
+        if not isinstance(e, KeyboardInterrupt):
+            raise
+        then()
+        if e is caught:
+            raise
+        raise e from caught
 
 
 def _kill_workers() -> None:
@@ -75,7 +76,7 @@ def _again(signum: int, frame: Any) -> None:
 
 
 def _first(signum: int, frame: Any) -> None:
-    _State.received = signum
+    note(signum)
     for sig in CAUGHT:
         signal.signal(sig, _again)
     _kill_workers()
@@ -91,4 +92,4 @@ def install() -> None:
             pass
 
 
-__all__ = ["CAUGHT", "Terminated", "how", "install", "received", "report", "reported"]
+__all__ = ["CAUGHT", "Terminated", "as_interrupt", "how", "install", "received", "report", "reported", "stopping"]
