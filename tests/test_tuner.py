@@ -361,6 +361,11 @@ def test_tune_writes_drop_in_kernels(spec_dir, tmp_path):
     assert {t["key"] for t in out["top"][:3]} <= {c["key"] for c in out["test"]["candidates"]}
     assert len(out["top"]) >= 3
     assert launches["best.cl"]["config"] == general["config"]
+    # the JSON's answer is the file handed back and the confirmed claim about it
+    assert out["best"] == {"file": "best.cl", "key": general["key"], "config": general["config"], "confirmed": True,
+                           "speedup": general["geomean"], "faster": out["test"]["improved"], "estimate": None}
+    assert general["key"] in out["headline"] and "confirmed by the tester" in out["headline"] or \
+        out["headline"].startswith("No configuration")
     best = (run / "best.cl").read_text()
     assert best.startswith("// kerntune tune: general configuration " + general["key"])
     assert "{{" not in best and "kerntune-template" not in best            # rendered, not a template
@@ -418,6 +423,11 @@ def test_tune_hands_back_what_the_confirmation_picked(spec_dir, tmp_path):
     written = write_tuned_kernels(tmp_path, load_template(TEMPLATE), load_file(spec_dir / "vector_add.yaml").spec,
                                   summary)
     assert written == ["best.cl", "per_shape/4K.cl", "per_shape/64K.cl"]
+    done = summary.model_copy(update={"kernels": written})
+    assert done.best.key == key != summary.general.key and done.best.file == "best.cl" and done.best.confirmed
+    assert done.best.speedup == summary.test.general.geomean and done.best.faster
+    assert done.headline.startswith(f"The general configuration {key} makes vector_add.cl.j2 1.30x [1.20, 1.40]")
+    assert json.loads(done.model_dump_json())["best"]["key"] == key
     launches = json.loads((tmp_path / "kernels.json").read_text())
     assert launches["best.cl"]["config"] == runner_up and launches["per_shape/64K.cl"]["config"] == runner_up
     assert (tmp_path / "best.cl").read_text().startswith(f"// kerntune tune: general configuration {key}, 1.30x")
@@ -434,3 +444,6 @@ def test_the_report_names_the_configuration_its_interval_is_about(spec_dir, tmp_
     assert general_pick(summary) == (summary.test.general.key, summary.test.general.config)
     unconfirmed = summary.model_copy(update={"test": None})
     assert general_pick(unconfirmed) == (summary.general.key, summary.general.config)
+    b = unconfirmed.best
+    assert not b.confirmed and b.speedup is None and b.faster is None and b.estimate == 1.4
+    assert "the search's own estimate, not confirmed" in unconfirmed.headline

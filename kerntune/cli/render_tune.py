@@ -63,28 +63,9 @@ class LiveProgress:
         self.progress.show(lines, step)
 
 
-def headline(s: TuneSummary) -> str:
-    """The result of a tuning run in one sentence."""
-    name = s.template.rsplit("/", 1)[-1] or "the template"
-    test = s.test
-    g = s.confirmed_general()
-    if g is not None:
-        if test.improved:
-            return (f"The general configuration {g.key} makes {name} {fmt_interval(g.geomean)} faster than "
-                    f"{s.baseline} on {s.device} (geomean, 95% confidence interval, confirmed by the tester).")
-        return (f"No configuration of {name} is verifiably faster than {s.baseline} on {s.device}: the general "
-                f"configuration {g.key} measured {fmt_interval(g.geomean)} (95% confidence interval).")
-    if s.general is not None and s.general.geomean_speedup is not None:
-        return (f"The general configuration {s.general.key} makes {name} {s.general.geomean_speedup:.3f}x faster than "
-                f"{s.baseline} on {s.device} (geomean; the search's own estimate, not confirmed).")
-    if s.general is not None:
-        return f"The fastest configuration of {name} on {s.device} is {s.general.key} (no baseline was measured)."
-    return f"No configuration of {name} was timed on every shape on {s.device}."
-
-
 def render_summary(s: TuneSummary) -> None:
     """The result first, then the numbers behind it."""
-    out.print(f"[bold]{escape(headline(s))}[/]")
+    out.print(f"[bold]{escape(s.headline)}[/]")
     out.print(escape(f"{s.template}, strategy {s.strategy}: {s.stop_reason or 'stopped'}; space {s.space_size} "
                      f"configurations: {s.measured} measured ({s.ok} valid, {s.failed} failed), {s.pruned} pruned, "
                      f"{s.duplicates} duplicates" + (f"; budget {s.budget}" if s.budget else "")))

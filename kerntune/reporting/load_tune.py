@@ -71,10 +71,8 @@ def load_tune(path: Path) -> RunReport:
 def general_pick(s: TuneSummary) -> tuple[str, dict[str, Any]]:
     """(key, configuration) of the run's general configuration: the tester's pick once it confirmed one
     (what its interval, the headline and best.<ext> are about), else the search's."""
-    g = s.confirmed_general()
-    if g is not None:
-        return g.key, g.config
-    return (s.general.key, s.general.config) if s.general else ("", {})
+    b = s.best
+    return (b.key, b.config) if b is not None else ("", {})
 
 
 def _template_parts(data: StoreData, s: TuneSummary, notes: list[str], source: bool = True) -> dict[str, Any]:

@@ -9,10 +9,13 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
+from pydantic import computed_field
+
 from kerntune.errors import KerntuneError
+from kerntune.fmt import interval as fmt_interval
 from kerntune.record.outcome import CandidateResult, TestReport
 from kerntune.results import EvalResult, Record, Status
-from kerntune.speedup import geomean
+from kerntune.speedup import Interval, geomean
 from kerntune.tuner.setaside import SetAside, SetAsideValue
 from kerntune.spec.model import Shape
 from kerntune.tuner.store import Evaluation, RunStore
@@ -36,6 +39,20 @@ class Ranked(Record):
     config: dict[str, Any]
     geomean_ms: float                          # geometric mean of the shapes' median times
     geomean_speedup: Optional[float] = None    # over the baseline (None when the run has no baseline)
+
+
+class HandedBack(Record):
+    """The kernel `kerntune tune` hands back as best.<ext>, and the claim made about it: after a
+    confirmation the tester's general configuration, with its confirmed interval and verdict;
+    without one (a replay, no baseline) the search's pick, with the search's single-pass estimate."""
+
+    file: str = ""                             # relative to the run directory ("": none written)
+    key: str
+    config: dict[str, Any]
+    confirmed: bool = False                    # the tester re-verified and re-timed it against the baseline
+    speedup: Optional[Interval] = None         # geomean over the baseline, 95% confidence interval (confirmed)
+    faster: Optional[bool] = None              # the tester's verdict: verifiably faster (confirmed only)
+    estimate: Optional[float] = None           # the search's own geomean speedup (not confirmed)
 
 
 class TuneSummary(Record):
@@ -63,6 +80,42 @@ class TuneSummary(Record):
     kernels: list[str] = []                    # files `kerntune tune` wrote: best.<ext>, per_shape/*
     test: Optional[TestReport] = None          # the tester's confirmation (live runs): the speedups to quote
     set_aside: list[SetAsideValue] = []        # parameter values no longer measured: they kept failing verification
+
+    @computed_field      # type: ignore[prop-decorator]
+    @property
+    def best(self) -> Optional[HandedBack]:
+        """What best.<ext> holds and the claim about it (``general`` is the search's pick, which the
+        confirmation may not have kept)."""
+        file = next((k for k in self.kernels if k.startswith("best")), "")
+        g = self.confirmed_general()
+        if g is not None:
+            return HandedBack(file=file, key=g.key, config=g.config, confirmed=True, speedup=g.geomean,
+                              faster=bool(self.test and self.test.improved))
+        if self.general is not None:
+            return HandedBack(file=file, key=self.general.key, config=self.general.config,
+                              estimate=self.general.geomean_speedup)
+        return None
+
+    @computed_field      # type: ignore[prop-decorator]
+    @property
+    def headline(self) -> str:
+        """The result of the run in one sentence."""
+        name = self.template.rsplit("/", 1)[-1] or "the template"
+        g = self.confirmed_general()
+        if g is not None:
+            if self.test is not None and self.test.improved:
+                return (f"The general configuration {g.key} makes {name} {fmt_interval(g.geomean)} faster than "
+                        f"{self.baseline} on {self.device} (geomean, 95% confidence interval, confirmed by the "
+                        "tester).")
+            return (f"No configuration of {name} is verifiably faster than {self.baseline} on {self.device}: the "
+                    f"general configuration {g.key} measured {fmt_interval(g.geomean)} (95% confidence interval).")
+        s = self.general
+        if s is not None and s.geomean_speedup is not None:
+            return (f"The general configuration {s.key} makes {name} {s.geomean_speedup:.3f}x faster than "
+                    f"{self.baseline} on {self.device} (geomean; the search's own estimate, not confirmed).")
+        if s is not None:
+            return f"The fastest configuration of {name} on {self.device} is {s.key} (no baseline was measured)."
+        return f"No configuration of {name} was timed on every shape on {self.device}."
 
     def confirmed_general(self) -> Optional[CandidateResult]:
         """The tester's general configuration once it has a confirmed interval: the one the headline,
