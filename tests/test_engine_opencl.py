@@ -1,6 +1,7 @@
 """The evaluation engine on the real CPU OpenCL device: verification catches
 every way a kernel can be wrong, and isolation survives every way it can fail."""
 
+import os
 from pathlib import Path
 
 import pytest
@@ -207,3 +208,22 @@ def test_flush_is_64_mib_on_a_cpu_whatever_cache_it_reports_and_twice_a_gpus_l2(
     assert flush_bytes(dev("cpu", 480 * 2**20)) == flush_bytes(dev("cpu", 2 * 2**20)) == 64 * 2**20
     assert flush_bytes(dev("gpu", 50 * 2**20)) == 100 * 2**20
     assert flush_bytes(dev("gpu", 4 * 2**20)) == flush_bytes(dev("gpu", None)) == 64 * 2**20
+
+
+def test_the_worker_of_a_cpu_device_does_its_host_math_on_one_thread(worker, monkeypatch):
+    """NumPy's BLAS helper thread spins after each call (verification's np.dot, a reference's matmul)
+    and took one of a 2-core host's cores from the timed kernels: 2x slower runs, medians that flipped
+    between recordings. The OpenCL worker runs with one BLAS thread; a value the user set is kept."""
+    from kerntune.backends import DeviceRef
+    from kerntune.engine.supervisor import worker_env
+
+    worker.start()
+    environ = Path(f"/proc/{worker._p.proc.pid}/environ").read_bytes().split(b"\0")
+    assert b"OPENBLAS_NUM_THREADS=1" in environ or "OPENBLAS_NUM_THREADS" in os.environ
+    monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
+    monkeypatch.delenv("MKL_NUM_THREADS", raising=False)
+    assert worker_env(DeviceRef("opencl"), None) == {"OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    assert worker_env(DeviceRef("opencl"), {"X": "y"})["X"] == "y"
+    assert worker_env(DeviceRef("cupy"), None) is None          # a GPU's host math keeps every core
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "2")
+    assert "OPENBLAS_NUM_THREADS" not in worker_env(DeviceRef("opencl"), None)

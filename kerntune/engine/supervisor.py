@@ -150,6 +150,23 @@ class _Process:
                 pass
 
 
+# On an OpenCL device (a CPU, as a rule) the kernels run on the host's own cores. NumPy's BLAS (OpenBLAS)
+# starts a helper thread per core, and after each call (np.dot in verification, a reference's matmul)
+# that thread spins for a while: a timed kernel then has one core fewer. On a 2-core host it ran 2x
+# slower in as many as half the timed runs, and a configuration's median flipped between recordings
+# (docs/search.md, "Are the recorded landscapes a property of the kernel?"). The worker's host math
+# uses one thread there; a value the user set is kept.
+ONE_HOST_THREAD = {"OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+
+
+def worker_env(device: DeviceRef, env: dict[str, str] | None) -> dict[str, str] | None:
+    """The environment a device's worker starts with (None: the caller's own)."""
+    if device.backend != "opencl":
+        return env
+    quiet = {k: v for k, v in ONE_HOST_THREAD.items() if k not in os.environ}
+    return {**quiet, **(env or {})} or None
+
+
 class DeviceWorker:
     """One worker process bound to one device, replaced whenever it dies. ``env`` and
     ``prefix`` (a command the worker runs under, e.g. compute-sanitizer) serve the memory
@@ -173,7 +190,7 @@ class DeviceWorker:
             return
         self.kill()
         self._p = _Process(["device", self.device.id] + (["exact-alloc"] if self.exact_alloc else []),
-                           env=self.env, prefix=self.prefix)
+                           env=worker_env(self.device, self.env), prefix=self.prefix)
         try:
             reply = self._p.receive(self.start_timeout_s)
         except WorkerTimedOut:
