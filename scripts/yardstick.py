@@ -95,7 +95,7 @@ def hit_probability(n: int, k: int, b: int) -> float:
     return 1.0 - math.comb(n - k, b) / math.comb(n, b)
 
 
-def near_optimal(name: str) -> tuple[int, int, int]:
+def near_optimal(name: str, source: str = "") -> tuple[int, int, int]:
     """(distinct measurable kernels, those within 0.95 of the optimum, those whose recorded interquartile
     range of times reaches the optimum's: not told apart from it by the recording) of a recorded space.
     Configurations that render the same kernel count once (as the tuner's duplicate check does), by their
@@ -105,8 +105,9 @@ def near_optimal(name: str) -> tuple[int, int, int]:
     from kerntune.tuner.template import config_key
     from sweep_surrogate import _load
 
-    _, record, opt = _load(name)
-    cache = json.loads(gzip.decompress((REPO / "bench" / "data" / name).read_bytes()))
+    _, record, opt = _load(name, source)
+    path = REPO / source if source else REPO / "bench" / "data" / name      # where the results say it was replayed
+    cache = json.loads(gzip.decompress(path.read_bytes()))
     stats = {}
     for entry in cache["cache"].values():
         if "kerntune_stats" in entry:
@@ -124,7 +125,7 @@ def near_optimal(name: str) -> tuple[int, int, int]:
 def hardness(spaces: dict[str, dict], default: str) -> list[dict]:
     rows = []
     for name, space in spaces.items():
-        n, k, ties = near_optimal(name)
+        n, k, ties = near_optimal(name, space.get("source", ""))
         b = space["budgets"][1]
         p = hit_probability(n, k, b)
 
