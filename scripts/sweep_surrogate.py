@@ -42,7 +42,7 @@ from kerntune.tuner.template import config_key  # noqa: E402
 from kt_replay import permuted  # noqa: E402
 
 RESULTS = ("strategies-2026-11-27.json", "strategies-heldout-2026-11-27.json")
-_LOADED: dict[str, tuple] = {}
+_LOADED: dict[tuple[str, str], tuple] = {}      # (name, source) -> what _load read
 
 
 def stored_spaces(results: list[Path]) -> dict[str, dict]:
@@ -53,10 +53,10 @@ def stored_spaces(results: list[Path]) -> dict[str, dict]:
     return out
 
 
-def selected(only: str) -> dict[str, dict]:
-    """The stored spaces (RESULTS) whose names contain one of ``only``'s comma-separated substrings
-    (all of them when ``only`` is empty); exits 2 with a message when none does."""
-    spaces = stored_spaces([REPO / "bench" / "results" / r for r in RESULTS])
+def selected(only: str, results: list[Path] | None = None) -> dict[str, dict]:
+    """The stored spaces (of ``results``, default RESULTS) whose names contain one of ``only``'s
+    comma-separated substrings (all of them when ``only`` is empty); exits 2 with a message when none does."""
+    spaces = stored_spaces(results or [REPO / "bench" / "results" / r for r in RESULTS])
     if only:
         spaces = {k: v for k, v in spaces.items() if any(o in k for o in only.split(","))}
         if not spaces:
@@ -66,11 +66,12 @@ def selected(only: str) -> dict[str, dict]:
     return spaces
 
 
-def _load(name: str) -> tuple[Space, dict[str, tuple[float, bool, str]], float]:
-    """(space, key -> (score, counts, what it renders to), optimum) of a recorded space, once per process."""
-    if name not in _LOADED:
+def _load(name: str, source: str = "") -> tuple[Space, dict[str, tuple[float, bool, str]], float]:
+    """(space, key -> (score, counts, what it renders to), optimum) of a recorded space (``source``, the
+    stored results' path of its cache; default bench/data/NAME), once per process."""
+    if (name, source) not in _LOADED:
         tmp = Path(tempfile.mkdtemp(prefix="kerntune-sweep-"))
-        store = RunStore.in_dir(load_space(REPO / "bench" / "data" / name, tmp))
+        store = RunStore.in_dir(load_space(REPO / source if source else REPO / "bench" / "data" / name, tmp))
         template, _ = template_from_store(store)
         record = {}
         for e in store.evaluations():
@@ -78,8 +79,8 @@ def _load(name: str) -> tuple[Space, dict[str, tuple[float, bool, str]], float]:
             record[e.key] = (e.score if e.score is not None else math.inf, counts, e.source_hash or e.key)
         store.close()
         shutil.rmtree(tmp, ignore_errors=True)     # all it holds is in memory now
-        _LOADED[name] = (Space.of(template), record, min(s for s, c, _ in record.values() if c))
-    return _LOADED[name]
+        _LOADED[name, source] = (Space.of(template), record, min(s for s, c, _ in record.values() if c))
+    return _LOADED[name, source]
 
 
 def shuffled(space: Space, order_seed: int) -> Space:
@@ -89,10 +90,11 @@ def shuffled(space: Space, order_seed: int) -> Space:
 
 def _replay(job: tuple) -> tuple[str, int, list[float], float]:
     """One seed: the fraction of the optimum found at each budget, and the CPU seconds it took. A job is
-    (space, seed, options, budgets[, order_seed]); with an order seed, each parameter's values are declared
-    in the order kt_replay.permuted draws from it."""
-    name, seed, options, budgets, *order = job
-    space, record, opt = _load(name)
+    (space, seed, options, budgets[, order_seed[, source]]); with an order seed, each parameter's values are
+    declared in the order kt_replay.permuted draws from it."""
+    name, seed, options, budgets, *rest = job
+    order = rest[:1]
+    space, record, opt = _load(name, rest[1] if len(rest) > 1 else "")
     if order and order[0] is not None:
         space = shuffled(space, order[0])
     strategy = make_strategy(DEFAULT_STRATEGY, space, seed, options)
@@ -113,7 +115,8 @@ def _replay(job: tuple) -> tuple[str, int, list[float], float]:
 
 
 def sweep(spaces: dict[str, dict], options: dict, seeds: int, procs: int) -> dict:
-    jobs = [(name, s, options, sp["budgets"]) for name, sp in spaces.items() for s in range(seeds)]
+    jobs = [(name, s, options, sp["budgets"], None, sp.get("source", "")) for name, sp in spaces.items()
+            for s in range(seeds)]
     per: dict[str, dict[int, list[float]]] = {}
     cpu: dict[str, list[float]] = {}
     with Pool(procs) as pool:
@@ -137,11 +140,11 @@ def sweep(spaces: dict[str, dict], options: dict, seeds: int, procs: int) -> dic
             "spaces": rows}
 
 
-def render(results: list[dict], seeds: int) -> str:
+def render(results: list[dict], seeds: int, sources: list[str] | None = None) -> str:
     lines = ["# The default strategy's options, swept on the recorded spaces", "",
              f"`scripts/sweep_surrogate.py`: {DEFAULT_STRATEGY} with each setting, {seeds} seeds per space, "
              "replayed without the tuner; cells won: the setting's median fraction of the optimum is at least "
-             "the best Kernel Tuner strategy's median (stored results, " + ", ".join(RESULTS) + ") at 10%, 25% "
+             "the best Kernel Tuner strategy's median (stored results, " + ", ".join(sources or RESULTS) + ") at 10%, 25% "
              "and 50% of the measurable space. Worst at 25%: spaces where every seed reached 0.95 of the optimum.",
              "", "| options | cells won | worst >= 0.95 at 25% |", "| --- | --- | --- |"]
     for r in results:
@@ -163,6 +166,9 @@ def main() -> int:
     ap.add_argument("--procs", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--only", default="", help="comma-separated substrings of space names")
     ap.add_argument("--out", type=Path, default=None, help="write OUT.md and OUT.json")
+    ap.add_argument("--results", type=Path, nargs="+", default=None,
+                    help="stored benchmark results whose spaces (and Kernel Tuner medians) to score against "
+                         f"(default: {', '.join(RESULTS)} under bench/results/)")
     args = ap.parse_args()
     try:
         settings = [{}] + [json.loads(s) for s in args.settings]
@@ -181,7 +187,12 @@ def main() -> int:
         except KerntuneError as e:
             print(f"error: {e.message}" + (f"\nhint: {e.hint}" if e.hint else ""), file=sys.stderr)
             return 2
-    spaces = selected(args.only)
+    missing = [str(p) for p in args.results or [] if not p.is_file()]
+    if missing:
+        print(f"error: no such results file: {', '.join(missing)}\nhint: scripts/bench_strategies.py --out writes "
+              "them", file=sys.stderr)
+        return 2
+    spaces = selected(args.only, args.results)
     results = []
     for options in settings:
         r = sweep(spaces, options, args.seeds, args.procs)
@@ -190,7 +201,8 @@ def main() -> int:
         results.append(r)
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.with_suffix(".md").write_text(render(results, args.seeds))
+        named = [p.name for p in args.results] if args.results else None
+        args.out.with_suffix(".md").write_text(render(results, args.seeds, named))
         args.out.with_suffix(".json").write_text(json.dumps({"seeds": args.seeds, "results": results}, indent=1))
         print(f"wrote {args.out.with_suffix('.md')}")
     return 0

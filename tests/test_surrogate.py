@@ -3,6 +3,7 @@ pruned configurations never proposed again nor modelled, the
 budget respected through the real tuner on a recorded space, and that the
 model actually helps."""
 
+import json
 import math
 
 import pytest
@@ -237,3 +238,40 @@ def test_a_value_set_aside_is_never_proposed_again():
     assert s.ask() is None
     s.exclude("FAST", "no such value")        # unknown values and parameters are ignored
     s.exclude("NOPE", 1)
+
+
+def test_declared_first_measures_the_authors_first_choices_first():
+    """declared_first=N: the first N configurations that measure (pruned ones cost nothing and are
+    skipped) are the first in declaration order; then the search goes on as usual."""
+    def score(c):
+        return math.inf if c["D"] == "y" else objective(c)
+
+    feasible = [c for c in SPACE.configs() if c["D"] != "y"]
+    s = make_strategy("surrogate", SPACE, 3, {"declared_first": 2})
+    measured = []
+    while len(measured) < 6:
+        c = s.ask()
+        if math.isfinite(score(c)):
+            measured.append(SPACE.key(c))
+        s.tell(c, score(c))
+    assert measured[:2] == [SPACE.key(c) for c in feasible[:2]]
+    assert measured[2:4] != [SPACE.key(c) for c in feasible[2:4]]     # no longer in order: the usual search
+    plain = make_strategy("surrogate", SPACE, 3)
+    assert SPACE.key(plain.ask()) != SPACE.key(feasible[0]) or SPACE.key(plain.ask()) != SPACE.key(feasible[1])
+
+
+def test_the_option_sweep_scores_other_recordings(tmp_path):
+    """--results points the sweep at another benchmark's spaces, replayed from their own recordings."""
+    import sys
+
+    sys.path.insert(0, str(REPO / "scripts"))
+    import sweep_surrogate as sweep
+
+    results = REPO / "bench" / "results" / "strategies-rerecorded-2026-11-27.json"
+    spaces = sweep.selected("sgemm-template-sq64", [results])
+    assert spaces["sgemm-template-sq64.json.gz"]["source"].startswith("bench/results/rerecorded-xeon-2026-11-27/")
+    r = sweep.sweep(spaces, {}, 3, 1)
+    stored = json.loads(results.read_text())["spaces"]["sgemm-template-sq64.json.gz"]["kerntune"][DEFAULT_STRATEGY]
+    for f in ("0.1", "0.25", "0.5"):       # the first 3 of the stored 20 seeds: their fractions, replayed again
+        assert r["spaces"]["sgemm-template-sq64.json.gz"]["cells"][f]["worst"] == \
+            pytest.approx(min(stored["per_seed"][f][:3]), abs=1e-4)

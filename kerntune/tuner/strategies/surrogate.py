@@ -123,6 +123,8 @@ class Surrogate(Strategy):
                "terms) with a greedy step on the posterior mean")
     options = {
         "initial": Option(3, "space-filling configurations before the model is used"),
+        "declared_first": Option(0, "measure the first N feasible configurations in declaration order first "
+                                    "(a template lists its author's choices first)"),
         "exploit_every": Option(4, "every Nth proposal is the untried configuration the posterior mean predicts "
                                    "fastest (0: never)"),
         "noise": Option(0.01, "measurement noise variance, as a share of the scores' variance"),
@@ -329,7 +331,11 @@ class Surrogate(Strategy):
     def ask(self) -> Config | None:
         self._proposals += 1
         row = None
-        if len(self._rows) < max(2, self.opts["initial"]):
+        if len(self._rows) < self.opts["declared_first"]:
+            row = self._anything()
+        if row is not None:
+            pass
+        elif len(self._rows) < max(2, self.opts["initial"]):
             row = self._space_filling()
         else:
             every = self.opts["exploit_every"]
