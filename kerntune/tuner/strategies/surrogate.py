@@ -330,25 +330,26 @@ class Surrogate(Strategy):
 
     def ask(self) -> Config | None:
         self._proposals += 1
-        row = None
-        if len(self._rows) < self.opts["declared_first"]:
-            row = self._anything()
-        if row is not None:
-            pass
-        elif len(self._rows) < max(2, self.opts["initial"]):
-            row = self._space_filling()
-        else:
-            every = self.opts["exploit_every"]
-            if every and self._proposals % every == 0 and self._mean is not None:
-                row = self._exploit()
-            if row is None:
-                row = self._thompson()
+        row = self._propose()
         if row is None:
             row = self._anything()
         if row is None:
             return None
         self._mark(row)
         return self._config(row)
+
+    def _propose(self) -> Row | None:
+        measured = len(self._rows)
+        if measured < self.opts["declared_first"]:
+            return self._anything()         # the first untried configuration in declaration order
+        if measured < max(2, self.opts["initial"]):
+            return self._space_filling()
+        every = self.opts["exploit_every"]
+        if every and self._proposals % every == 0 and self._mean is not None:
+            row = self._exploit()
+            if row is not None:
+                return row
+        return self._thompson()
 
     def _anything(self) -> Row | None:
         """Nothing left that the model would propose: the first untried configuration."""
