@@ -199,6 +199,7 @@ def _run(template, loaded, store, settings, original, device, compile_workers, r
 
     checker = MemoryChecker(evaluator.device, enabled=memcheck, timeout_s=settings.timeout_s) if worker else None
     tuner = Tuner(template, loaded, evaluator, store, settings, original, checker=checker)
+
     def stopped(what: str):
         def then():
             store.set("stop_reason", "interrupted")
