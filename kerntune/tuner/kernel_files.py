@@ -156,16 +156,14 @@ def write_tuned_kernels(run_path: Path, template, spec: KernelSpec, summary, ori
                launch_dict(launch, original.options, original.name))
 
     test = summary.test
-    g = summary.confirmed_general()
-    if g is not None:
-        verdict = "faster" if test.improved else "not a verified speedup"
-        put("best" + ext, g.config, f"kerntune tune: general configuration {g.key}, {fmt_interval(g.geomean)} "
+    b = summary.best          # the one rule for which configuration best<ext> is, and its claim
+    if b is not None and b.confirmed:
+        verdict = "faster" if b.faster else "not a verified speedup"
+        put("best" + ext, b.config, f"kerntune tune: general configuration {b.key}, {fmt_interval(b.speedup)} "
                                     f"geomean over the baseline (95% confidence interval, confirmed: {verdict})")
-    elif summary.general is not None:
-        g = summary.general
-        how = f", {g.geomean_speedup:.3f}x geomean over the baseline (the search's estimate)" \
-            if g.geomean_speedup else ""
-        put("best" + ext, g.config, f"kerntune tune: general configuration {g.key}{how}")
+    elif b is not None:
+        how = f", {b.estimate:.3f}x geomean over the baseline (the search's estimate)" if b.estimate else ""
+        put("best" + ext, b.config, f"kerntune tune: general configuration {b.key}{how}")
     if test is not None and test.per_shape:
         for w in test.per_shape:
             rel = f"per_shape/{file_stem(w.label)}{ext}"
