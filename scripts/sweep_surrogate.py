@@ -192,7 +192,12 @@ def main() -> int:
         print(f"error: no such results file: {', '.join(missing)}\nhint: scripts/bench_strategies.py --out writes "
               "them", file=sys.stderr)
         return 2
-    spaces = selected(args.only, args.results)
+    try:
+        spaces = selected(args.only, args.results)
+    except (json.JSONDecodeError, KeyError, TypeError):
+        print(f"error: not a benchmark results file: {', '.join(map(str, args.results or RESULTS))}\nhint: "
+              "scripts/bench_strategies.py --out writes them (a JSON object with a \"spaces\" entry)", file=sys.stderr)
+        return 2
     results = []
     for options in settings:
         r = sweep(spaces, options, args.seeds, args.procs)

@@ -275,3 +275,14 @@ def test_the_option_sweep_scores_other_recordings(tmp_path):
     for f in ("0.1", "0.25", "0.5"):       # the first 3 of the stored 20 seeds: their fractions, replayed again
         assert r["spaces"]["sgemm-template-sq64.json.gz"]["cells"][f]["worst"] == \
             pytest.approx(min(stored["per_seed"][f][:3]), abs=1e-4)
+
+
+def test_the_option_sweep_refuses_a_file_that_is_not_results(tmp_path):
+    import subprocess
+    import sys
+
+    bad = tmp_path / "bad.json"
+    bad.write_text("{")
+    r = subprocess.run([sys.executable, str(REPO / "scripts" / "sweep_surrogate.py"), "--results", str(bad)],
+                       capture_output=True, text=True, cwd=REPO)
+    assert r.returncode == 2 and "not a benchmark results file" in r.stderr and "Traceback" not in r.stderr
