@@ -40,7 +40,7 @@ from kerntune.tuner.evaluators import ReplayEvaluator
 from kerntune.tuner.kerneltuner import import_cache
 from kerntune.tuner.run import TuneSettings, Tuner, template_from_store
 from kerntune.tuner.store import RunStore
-from kerntune.tuner.strategies import DEFAULT_STRATEGY, REGISTRY
+from kerntune.tuner.strategies import DEFAULT_STRATEGY, REGISTRY, strategy_class
 
 FRACTIONS = (0.10, 0.25, 0.50)
 # kerntune's Optuna strategies cost 7-42 s per replay at 768 evaluations, and 15-20 s on the small spaces
@@ -222,7 +222,8 @@ def main() -> int:
     seeds = list(range(args.seeds))
     ours = [s for s in args.strategies.split(",") if s]
     theirs: list[str] = []
-    results: dict = {"seeds": args.seeds, "fractions": FRACTIONS, "default": DEFAULT_STRATEGY, "spaces": {}}
+    results: dict = {"seeds": args.seeds, "fractions": FRACTIONS, "default": DEFAULT_STRATEGY,
+                     "default_options": default_options(), "spaces": {}}
     if args.kernel_tuner != "none":
         sys.path.insert(0, str(Path(__file__).resolve().parent))
         import kt_replay
@@ -293,6 +294,12 @@ def cost(spaces: list[Path], strategies: list[str], seeds: int) -> int:
     return 0
 
 
+def default_options() -> dict:
+    """The default strategy's option defaults, as this checkout has them (what its rows were replayed with,
+    unless a merge copied them from an older file)."""
+    return {k: o.default for k, o in strategy_class(DEFAULT_STRATEGY).options.items()}
+
+
 def merge(parts: list[Path], out: Path) -> int:
     """One result file from several runs of this script (for example Kernel Tuner's strategies and
     kerntune's, run side by side on two cores)."""
@@ -313,6 +320,7 @@ def merge(parts: list[Path], out: Path) -> int:
             into["kerntune"].update(space.get("kerntune", {}))
             into["kernel_tuner"].update(space.get("kernel_tuner", {}))
     results["default"] = DEFAULT_STRATEGY
+    results["default_options"] = default_options()
     out.parent.mkdir(parents=True, exist_ok=True)
     out.with_suffix(".json").write_text(_dump(results))
     out.with_suffix(".md").write_text(render(results))
@@ -336,6 +344,10 @@ def best_kernel_tuner(space: dict, f: str) -> tuple[str, float]:
     return ", ".join(names[:2]) + (f" +{len(names) - 2}" if len(names) > 2 else ""), value
 
 
+def _options(options: dict) -> str:
+    return ", ".join(f"`{k}={v}`" for k, v in options.items())
+
+
 def render(results: dict) -> str:
     d, fr = results["default"], [str(f) for f in results["fractions"]]
     kt = results.get("kernel_tuner_version")
@@ -343,7 +355,8 @@ def render(results: dict) -> str:
              f"Fraction of the exhaustive optimum reached (optimum time / best time found; 1.000 = found it) "
              f"after 10%, 25% and 50% of the space's measurable configurations were measured (pruned ones never "
              f"count against a budget): median / worst over {results['seeds']} seeds (exhaustive and brute_force: "
-             f"their one deterministic order). kerntune's default strategy is `{d}`."
+             f"their one deterministic order). kerntune's default strategy is `{d}`"
+             + (f" with the options {_options(results['default_options'])}." if results.get("default_options") else ".")
              + (f" Kernel Tuner {kt} in simulation mode on the same caches, same budgets (`max_fevals`) and seeds "
                 "(booleans written as 0/1; a run that crashed counts with its best so far)." if kt else ""), "",
              "s/run: wall seconds of one replay at the 50% budget, on a shared 2-core machine where several "

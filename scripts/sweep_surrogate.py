@@ -41,7 +41,7 @@ from kerntune.tuner.strategies import DEFAULT_STRATEGY, make_strategy  # noqa: E
 from kerntune.tuner.template import config_key  # noqa: E402
 from kt_replay import permuted  # noqa: E402
 
-RESULTS = ("strategies-2026-11-27.json", "strategies-heldout-2026-11-27.json")
+RESULTS = ("strategies-2026-11-28.json", "strategies-heldout-2026-11-28.json")
 _LOADED: dict[tuple[str, str], tuple] = {}      # (name, source) -> what _load read
 
 
@@ -114,9 +114,9 @@ def _replay(job: tuple) -> tuple[str, int, list[float], float]:
     return name, seed, [opt / min(trace[:b], default=math.inf) for b in budgets], time.process_time() - started
 
 
-def sweep(spaces: dict[str, dict], options: dict, seeds: int, procs: int) -> dict:
+def sweep(spaces: dict[str, dict], options: dict, seeds: int, procs: int, first_seed: int = 0) -> dict:
     jobs = [(name, s, options, sp["budgets"], None, sp.get("source", "")) for name, sp in spaces.items()
-            for s in range(seeds)]
+            for s in range(first_seed, first_seed + seeds)]
     per: dict[str, dict[int, list[float]]] = {}
     cpu: dict[str, list[float]] = {}
     with Pool(procs) as pool:
@@ -125,7 +125,7 @@ def sweep(spaces: dict[str, dict], options: dict, seeds: int, procs: int) -> dic
             cpu.setdefault(name, []).append(seconds)
     rows, wins, worst_ok = {}, 0, 0
     for name, sp in spaces.items():
-        runs = [per[name][s] for s in range(seeds)]
+        runs = [per[name][s] for s in range(first_seed, first_seed + seeds)]
         cells = {}
         for i, f in enumerate(FRACTIONS):
             key = str(f)
@@ -140,9 +140,10 @@ def sweep(spaces: dict[str, dict], options: dict, seeds: int, procs: int) -> dic
             "spaces": rows}
 
 
-def render(results: list[dict], seeds: int, sources: list[str] | None = None) -> str:
+def render(results: list[dict], seeds: int, sources: list[str] | None = None, first_seed: int = 0) -> str:
     lines = ["# The default strategy's options, swept on the recorded spaces", "",
-             f"`scripts/sweep_surrogate.py`: {DEFAULT_STRATEGY} with each setting, {seeds} seeds per space, "
+             f"`scripts/sweep_surrogate.py`: {DEFAULT_STRATEGY} with each setting, {seeds} seeds per space "
+             f"(from {first_seed}), "
              "replayed without the tuner; cells won: the setting's median fraction of the optimum is at least "
              "the best Kernel Tuner strategy's median (stored results, " + ", ".join(sources or RESULTS) + ") at 10%, 25% "
              "and 50% of the measurable space. Worst at 25%: spaces where every seed reached 0.95 of the optimum.",
@@ -165,6 +166,9 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("settings", nargs="*", help="JSON objects of strategy options; the defaults always run first")
     ap.add_argument("--seeds", type=int, default=20)
+    ap.add_argument("--first-seed", type=int, default=0,
+                    help="seeds FIRST.. (the stored Kernel Tuner medians stay those of seeds 0-19): fresh seeds "
+                         "tell a setting that holds from one that was lucky")
     ap.add_argument("--procs", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--only", default="", help="comma-separated substrings of space names")
     ap.add_argument("--out", type=Path, default=None, help="write OUT.md and OUT.json")
@@ -180,8 +184,8 @@ def main() -> int:
         print(f"error: a setting is not a JSON object: {e}\nhint: quote it, e.g. '{{\"noise\": 0.05}}'",
               file=sys.stderr)
         return 2
-    if args.seeds < 1 or args.procs < 1:
-        print("error: --seeds and --procs must be at least 1", file=sys.stderr)
+    if args.seeds < 1 or args.procs < 1 or args.first_seed < 0:
+        print("error: --seeds and --procs must be at least 1, --first-seed at least 0", file=sys.stderr)
         return 2
     for options in settings:        # unknown options or bad values: say so before any replay
         try:
@@ -202,15 +206,15 @@ def main() -> int:
         return 2
     results = []
     for options in settings:
-        r = sweep(spaces, options, args.seeds, args.procs)
+        r = sweep(spaces, options, args.seeds, args.procs, args.first_seed)
         print(f"{json.dumps(options)}: {r['won']} of {r['cells']} cells won, worst >= 0.95 at 25% on "
               f"{r['worst_25_at_least_095']} of {len(spaces)} spaces", flush=True)
         results.append(r)
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         named = [p.name for p in args.results] if args.results else None
-        args.out.with_suffix(".md").write_text(render(results, args.seeds, named))
-        args.out.with_suffix(".json").write_text(json.dumps({"seeds": args.seeds, "results": results}, indent=1))
+        args.out.with_suffix(".md").write_text(render(results, args.seeds, named, args.first_seed))
+        args.out.with_suffix(".json").write_text(json.dumps({"seeds": args.seeds, "first_seed": args.first_seed, "results": results}, indent=1))
         print(f"wrote {args.out.with_suffix('.md')}")
     return 0
 

@@ -256,8 +256,34 @@ def test_declared_first_measures_the_authors_first_choices_first():
         s.tell(c, score(c))
     assert measured[:2] == [SPACE.key(c) for c in feasible[:2]]
     assert measured[2:4] != [SPACE.key(c) for c in feasible[2:4]]     # no longer in order: the usual search
-    plain = make_strategy("surrogate", SPACE, 3)
-    assert SPACE.key(plain.ask()) != SPACE.key(feasible[0]) or SPACE.key(plain.ask()) != SPACE.key(feasible[1])
+    off = make_strategy("surrogate", SPACE, 3, {"declared_first": 0, "near": 0})
+    assert SPACE.key(off.ask()) != SPACE.key(feasible[0]) or SPACE.key(off.ask()) != SPACE.key(feasible[1])
+
+
+def test_the_default_starts_at_the_authors_choice_then_its_best_looking_neighbour():
+    """By default the first measurement is the first feasible configuration in declaration order and the
+    second a one-parameter neighbour of it (adjacent value for numbers), whichever a posterior draw
+    favours; pruned neighbours cost nothing and are passed over; then the model searches anywhere."""
+    def score(c):
+        return math.inf if c["B"] == 128 else objective(c)      # prunes A=1's neighbour B=128
+
+    for seed in range(6):
+        s = make_strategy("surrogate", SPACE, seed)
+        measured = []
+        while len(measured) < 3:
+            c = s.ask()
+            if math.isfinite(score(c)):
+                measured.append(c)
+            s.tell(c, score(c))
+        first, second = measured[:2]
+        assert first == SPACE.baseline()
+        changed = [k for k in first if first[k] != second[k]]
+        assert len(changed) == 1
+        assert changed != ["B"]                                  # its only neighbour in B was pruned
+        if changed == ["A"]:
+            assert second["A"] == 2                              # numbers: the adjacent value only
+        third = measured[2]
+        assert sum(first[k] != third[k] for k in first) >= 2     # space filling: far from the start
 
 
 def test_the_option_sweep_scores_other_recordings(tmp_path):
@@ -267,7 +293,7 @@ def test_the_option_sweep_scores_other_recordings(tmp_path):
     sys.path.insert(0, str(REPO / "scripts"))
     import sweep_surrogate as sweep
 
-    results = REPO / "bench" / "results" / "strategies-rerecorded-2026-11-27.json"
+    results = REPO / "bench" / "results" / "strategies-rerecorded-2026-11-28.json"
     spaces = sweep.selected("sgemm-template-sq64", [results])
     assert spaces["sgemm-template-sq64.json.gz"]["source"].startswith("bench/results/rerecorded-xeon-2026-11-27/")
     r = sweep.sweep(spaces, {}, 3, 1)

@@ -20,10 +20,18 @@ of the fit, and the fine differences among the fast configurations, which
 decide the search, would be left to the noise term (an output warping, as
 in HEBO and SMAC).
 
-Each proposal minimizes one posterior draw of that model over every untried
-configuration (Thompson sampling: exploration in proportion to the model's
-uncertainty, no acquisition function to tune), after a couple of
-space-filling configurations. Every ``exploit_every``-th proposal is instead
+The search begins where the template's author points: the first feasible
+configuration in declaration order (a template lists its author's choices
+first), then the one-parameter neighbour of the best so far that a posterior
+draw predicts fastest, then a configuration far from both (space filling).
+On spaces recorded without a timing fault, the author's configuration or one
+of its neighbours is often the fastest or close to it (sgemm, rmsnorm); where
+it is not (merge_attn_states), two measurements are what the start costs
+(docs/search.md, "The default chosen again on clean spaces").
+
+After that, each proposal minimizes one posterior draw of that model over
+every untried configuration (Thompson sampling: exploration in proportion to
+the model's uncertainty, no acquisition function to tune). Every ``exploit_every``-th proposal is instead
 the untried configuration the posterior mean predicts fastest, anywhere in
 the space (pure exploitation): where few configurations can run, the best
 one's one-parameter neighbours mostly cannot, and the next good
@@ -123,8 +131,9 @@ class Surrogate(Strategy):
                "terms) with a greedy step on the posterior mean")
     options = {
         "initial": Option(3, "space-filling configurations before the model is used"),
-        "declared_first": Option(0, "measure the first N feasible configurations in declaration order first "
+        "declared_first": Option(1, "measure the first N feasible configurations in declaration order first "
                                     "(a template lists its author's choices first)"),
+        "near": Option(1, "then N one-parameter neighbours of the best so far, a posterior draw choosing each"),
         "exploit_every": Option(4, "every Nth proposal is the untried configuration the posterior mean predicts "
                                    "fastest (0: never)"),
         "noise": Option(0.01, "measurement noise variance, as a share of the scores' variance"),
@@ -265,10 +274,15 @@ class Surrogate(Strategy):
         if self._mean is None or self._left == 0 or n >= self._solved_at + max(1, self._solved_at // 10):
             self._solve(max(1, n // 10) + 1)     # the draws until the next solve is due, and one spare
 
-    def _thompson(self) -> Row | None:
-        """The untried configuration that one posterior draw predicts fastest."""
+    def _draw(self) -> int:
+        """A fresh posterior draw (its column)."""
         self._refresh()
         self._left -= 1
+        return self._left
+
+    def _thompson(self) -> Row | None:
+        """The untried configuration that one posterior draw predicts fastest."""
+        self._draw()
         if self._whole:
             scores = np.where(self._untried, self._scores[:, self._left], np.inf)
             rows = self._pool
@@ -342,6 +356,10 @@ class Surrogate(Strategy):
         measured = len(self._rows)
         if measured < self.opts["declared_first"]:
             return self._anything()         # the first untried configuration in declaration order
+        if measured < self.opts["declared_first"] + self.opts["near"]:
+            row = self._near()
+            if row is not None:
+                return row
         if measured < max(2, self.opts["initial"]):
             return self._space_filling()
         every = self.opts["exploit_every"]
@@ -350,6 +368,22 @@ class Surrogate(Strategy):
             if row is not None:
                 return row
         return self._thompson()
+
+    def _near(self) -> Row | None:
+        """The untried one-parameter neighbour of the best measured configuration that one posterior
+        draw predicts fastest."""
+        if not self._rows:
+            return None
+        best = self._rows[int(np.argmin(self._y))]
+        rows = [r for r in self._neighbours(best) if self._allowed(r)]
+        if not rows:
+            return None
+        self._draw()
+        if self._whole:
+            scores = self._scores[[self._at(r) for r in rows], self._left].astype(float)
+        else:
+            scores = self._f.predict(self._draws[:, self._left:self._left + 1], np.array(rows, dtype=np.int32))[:, 0]
+        return rows[int(np.argmin(scores))]
 
     def _anything(self) -> Row | None:
         """Nothing left that the model would propose: the first untried configuration."""
