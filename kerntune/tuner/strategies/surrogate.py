@@ -130,7 +130,8 @@ class Surrogate(Strategy):
     summary = ("model-based: Thompson sampling on a Bayesian model of log time (per-value, rank and pairwise "
                "terms) with a greedy step on the posterior mean")
     options = {
-        "initial": Option(3, "space-filling configurations before the model is used"),
+        "initial": Option(3, "measurements before the model is used (the declared-first and near ones count; "
+                             "the rest are space-filling)"),
         "declared_first": Option(1, "measure the first N feasible configurations in declaration order first "
                                     "(a template lists its author's choices first)"),
         "near": Option(1, "then N one-parameter neighbours of the best so far, a posterior draw choosing each"),
