@@ -303,6 +303,24 @@ def test_the_option_sweep_scores_other_recordings(tmp_path):
             pytest.approx(min(stored["per_seed"][f][:3]), abs=1e-4)
 
 
+def test_the_option_sweep_replays_fresh_seeds_from_first_seed():
+    """--first-seed F replays seeds F.. (scored against the same stored Kernel Tuner medians): seeds 1-2 give
+    the benchmark's per-seed fractions 1-2, not 0-1."""
+    import sys
+
+    sys.path.insert(0, str(REPO / "scripts"))
+    import sweep_surrogate as sweep
+
+    results = REPO / "bench" / "results" / "strategies-rerecorded-2026-11-28.json"
+    spaces = sweep.selected("stencil-template-rect", [results])
+    stored = spaces["stencil-template-rect.json.gz"]["kerntune"][DEFAULT_STRATEGY]["per_seed"]
+    r = sweep.sweep(spaces, {}, 2, 1, first_seed=1)
+    for f in ("0.1", "0.25", "0.5"):
+        cell = r["spaces"]["stencil-template-rect.json.gz"]["cells"][f]
+        assert cell["worst"] == pytest.approx(min(stored[f][1:3]), abs=1e-4)
+        assert cell["median"] == pytest.approx(sum(stored[f][1:3]) / 2, abs=1e-4)
+
+
 def test_the_option_sweep_refuses_a_file_that_is_not_results(tmp_path):
     import subprocess
     import sys

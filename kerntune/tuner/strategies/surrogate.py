@@ -31,9 +31,10 @@ it is not (merge_attn_states), two measurements are what the start costs
 
 After that, each proposal minimizes one posterior draw of that model over
 every untried configuration (Thompson sampling: exploration in proportion to
-the model's uncertainty, no acquisition function to tune). Every ``exploit_every``-th proposal is instead
-the untried configuration the posterior mean predicts fastest, anywhere in
-the space (pure exploitation): where few configurations can run, the best
+the model's uncertainty, no acquisition function to tune). Every
+``exploit_every``-th proposal is instead the untried configuration the
+posterior mean predicts fastest, anywhere in the space (pure exploitation):
+where few configurations can run, the best
 one's one-parameter neighbours mostly cannot, and the next good
 configuration differs from it in two or three parameters at once.
 
@@ -283,13 +284,13 @@ class Surrogate(Strategy):
 
     def _thompson(self) -> Row | None:
         """The untried configuration that one posterior draw predicts fastest."""
-        self._draw()
+        col = self._draw()
         if self._whole:
-            scores = np.where(self._untried, self._scores[:, self._left], np.inf)
+            scores = np.where(self._untried, self._scores[:, col], np.inf)
             rows = self._pool
         else:
             rows = self._candidates()
-            scores = self._f.predict(self._draws[:, self._left:self._left + 1], rows)[:, 0]
+            scores = self._f.predict(self._draws[:, col:col + 1], rows)[:, 0]
         return self._best_allowed(rows, scores)
 
     def _best_allowed(self, rows: np.ndarray, scores: np.ndarray) -> Row | None:
@@ -379,11 +380,11 @@ class Surrogate(Strategy):
         rows = [r for r in self._neighbours(best) if self._allowed(r)]
         if not rows:
             return None
-        self._draw()
+        col = self._draw()
         if self._whole:
-            scores = self._scores[[self._at(r) for r in rows], self._left].astype(float)
+            scores = self._scores[[self._at(r) for r in rows], col].astype(float)
         else:
-            scores = self._f.predict(self._draws[:, self._left:self._left + 1], np.array(rows, dtype=np.int32))[:, 0]
+            scores = self._f.predict(self._draws[:, col:col + 1], np.array(rows, dtype=np.int32))[:, 0]
         return rows[int(np.argmin(scores))]
 
     def _anything(self) -> Row | None:
