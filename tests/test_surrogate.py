@@ -184,7 +184,6 @@ def test_exploit_step_is_the_posterior_means_favourite_anywhere():
     best configuration's one-parameter neighbours cannot run. With every proposal after the initial ones
     an exploit step, each proposal is the untried configuration the posterior mean predicts fastest, and
     the search walks along the diagonal (two parameters changed at once) to the best runnable one."""
-    import numpy as np
 
     space = Space({"BM": (16, 32, 64, 128, 256), "BN": (16, 32, 64, 128, 256), "K": (1, 2, 4)})
 
