@@ -191,9 +191,15 @@ def run_kernel_tuner(cache: Path, strategy: str, seeds: list[int], budgets: list
 ENVIRONMENT = {"PYTHONHASHSEED": "0", "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 
 
-def main() -> int:
+def pin_environment() -> None:
+    """Start this script again under ENVIRONMENT unless it already runs under it (every replay script
+    calls this first)."""
     if any(os.environ.get(k) != v for k, v in ENVIRONMENT.items()):
         os.execve(sys.executable, [sys.executable, *sys.argv], {**os.environ, **ENVIRONMENT})
+
+
+def main() -> int:
+    pin_environment()
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("spaces", nargs="*", type=Path, help="run directories or Kernel Tuner caches")
     ap.add_argument("--seeds", type=int, default=20)

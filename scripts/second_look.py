@@ -38,7 +38,7 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "scripts"))
 
 import kt_replay  # noqa: E402
-from bench_strategies import ENVIRONMENT, FRACTIONS, _at, won  # noqa: E402
+from bench_strategies import FRACTIONS, _at, pin_environment, won  # noqa: E402
 from sweep_surrogate import RESULTS, _load, _replay, selected, sweep  # noqa: E402
 
 FRESH = list(range(20, 40))
@@ -136,8 +136,7 @@ def render(cells: list[dict], orders: list[int], seconds: float) -> str:
 
 
 def main() -> int:
-    if any(os.environ.get(k) != v for k, v in ENVIRONMENT.items()):
-        os.execve(sys.executable, [sys.executable, *sys.argv], {**os.environ, **ENVIRONMENT})
+    pin_environment()
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--orders", type=int, default=3, help="how many shuffled declaration orders")
     ap.add_argument("--procs", type=int, default=os.cpu_count() or 1)

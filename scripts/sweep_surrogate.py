@@ -32,7 +32,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "scripts"))
 
-from bench_strategies import ENVIRONMENT, FRACTIONS, load_space, won  # noqa: E402
+from bench_strategies import FRACTIONS, load_space, pin_environment, won  # noqa: E402
 from kerntune.errors import KerntuneError  # noqa: E402
 from kerntune.tuner.run import template_from_store  # noqa: E402
 from kerntune.tuner.space import Space  # noqa: E402
@@ -161,8 +161,7 @@ def render(results: list[dict], seeds: int, sources: list[str] | None = None, fi
 
 
 def main() -> int:
-    if any(os.environ.get(k) != v for k, v in ENVIRONMENT.items()):     # bench_strategies.py's reasons
-        os.execve(sys.executable, [sys.executable, *sys.argv], {**os.environ, **ENVIRONMENT})
+    pin_environment()
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("settings", nargs="*", help="JSON objects of strategy options; the defaults always run first")
     ap.add_argument("--seeds", type=int, default=20)
@@ -214,7 +213,8 @@ def main() -> int:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         named = [p.name for p in args.results] if args.results else None
         args.out.with_suffix(".md").write_text(render(results, args.seeds, named, args.first_seed))
-        args.out.with_suffix(".json").write_text(json.dumps({"seeds": args.seeds, "first_seed": args.first_seed, "results": results}, indent=1))
+        args.out.with_suffix(".json").write_text(json.dumps({"seeds": args.seeds, "first_seed": args.first_seed,
+                                                             "results": results}, indent=1))
         print(f"wrote {args.out.with_suffix('.md')}")
     return 0
 
