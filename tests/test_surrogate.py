@@ -3,8 +3,10 @@ pruned configurations never proposed again nor modelled, the
 budget respected through the real tuner on a recorded space, and that the
 model actually helps."""
 
+import importlib
 import json
 import math
+import sys
 
 import pytest
 
@@ -13,6 +15,13 @@ from kerntune.tuner.space import Space
 from kerntune.tuner.strategies import DEFAULT_STRATEGY, make_strategy
 from tests.conftest import REPO, run_cli
 from tests.test_strategies import SPACE, drive, objective
+
+
+def script(name: str):
+    """A module of scripts/ (the benchmark scripts), imported."""
+    if str(REPO / "scripts") not in sys.path:
+        sys.path.insert(0, str(REPO / "scripts"))
+    return importlib.import_module(name)
 
 
 def proposals(space, seed, n, score=objective, **opts):
@@ -92,11 +101,7 @@ def test_budget_and_feasible_set_through_the_tuner(tmp_path):
     """A recorded merge_attn_states space (48 of 432 configurations measurable): the default spends
     exactly its budget of measured evaluations, asks no configuration twice, and reaches the optimum
     more often than not within half the measurable space."""
-    import sys
-
-    sys.path.insert(0, str(REPO / "scripts"))
-    import bench_strategies as bench
-
+    bench = script("bench_strategies")
     run = bench.load_space(REPO / "bench" / "data" / "merge-template-prefill-512.json.gz", tmp_path)
     opt, _, measurable, _ = bench.optimum(run)
     found = 0
@@ -111,11 +116,8 @@ def test_the_option_sweep_replays_as_the_tuner_does(tmp_path):
     """scripts/sweep_surrogate.py replays without the tuner; on a recorded space it must find, seed
     for seed and budget for budget, what the tuner's replay (bench_strategies.py) finds."""
     import math
-    import sys
 
-    sys.path.insert(0, str(REPO / "scripts"))
-    import bench_strategies as bench
-    import sweep_surrogate as sweep
+    bench, sweep = script("bench_strategies"), script("sweep_surrogate")
 
     name = "sgemm-template-sq64.json.gz"         # 864 configurations, 37 measurable: pruning matters
     run = bench.load_space(REPO / "bench" / "data" / name, tmp_path)
@@ -287,11 +289,7 @@ def test_the_default_starts_at_the_authors_choice_then_its_best_looking_neighbou
 
 def test_the_option_sweep_scores_other_recordings(tmp_path):
     """--results points the sweep at another benchmark's spaces, replayed from their own recordings."""
-    import sys
-
-    sys.path.insert(0, str(REPO / "scripts"))
-    import sweep_surrogate as sweep
-
+    sweep = script("sweep_surrogate")
     results = REPO / "bench" / "results" / "strategies-rerecorded-2026-11-28.json"
     spaces = sweep.selected("sgemm-template-sq64", [results])
     assert spaces["sgemm-template-sq64.json.gz"]["source"].startswith("bench/results/rerecorded-xeon-2026-11-27/")
@@ -305,11 +303,7 @@ def test_the_option_sweep_scores_other_recordings(tmp_path):
 def test_the_option_sweep_replays_fresh_seeds_from_first_seed():
     """--first-seed F replays seeds F.. (scored against the same stored Kernel Tuner medians): seeds 1-2 give
     the benchmark's per-seed fractions 1-2, not 0-1."""
-    import sys
-
-    sys.path.insert(0, str(REPO / "scripts"))
-    import sweep_surrogate as sweep
-
+    sweep = script("sweep_surrogate")
     results = REPO / "bench" / "results" / "strategies-rerecorded-2026-11-28.json"
     spaces = sweep.selected("stencil-template-rect", [results])
     stored = spaces["stencil-template-rect.json.gz"]["kerntune"][DEFAULT_STRATEGY]["per_seed"]
