@@ -34,9 +34,9 @@ every untried configuration (Thompson sampling: exploration in proportion to
 the model's uncertainty, no acquisition function to tune). Every
 ``exploit_every``-th proposal is instead the untried configuration the
 posterior mean predicts fastest, anywhere in the space (pure exploitation):
-where few configurations can run, the best
-one's one-parameter neighbours mostly cannot, and the next good
-configuration differs from it in two or three parameters at once.
+where few configurations can run, the best one's one-parameter neighbours
+mostly cannot, and the next good configuration differs from it in two or
+three parameters at once.
 
 It learns the feasible set from the tuner, which checks restrictions and
 resources before anything is compiled or launched and tells a pruned
