@@ -102,10 +102,11 @@ def main() -> int:
             rows += kernel_rows
             record["kernels"][name] = {"summary": s.model_dump(mode="json"), "copy_gbs": copy_gbs,
                                        "general_geomean": s.general.geomean_speedup if s.general else None}
-    record["rows"] = rows
-    out.with_suffix(".json").write_text(json.dumps(record, indent=1, default=str) + "\n")
-    out.with_suffix(".md").write_text(render(record, info))
-    print(f"wrote {out.with_suffix('.md')} and {out.with_suffix('.json')}", file=sys.stderr)
+            record["rows"] = rows
+            # written after every kernel: a run stopped part way keeps the kernels it finished
+            out.with_suffix(".json").write_text(json.dumps(record, indent=1, default=str) + "\n")
+            out.with_suffix(".md").write_text(render(record, info))
+            print(f"wrote {out.with_suffix('.md')} and {out.with_suffix('.json')}", file=sys.stderr)
     return 0
 
 
@@ -163,4 +164,10 @@ def render(record, info) -> str:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    from kerntune.errors import KerntuneError
+
+    try:
+        raise SystemExit(main())
+    except KerntuneError as e:   # a bad device or input: its message and hint, no traceback
+        print(f"error: {e.message}" + (f"\nhint: {e.hint}" if e.hint else ""), file=sys.stderr)
+        raise SystemExit(1) from None

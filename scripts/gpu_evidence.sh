@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# The GPU evidence run (issue 13), in one command on a CUDA machine with no package index:
+#   scripts/gpu_evidence.sh smoke|full SECONDS OUTDIR
+# smoke: the machine and its packages, `pytest -m gpu`, and a few evaluations of every benchmark
+#        script (so a bug shows before the long run);
+# full:  scripts/bench_library.py on the serving shapes beside PyTorch's implementations, the decode
+#        shapes timed three ways (scripts/launch_modes.py), and `kerntune optimize` with the rule
+#        catalog on an SGLang kernel.
+# Every step has its own time limit inside SECONDS, so one that hangs or fails leaves the others
+# their time; logs and results go to OUTDIR,
+# packed into one archive at the end (OUTDIR/evidence-PHASE.tgz). Packages the machine lacks travel as wheels in .whl/
+# (scripts/wheelhouse.py builds them); they are installed into /tmp/site.
+set -u
+PHASE="${1:?smoke or full}"; BUDGET="${2:?seconds}"; OUTDIR="${3:?output folder}"
+mkdir -p "$OUTDIR"
+END=$(( $(date +%s) + BUDGET ))
+export PYTHONUNBUFFERED=1
+STAMP="$(date +%F)"
+
+left() { echo $(( END - $(date +%s) )); }
+# step NAME MAX_SECONDS COMMAND...: runs COMMAND with at most MAX_SECONDS (and what is left), logged
+step() {
+    local name="$1" max="$2"; shift 2
+    local t; t=$(left); [ "$max" -lt "$t" ] && t="$max"
+    if [ "$t" -lt 10 ]; then echo "=== $name: skipped, $(left) s left"; return; fi
+    echo "=== $name (at most $t s): $*"
+    local t0; t0=$(date +%s)
+    timeout -k 10 "$t" "$@" > "$OUTDIR/$name.log" 2>&1
+    local rc=$?
+    echo "=== $name: rc=$rc in $(( $(date +%s) - t0 )) s"
+    tail -n 15 "$OUTDIR/$name.log"
+}
+
+# --library FILE when an earlier step wrote FILE (the later steps run whatever the earlier did)
+have() { [ -f "$1" ] && echo "--library $1"; }
+
+if ls .whl/*.whl >/dev/null 2>&1; then
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+        || { echo "error: the wheels in .whl/ did not install"; exit 1; }
+    export PYTHONPATH="/tmp/site:$PWD"
+else
+    export PYTHONPATH="$PWD"
+fi
+
+if [ "$PHASE" = smoke ]; then
+    step env 60 bash -c 'nvidia-smi; python3 -c "import sys, cupy, torch, numpy, pydantic; print(sys.version); print(\"cupy\", cupy.__version__, \"torch\", torch.__version__, \"numpy\", numpy.__version__, \"pydantic\", pydantic.__version__)"; python3 -m kerntune devices; which compute-sanitizer ncu nvcc'
+    step pytest-gpu 150 python3 -m pytest -m gpu tests/test_gpu_cupy.py -p no:cacheprovider -q -rs --timeout 120
+    step library-smoke 100 python3 scripts/bench_library.py --device 0 --kernels silu_and_mul,merge_attn_states_lse \
+        --strategy surrogate --budget 3 --repeats 10 --warmup 3 --out "$OUTDIR/library-smoke"
+    step modes-smoke 60 python3 scripts/launch_modes.py --kernels silu_and_mul $(have "$OUTDIR/library-smoke.json") \
+        --launches 20 --repeats 5 --out "$OUTDIR/modes-smoke"
+else
+    LIB="$OUTDIR/library-gpu-$STAMP"
+    step library 330 python3 scripts/bench_library.py --device 0 --dtype bf16 --strategy surrogate --budget "${KT_BUDGET:-30}" \
+        --repeats 50 --warmup 10 --out "$LIB"
+    step launch-modes 90 python3 scripts/launch_modes.py $(have "$LIB.json") --out "$OUTDIR/launch-modes-$STAMP"
+    step optimize-silu 150 python3 -m kerntune optimize kernels/sglang/silu_and_mul/silu_and_mul.cu --device 0 \
+        --rounds 1 --evaluations 20 --repeats 30 --final-repeats 50 --run-dir "$OUTDIR/optimize-silu" --json
+fi
+echo "=== done, $(left) s of $BUDGET left"
+# logs, tables and run folders are many files: one archive comes back
+tar czf "/tmp/evidence-$PHASE.tgz" -C "$OUTDIR" . && rm -rf "${OUTDIR:?}"/* && mv "/tmp/evidence-$PHASE.tgz" "$OUTDIR/"
