@@ -47,7 +47,7 @@ if [ "$PHASE" = smoke ]; then
     step pytest-gpu 150 python3 -m pytest -m gpu tests/test_gpu_cupy.py -p no:cacheprovider -q -rs --timeout 120
     step library-smoke 100 python3 scripts/bench_library.py --device 0 --kernels silu_and_mul,merge_attn_states_lse \
         --strategy surrogate --budget 3 --repeats 10 --warmup 3 --out "$OUTDIR/library-smoke"
-    step modes-smoke 60 python3 scripts/launch_modes.py --kernels silu_and_mul $(have "$OUTDIR/library-smoke.json") \
+    step modes-smoke 60 python3 scripts/launch_modes.py --kernels silu_and_mul --shapes 7b-decode-T1 $(have "$OUTDIR/library-smoke.json") \
         --launches 20 --repeats 5 --out "$OUTDIR/modes-smoke"
 else
     LIB="$OUTDIR/library-gpu-$STAMP"

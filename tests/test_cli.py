@@ -27,6 +27,29 @@ def test_devices_json_lists_a_usable_cpu():
     assert {"h100", "h200", "a100", "l4", "rtx4090"} <= {p["id"].split(":")[1] for p in data["profiles"]}
 
 
+
+def test_a_machine_without_pyopencl_still_lists_devices_and_says_what_to_install(tmp_path):
+    """A CUDA box where PyOpenCL does not import (it happened on the first GPU run): the listing
+    must not fail (it would hide the GPUs); a command that needs OpenCL says what to install."""
+    import os
+    import subprocess
+
+    from tests.conftest import KERNTUNE, VECTOR_ADD
+
+    shadow = tmp_path / "shadow" / "pyopencl"
+    shadow.mkdir(parents=True)
+    (shadow / "__init__.py").write_text("raise ImportError('simulated: no pyopencl on this machine')\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(shadow.parent), os.environ.get("PYTHONPATH")]))}
+
+    def cli(*args):
+        return subprocess.run([*KERNTUNE, *args], capture_output=True, text=True, cwd=REPO, env=env, timeout=300)
+    r = cli("devices", "--json")
+    assert r.returncode == 0, r.stderr
+    assert not any(d["backend"] == "opencl" for d in json.loads(r.stdout)["devices"])
+    r = cli("bench", str(VECTOR_ADD), "--device", "cpu")
+    assert r.returncode == 3 and "Traceback" not in r.stderr   # 3: a device error
+    assert "no OpenCL CPU device found" in r.stderr and "pyopencl" in r.stderr
+
 def test_init_writes_a_spec_that_checks(tmp_path):
     k = tmp_path / "vector_add.cl"
     shutil.copy(EXAMPLES / "vector_add.cl", k)

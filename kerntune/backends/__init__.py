@@ -67,6 +67,14 @@ def enumerate_devices() -> list:
             out.append(cupy_backend.describe(i))
         except Exception:  # a device the driver lists but cannot describe is left out
             continue
-    for p, d, dev in opencl_backend.list_devices():
+    try:
+        found = opencl_backend.list_devices()
+    except KerntuneError as e:
+        if e.code is not ErrorCode.BACKEND:
+            raise
+        # PyOpenCL cannot be imported: a CUDA machine still lists its GPUs (and a command that
+        # needs OpenCL says what to install when it finds no OpenCL device)
+        found = []
+    for p, d, dev in found:
         out.append(opencl_backend.describe(p, d, dev, check=True))
     return out
