@@ -52,7 +52,9 @@ def test_vector_add_verifies_and_times(gpu):
     assert r.status is Status.OK, r.message
     assert r.resources.source == "cupy" and r.resources.registers > 0
     assert r.copy_bandwidth.gbs > 100
-    assert all(t.pct_of_copy > 1 for t in r.timings)
+    # 4K elements (48 KB) are a few microseconds of launch latency; 16M elements (200 MB) stream
+    big = max(r.timings, key=lambda t: t.bytes_moved)
+    assert big.pct_of_copy > 30, big
 
 
 def test_bf16_arguments(gpu, tmp_path):
@@ -79,7 +81,9 @@ def test_hung_kernel_times_out(gpu, tmp_path):
 
 def test_compile_error(gpu, tmp_path):
     spec = write(tmp_path, "scale.yaml", BF16_SPEC)
-    r = gpu.evaluate(_req(spec, BF16_KERNEL.replace("alpha;", "alpha"), "scale_bf16"), 300)
+    broken = BF16_KERNEL.replace("int i = blockIdx.x", "int i = undeclared_name + blockIdx.x")
+    assert broken != BF16_KERNEL
+    r = gpu.evaluate(_req(spec, broken, "scale_bf16"), 300)
     assert r.status is Status.COMPILE_ERROR and "error" in r.compile_log
 
 

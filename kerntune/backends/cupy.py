@@ -4,6 +4,7 @@ the driver, CUDA events for timing. bf16 and fp16 arrays are passed as raw
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
@@ -21,6 +22,8 @@ from kerntune.source.names import parse_kernel_name
 STICKY_ERRORS = frozenset({700, 702, 710, 714, 715, 716, 717, 718, 719, 999})
 CUDA_ERROR_NOT_FOUND = 500
 DEFAULT_SHARED_LIMIT = 48 * 1024
+# <stdint.h> and <cstdint> for NVRTC, which has no C library headers (extension sources include them)
+NVRTC_INCLUDE = Path(__file__).resolve().parent / "nvrtc_include"
 
 
 def _cupy():
@@ -98,7 +101,7 @@ class CupyBackend(Backend):
 
     def compile(self, source: str, kernel_name: str, options: Sequence[str] = ()) -> Any:
         cp = self.cp
-        opts = tuple(options)
+        opts = tuple(options) + (f"-I{NVRTC_INCLUDE}",)
         expression = lowered_expression(source, kernel_name)
         try:
             if expression != kernel_name or not parse_kernel_name(kernel_name).is_plain:

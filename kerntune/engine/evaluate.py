@@ -16,6 +16,7 @@ import numpy as np
 from kerntune.backends.base import Backend, CompileFailed, LaunchFailed
 from kerntune.dtypes import finite_poison
 from kerntune.engine import distributions as dist
+from kerntune.engine.datacache import DataCache, freeze, spec_key
 from kerntune.engine.inputs import HostArgs, make_host_args, numpy_reference
 from kerntune.engine.judge import Arrays, Expected, Poison, atol_scales, judge_runs, output_rms
 from kerntune.errors import ErrorCode, KerntuneError
@@ -114,6 +115,8 @@ class Evaluator:
         self._kernels: OrderedDict[str, Any] = OrderedDict()
         self._max_cached = max_cached
         self.poisoned = False
+        self.data = DataCache()
+        self._spec_keys: dict[int, tuple[KernelSpec, str]] = {}
         from kerntune.engine.timed import Timer
 
         self.timer = Timer(self)
@@ -183,6 +186,26 @@ class Evaluator:
                 self.poisoned = True
             raise
 
+    # --- inputs and expected values, kept between evaluations (see datacache) -------------
+    def _spec_key(self, spec: KernelSpec) -> str:
+        hit = self._spec_keys.get(id(spec))
+        if hit is None or hit[0] is not spec:
+            if len(self._spec_keys) > 64:
+                self._spec_keys.clear()
+            hit = self._spec_keys[id(spec)] = (spec, spec_key(spec))
+        return hit[1]
+
+    def host_args(self, spec: KernelSpec, base_dir: Path, shape: Shape, seed: int,
+                  distribution: str = dist.SPEC) -> HostArgs:
+        """:func:`make_host_args`, made once per spec, shape, seed and distribution."""
+        key = (self._spec_key(spec), str(base_dir), shape.key, seed, distribution)
+
+        def make() -> HostArgs:
+            host = make_host_args(spec, Path(base_dir), shape, seed, distribution)
+            host.cache_key = key
+            return host
+        return self.data.get(("inputs", key), make, lambda h: freeze(h.arrays.values()))
+
     # --- expected values ------------------------------------------------------
     def mode(self, req: EvalRequest) -> str:
         if req.reference is not None:
@@ -192,9 +215,19 @@ class Evaluator:
         return "self"
 
     def expected(self, req: EvalRequest, shape: Shape, host: HostArgs, ref_kernel: Any = None) -> Expected:
-        """The reference's outputs on ``host`` (``values`` None when there is no reference)."""
-        spec = req.spec
+        """The reference's outputs on ``host`` (``values`` None when there is no reference); kept
+        with ``host`` when the inputs were kept (:meth:`host_args`)."""
         mode = self.mode(req)
+        if host.cache_key is None or mode == "self":
+            return self._expected(req, shape, host, ref_kernel, mode)
+        ref = req.reference
+        which = (ref.digest, repr(ref.launch), ref.params) if ref is not None else None
+        return self.data.get(("expected", host.cache_key, mode, which),
+                             lambda: self._expected(req, shape, host, ref_kernel, mode),
+                             lambda e: freeze((e.values or {}).values()))
+
+    def _expected(self, req: EvalRequest, shape: Shape, host: HostArgs, ref_kernel: Any, mode: str) -> Expected:
+        spec = req.spec
         if mode == "kernel":
             kernel = ref_kernel if ref_kernel is not None else self.reference_kernel(req)
             try:
@@ -232,7 +265,7 @@ class Evaluator:
         the shape's first distribution (``base_rms``, filled by the first call)."""
         spec = req.spec
         seed = shape_seed(req.seed, shape, distribution)
-        host = make_host_args(spec, Path(req.base_dir), shape, seed, distribution)
+        host = self.host_args(spec, Path(req.base_dir), shape, seed, distribution)
         expected = self.expected(req, shape, host, ref_kernel)
         if distribution == dist.SPEC:
             cache[(shape.key, seed)] = expected

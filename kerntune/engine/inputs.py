@@ -60,6 +60,7 @@ class HostArgs:
     scalars: dict[str, Any]
     seed: int
     generated: frozenset[str] = frozenset()    # arrays the spec's inputs function made (not drawn here)
+    cache_key: tuple | None = None             # set when kept by a worker's DataCache (the arrays are read-only)
 
 
 def _random(dt: DType, shape: tuple[int, ...], rng: np.random.Generator, rng_range: tuple[float, float] | None,

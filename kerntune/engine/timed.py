@@ -24,7 +24,7 @@ import numpy as np
 
 from kerntune.backends.base import Backend, CompileFailed, LaunchFailed
 from kerntune.dtypes import filled
-from kerntune.engine.inputs import HostArgs, bytes_moved, make_host_args
+from kerntune.engine.inputs import HostArgs, bytes_moved
 from kerntune.engine.judge import Expected, Poison, judge_single
 from kerntune.results import (
     Comparison, CopyBandwidth, ShapeCheck, ShapeTiming, Status, TimedKernel, TimingStats,
@@ -145,7 +145,7 @@ class Timer:
             return
         ev, be = self.ev, self.ev.backend
         seed = shape_seed(req.seed ^ 0xF5E5, shape)
-        host = make_host_args(req.spec, Path(req.base_dir), shape, seed)
+        host = self.ev.host_args(req.spec, Path(req.base_dir), shape, seed)
         expected = self._expected(req, kernel, launch, shape, host)
         poison = random_poison(req.spec, np.random.default_rng(seed))
         ev.upload(req.spec, host, poison, bufs=s.bufs)
@@ -179,7 +179,7 @@ class Timer:
 
         ev, be, spec, opts = self.ev, self.ev.backend, req.spec, req.timing
         seed = shape_seed(req.seed, shape)
-        host = make_host_args(spec, Path(req.base_dir), shape, seed)
+        host = ev.host_args(spec, Path(req.base_dir), shape, seed)
         launch = resolve_launch(spec, req.candidate, shape)
         expected = cache.get((shape.key, seed))
         if expected is None or expected.values is None:
@@ -226,7 +226,7 @@ class Timer:
                                            verify_shapes=(), time_shapes=(), seed=req.seed, reference=req.reference,
                                            use_numpy_reference=req.use_numpy_reference, timing=opts)
         seed = shape_seed(req.seed, shape)
-        host = make_host_args(spec, Path(req.base_dir), shape, seed)
+        host = ev.host_args(spec, Path(req.base_dir), shape, seed)
         launches = [resolve_launch(spec, inst, shape) for inst in req.kernels]
         if live:
             first = live[0]
