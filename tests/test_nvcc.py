@@ -57,3 +57,32 @@ def test_compile_errors_and_missing_kernels(tmp_path):
         compile_offline("__global__ void f( {", "f", cache_dir=tmp_path)
     with pytest.raises(CompileFailed, match="no kernel named 'g'.*entries: f"):
         compile_offline('extern "C" __global__ void f(float* a) { a[0] = 1; }', "g", cache_dir=tmp_path)
+
+
+def test_nvrtc_gets_the_glibc_type_names_and_stdint_that_nvcc_has(tmp_path):
+    """NVRTC has no C library headers: vLLM's merge_attn_states (an extension source) uses `uint`
+    and <stdint.h>, and failed to compile on the first GPU run. The CuPy backend declares the
+    names the code uses (keeping its line numbers) and puts <stdint.h>/<cstdint> on NVRTC's path.
+    nvcc checks here that the result is still valid CUDA C++ beside the real glibc headers."""
+    import subprocess
+
+    from kerntune.backends.cupy import NVRTC_INCLUDE, nvrtc_source
+    from kerntune.kernelfile import load_kernel
+
+    kf = load_kernel(REPO / "tests/data/extensions/csrc/attention/merge_attn_states.cu",
+                     REPO / "tests/data/extensions/expected/merge_attn_states_kernel.yaml")
+    assert "#include <stdint.h>" in kf.source and " uint " in kf.source
+    text = nvrtc_source(kf.source, kf.kernel_name)
+    head, _, rest = text.partition("#line 1\n")
+    assert rest == kf.source and "typedef unsigned int uint;" in head and "ushort" not in head
+    # a source that declares the name itself, or only mentions it in a comment, is left as it is
+    own = "typedef unsigned int uint;\n__global__ void k(uint* p) { p[0] = 1; }\n"
+    assert nvrtc_source(own, "k") == own
+    assert nvrtc_source("// uint\n__global__ void k(int* p) {}\n", "k").startswith("//")
+    if shutil.which("nvcc") is None:
+        pytest.skip("nvcc is not on PATH")
+    src = tmp_path / "k.cu"
+    src.write_text(text)
+    r = subprocess.run(["nvcc", "-std=c++17", "-arch=sm_90", "-c", "-o", str(tmp_path / "k.o"), f"-I{NVRTC_INCLUDE}",
+                        str(src)], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr

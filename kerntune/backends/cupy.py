@@ -4,6 +4,7 @@ the driver, CUDA events for timing. bf16 and fp16 arrays are passed as raw
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -24,6 +25,26 @@ CUDA_ERROR_NOT_FOUND = 500
 DEFAULT_SHARED_LIMIT = 48 * 1024
 # <stdint.h> and <cstdint> for NVRTC, which has no C library headers (extension sources include them)
 NVRTC_INCLUDE = Path(__file__).resolve().parent / "nvrtc_include"
+
+
+# names that every nvcc compile gets from glibc's <sys/types.h> (through the host headers nvcc
+# includes) and NVRTC does not have; extension sources use them (vLLM's merge_attn_states: `uint`)
+GLIBC_SHORT_TYPES = {"uint": "unsigned int", "ushort": "unsigned short", "ulong": "unsigned long"}
+
+
+def nvrtc_source(source: str, expression: str) -> str:
+    """``source`` as NVRTC needs it: the half-precision headers a template argument names, and
+    the glibc short type names the code uses without declaring them, before a ``#line 1`` (so
+    compile errors keep the source's own line numbers)."""
+    code = _COMMENTS.sub(" ", source)
+    pre = [f"typedef {full} {name};\n" for name, full in GLIBC_SHORT_TYPES.items()
+           if re.search(rf"\b{name}\b", code)
+           and not re.search(rf"typedef\b[^;]*\b{name}\s*;|using\s+{name}\s*=|#\s*define\s+{name}\b", code)]
+    head = type_includes(expression) + "".join(pre)
+    return f"{head}#line 1\n{source}" if head else source
+
+
+_COMMENTS = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
 
 
 def _cupy():
@@ -103,11 +124,12 @@ class CupyBackend(Backend):
         cp = self.cp
         opts = tuple(options) + (f"-I{NVRTC_INCLUDE}",)
         expression = lowered_expression(source, kernel_name)
+        source = nvrtc_source(source, expression)
         try:
             if expression != kernel_name or not parse_kernel_name(kernel_name).is_plain:
                 # a template instantiation or a namespaced kernel: NVRTC instantiates the name
                 # expression and CuPy looks its lowered (mangled) name up by the same string
-                return cp.RawModule(code=type_includes(expression) + source, options=opts,
+                return cp.RawModule(code=source, options=opts,
                                     name_expressions=[expression]).get_function(expression)
             try:
                 return cp.RawModule(code=source, options=opts).get_function(kernel_name)
