@@ -220,11 +220,20 @@ class Evaluator:
         mode = self.mode(req)
         if host.cache_key is None or mode == "self":
             return self._expected(req, shape, host, ref_kernel, mode)
-        ref = req.reference
-        which = (ref.digest, repr(ref.launch), ref.params) if ref is not None else None
-        return self.data.get(("expected", host.cache_key, mode, which),
+        return self.data.get(("expected", *self._reference_key(req, host)),
                              lambda: self._expected(req, shape, host, ref_kernel, mode),
                              lambda e: freeze((e.values or {}).values()))
+
+    def _reference_key(self, req: EvalRequest, host: HostArgs) -> tuple:
+        ref = req.reference
+        return host.cache_key, self.mode(req), (ref.digest, repr(ref.launch), ref.params) if ref is not None else None
+
+    def reference_rms(self, req: EvalRequest, host: HostArgs, expected: Expected) -> dict[str, float]:
+        """:func:`output_rms` of the expected values, kept with them."""
+        make = lambda: output_rms(req.spec, expected.values, expected.is_storage)  # noqa: E731
+        if host.cache_key is None:
+            return make()
+        return self.data.get(("rms", *self._reference_key(req, host)), make, lambda r: 0)
 
     def _expected(self, req: EvalRequest, shape: Shape, host: HostArgs, ref_kernel: Any, mode: str) -> Expected:
         spec = req.spec
@@ -274,8 +283,10 @@ class Evaluator:
         runs = []
         for poison in (nan_poison(spec), random_poison(spec, rng)):
             runs.append((self.run_once(spec, kernel, launch, host, poison), poison))
-        ref_values = expected.values if expected.values is not None else runs[0][0]
-        rms = output_rms(spec, ref_values, expected.is_storage or expected.values is None)
+        if expected.values is None:       # no reference: the first run's outputs set the size
+            rms = output_rms(spec, runs[0][0], True)
+        else:
+            rms = self.reference_rms(req, host, expected)
         scales = atol_scales(spec, rms, base_rms)
         if not base_rms:
             base_rms.update(rms)

@@ -5,6 +5,7 @@ inputs that must come back unchanged."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -41,13 +42,19 @@ def output_rms(spec: KernelSpec, values: Arrays, is_storage: bool) -> dict[str, 
     """The root mean square of each output's finite values: how large the outputs are."""
     from kerntune.dtypes import decode
 
+    from kerntune.engine.verify import CHUNK
+
     out = {}
     for a in spec.outputs:
-        v = values[a.name]
-        v = (decode(a.dt, v) if is_storage else np.asarray(v)).astype(np.float64).reshape(-1)
-        with np.errstate(invalid="ignore", over="ignore"):
-            v = v[np.isfinite(v)]
-            out[a.name] = float(np.sqrt(np.mean(v * v))) if v.size else 0.0
+        flat = np.asarray(values[a.name]).reshape(-1)
+        total, count = 0.0, 0
+        for s in range(0, flat.size, CHUNK):     # in chunks: a few small temporaries, not many large ones
+            v = (decode(a.dt, flat[s:s + CHUNK]) if is_storage else flat[s:s + CHUNK]).astype(np.float64)
+            with np.errstate(invalid="ignore", over="ignore"):
+                v = v[np.isfinite(v)]
+                total += float(np.dot(v, v))
+            count += v.size
+        out[a.name] = math.sqrt(total / count) if count else 0.0
     return out
 
 

@@ -8,7 +8,10 @@ reported as unwritten.
 
 from __future__ import annotations
 
+import functools
 import math
+import os
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -17,6 +20,7 @@ from kerntune.results import ArgCheck
 from kerntune.spec.model import ArgSpec, KernelSpec
 
 CHUNK = 1 << 23
+MAX_THREADS = 8       # threads comparing chunks of one large output
 
 
 def tolerance_for(spec: KernelSpec, arg: ArgSpec) -> Tolerance:
@@ -115,6 +119,15 @@ def _chunk(dt: DType, got: np.ndarray, expected: np.ndarray, expected_is_storage
             tb, first, "tolerance" if tb else "")
 
 
+def _threads() -> int:
+    return max(1, min(MAX_THREADS, os.cpu_count() or 1))
+
+
+@functools.lru_cache(maxsize=1)
+def _pool() -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(max_workers=_threads(), thread_name_prefix="kerntune-compare")
+
+
 def _scalar(v: np.generic) -> float | int:
     """A reported value: integers exactly (a float64 would round those above 2**53), else a float."""
     return int(v) if isinstance(v, np.integer) else float(v)
@@ -137,9 +150,13 @@ def compare(arg: ArgSpec, tol: Tolerance, got: np.ndarray, expected: np.ndarray,
     bad = 0
     first_bad: int | None = None
     first_kind = ""
-    for s in range(0, n, CHUNK):
+    def one(s: int):
         with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
-            part = _chunk(dt, g_flat[s:s + CHUNK], e_flat[s:s + CHUNK], expected_is_storage, tol)
+            return _chunk(dt, g_flat[s:s + CHUNK], e_flat[s:s + CHUNK], expected_is_storage, tol)
+    starts = range(0, n, CHUNK)
+    # NumPy releases the GIL in its loops: large outputs are compared a chunk per thread (in order)
+    parts = list(_pool().map(one, starts)) if len(starts) > 1 and _threads() > 1 else [one(s) for s in starts]
+    for s, part in zip(starts, parts):
         c_sq_diff, c_sq_ref, c_max_abs, c_max_rel, c_bad, c_first, c_kind = part
         sq_diff += c_sq_diff
         sq_ref += c_sq_ref
