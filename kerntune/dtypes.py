@@ -93,12 +93,18 @@ def bits_dtype(dt: DType) -> np.dtype:
 def bf16_from_float(values: np.ndarray) -> np.ndarray:
     """float32 values -> bf16 bit patterns, rounding to nearest even; NaN stays NaN."""
     f = np.ascontiguousarray(values, dtype=np.float32)
-    u = f.view(np.uint32)
-    rounded = ((u + (((u >> 16) & 1) + 0x7FFF)) >> 16).astype(np.uint16)
-    nan = np.isnan(f)
-    if nan.any():
-        rounded[nan] = ((u[nan] >> 16) | 0x40).astype(np.uint16)
-    return rounded
+    out = np.empty(f.shape, dtype=np.uint16)
+    flat_f, flat_out = f.reshape(-1), out.reshape(-1)
+    step = 1 << 22     # in chunks: a few temporaries that stay in cache (whole-array ones made 234M values take 9 s)
+    for s in range(0, flat_f.size, step):
+        part = flat_f[s:s + step]
+        u = part.view(np.uint32)
+        rounded = (u + (((u >> 16) & 1) + 0x7FFF)) >> 16
+        nan = np.isnan(part)
+        if nan.any():
+            rounded[nan] = (u[nan] >> 16) | 0x40
+        flat_out[s:s + step] = rounded
+    return out
 
 
 def bf16_to_float(bits: np.ndarray) -> np.ndarray:
