@@ -32,3 +32,20 @@ def test_poison_patterns_are_distinct_and_detected():
         if dt.is_float:
             with np.errstate(invalid="ignore"):
                     assert np.isnan(decode(dt, a).astype(np.float64)).all()  # poison is a NaN, never a plausible value
+
+
+def test_bf16_rounding_is_the_same_across_the_chunks_it_is_done_in():
+    """bf16_from_float works in chunks of 4M values: an array spanning three chunks, with NaNs,
+    infinities and ties at the boundaries, rounds exactly as the one-pass formula does."""
+    rng = np.random.default_rng(7)
+    n = 2 * (1 << 22) + 5
+    x = (rng.standard_normal(n) * 10.0 ** rng.integers(-40, 38, n)).astype(np.float32)
+    edge = [(1 << 22) - 1, 1 << 22, (1 << 23) + 1, n - 1]
+    x[edge] = [np.nan, 1.00390625, -np.inf, np.float32(-np.nan)]
+    u = x.view(np.uint32)
+    want = ((u + (((u >> 16) & 1) + 0x7FFF)) >> 16).astype(np.uint16)
+    nan = np.isnan(x)
+    want[nan] = ((u[nan] >> 16) | 0x40).astype(np.uint16)
+    got = bf16_from_float(x)
+    assert got.dtype == np.uint16 and np.array_equal(got, want)
+    assert np.array_equal(bf16_from_float(x[:12].reshape(3, 4)), want[:12].reshape(3, 4))
