@@ -1,5 +1,6 @@
 """Production implementations of the SGLang kernels, timed the way kerntune
-times kernels (CUDA events, warm-up, L2 flushed before every timed run, median),
+times kernels (CUDA events, warm-up, L2 flushed before every timed run, median; the stream spins
+before each timed call so the host's dispatch is not timed),
 for the comparison table of scripts/bench_library.py. Needs a CUDA GPU and
 PyTorch; FlashInfer and Liger Kernel are used when importable."""
 
@@ -9,6 +10,13 @@ import statistics
 from typing import Callable
 
 
+# GPU cycles the stream spins before each timed call (about 100 us at 2 GHz): the host's dispatch of
+# the call (torch.compile's guards took 30-120 us on an H200) then happens while the GPU is busy, so
+# the events time the call's kernels, not the host. Without it, torch.compile's event times on decode
+# shapes ranged from 4 to 122 us for kernels of about 1.5 us (bench/results/gpu-h200-2026-11-28).
+SPIN_CYCLES = 200_000
+
+
 def _time(fn: Callable[[], object], warmup: int, repeats: int) -> float:
     import torch
 
@@ -16,9 +24,12 @@ def _time(fn: Callable[[], object], warmup: int, repeats: int) -> float:
     for _ in range(warmup):
         fn()
     torch.cuda.synchronize()
+    spin = getattr(torch.cuda, "_sleep", None)     # a private helper of PyTorch's: used when present
     samples = []
     for _ in range(repeats):
         flush.zero_()
+        if spin is not None:
+            spin(SPIN_CYCLES)
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
         fn()
