@@ -164,10 +164,7 @@ def render(record, info) -> str:
 
 
 if __name__ == "__main__":
-    from kerntune.errors import KerntuneError
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from script_errors import run
 
-    try:
-        raise SystemExit(main())
-    except KerntuneError as e:   # a bad device or input: its message and hint, no traceback
-        print(f"error: {e.message}" + (f"\nhint: {e.hint}" if e.hint else ""), file=sys.stderr)
-        raise SystemExit(1) from None
+    run(main)

@@ -36,19 +36,14 @@ def main() -> int:
     from kerntune.backends import open_backend
     from kerntune.engine.devices import resolve
     from kerntune.engine.evaluate import EvalRequest, Evaluator, TimingOptions
-    from kerntune.errors import KerntuneError
     from kerntune.kernelfile import load_kernel
 
-    try:
-        kf = load_kernel(args.kernel, args.spec or args.kernel.parent / "spec.yaml")
-        shapes = {s.label: s for s in _all_shapes(kf.spec)}
-        if args.shape not in shapes:
-            ap.error(f"no shape {args.shape!r} in the spec; it has: {', '.join(shapes)}")
-        shape = shapes[args.shape]
-        ref, info = resolve(args.device, kf.lang)
-    except KerntuneError as e:
-        print(f"error: {e.message}" + (f"\nhint: {e.hint}" if e.hint else ""), file=sys.stderr)
-        return 1
+    kf = load_kernel(args.kernel, args.spec or args.kernel.parent / "spec.yaml")
+    shapes = {s.label: s for s in _all_shapes(kf.spec)}
+    if args.shape not in shapes:
+        ap.error(f"no shape {args.shape!r} in the spec; it has: {', '.join(shapes)}")
+    shape = shapes[args.shape]
+    ref, info = resolve(args.device, kf.lang)
     ev = Evaluator(open_backend(ref))
     req = EvalRequest(candidate=kf.instance(), spec=kf.spec, base_dir=str(kf.loaded.base_dir), verify_shapes=(shape,),
                       time_shapes=(shape,), seed=1, timing=TimingOptions(warmup=1, repeats=args.repeats))
@@ -78,4 +73,7 @@ def _all_shapes(spec):
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from script_errors import run
+
+    run(main)

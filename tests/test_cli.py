@@ -203,3 +203,18 @@ def test_template_mistakes_are_template_errors_with_file_and_line(tmp_path, chan
     assert r.returncode == 2, r.stderr
     assert f"va.cl.j2:{line}: " in r.stderr and needle in r.stderr and "bug in kerntune" not in r.stderr
     assert "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize("script,args", [("bench_library.py", ["--device", "7"]),
+                                         ("time_evaluation.py", ["kernels/sglang/silu_and_mul/silu_and_mul.cu",
+                                                                 "--shape", "7b-decode-T1", "--device", "7"])])
+def test_the_gpu_scripts_answer_a_missing_device_with_a_message(script, args):
+    """The benchmark scripts of a GPU run end on kerntune's own errors with the message and hint,
+    exit 1, no traceback (scripts/script_errors.py)."""
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, str(REPO / "scripts" / script), *args], capture_output=True, text=True,
+                       cwd=REPO, timeout=300)
+    assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
+    assert "error: no device cuda:7" in r.stderr and "hint:" in r.stderr
