@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from kerntune.dtypes import bits_dtype
-from kerntune.engine.verify import compare, tolerance_for, unchanged
+from kerntune.engine.verify import CHUNK, compare, tolerance_for, unchanged
 from kerntune.results import ArgCheck
 from kerntune.spec.model import KernelSpec
 
@@ -41,8 +41,6 @@ def bits_dtype_of(a: np.ndarray) -> np.dtype:
 def output_rms(spec: KernelSpec, values: Arrays, is_storage: bool) -> dict[str, float]:
     """The root mean square of each output's finite values: how large the outputs are."""
     from kerntune.dtypes import decode
-
-    from kerntune.engine.verify import CHUNK
 
     out = {}
     for a in spec.outputs:

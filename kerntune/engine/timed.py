@@ -145,7 +145,7 @@ class Timer:
             return
         ev, be = self.ev, self.ev.backend
         seed = shape_seed(req.seed ^ 0xF5E5, shape)
-        host = self.ev.host_args(req.spec, Path(req.base_dir), shape, seed)
+        host = ev.host_args(req.spec, Path(req.base_dir), shape, seed)
         expected = self._expected(req, kernel, launch, shape, host)
         poison = random_poison(req.spec, np.random.default_rng(seed))
         ev.upload(req.spec, host, poison, bufs=s.bufs)
