@@ -36,10 +36,18 @@ def test_a_machine_without_pyopencl_still_lists_devices_and_says_what_to_install
 
     from tests.conftest import KERNTUNE, VECTOR_ADD
 
-    shadow = tmp_path / "shadow" / "pyopencl"
-    shadow.mkdir(parents=True)
-    (shadow / "__init__.py").write_text("raise ImportError('simulated: no pyopencl on this machine')\n")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(shadow.parent), os.environ.get("PYTHONPATH")]))}
+    # an import hook, not a shadow package on PYTHONPATH: kerntune's workers put the folder holding
+    # kerntune first on sys.path, and in an installed copy that is site-packages, which holds PyOpenCL
+    shadow = tmp_path / "shadow"
+    shadow.mkdir()
+    (shadow / "sitecustomize.py").write_text(
+        "import sys\n"
+        "class NoPyOpenCL:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name.split('.')[0] == 'pyopencl':\n"
+        "            raise ImportError('simulated: no pyopencl on this machine')\n"
+        "sys.meta_path.insert(0, NoPyOpenCL())\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(shadow), os.environ.get("PYTHONPATH")]))}
 
     def cli(*args):
         return subprocess.run([*KERNTUNE, *args], capture_output=True, text=True, cwd=REPO, env=env, timeout=300)
