@@ -88,3 +88,34 @@ def test_chunks_compared_on_threads_give_the_same_verdict_as_one_thread(monkeypa
     one, many = checks
     assert not one.ok and one.first_bad_index == [2500] and one.bad_elements == 2
     assert one == many
+
+
+def test_a_run_bit_identical_to_one_judged_is_not_compared_again(cpu_ref, tmp_path, monkeypatch):
+    """Each verification's second run, and every timed run after the first inspected, leave the
+    same bytes as a run already judged on the same inputs: their verdict is that run's, with no
+    second comparison (each costs most of a second on a serving shape). A run that differs is
+    still compared."""
+    import kerntune.engine.judge as judge
+    import kerntune.engine.verify as verify
+    from kerntune.backends import open_backend
+    from kerntune.engine.evaluate import Evaluator
+    from kerntune.results import Status
+    from tests.conftest import VECTOR_ADD
+
+    calls = []
+    real = verify.compare
+    monkeypatch.setattr(judge, "compare", lambda *a, **k: calls.append(a[0].name) or real(*a, **k))
+    ev = Evaluator(open_backend(cpu_ref))
+    req = _request(tmp_path, VECTOR_ADD.read_text())
+    r = ev.evaluate(req)
+    assert r.status is Status.OK
+    verified = len(r.verification.shapes)
+    # one comparison per verification, and per timed shape one for its timed runs and one on fresh inputs
+    assert len(calls) == verified + 2 * len(req.time_shapes), (len(calls), verified, len(req.time_shapes))
+
+    # bit-identical means every byte: -0.0 is not 0.0, and NaNs with the same bits are the same
+    a = np.array([0.0, np.nan, 1.0], dtype=np.float32)
+    assert verify.same_bits(a, a.copy())
+    assert not verify.same_bits(a, np.array([-0.0, np.nan, 1.0], dtype=np.float32))
+    assert not verify.same_bits(a, a.astype(np.float64)) and not verify.same_bits(a, a[:2])
+    ev.backend.close()

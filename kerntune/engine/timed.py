@@ -26,8 +26,9 @@ from kerntune.backends.base import Backend, CompileFailed, LaunchFailed
 from kerntune.dtypes import filled
 from kerntune.engine.inputs import HostArgs, bytes_moved
 from kerntune.engine.judge import Expected, Poison, judge_single
+from kerntune.engine.verify import same_bits
 from kerntune.results import (
-    Comparison, CopyBandwidth, ShapeCheck, ShapeTiming, Status, TimedKernel, TimingStats,
+    ArgCheck, Comparison, CopyBandwidth, ShapeCheck, ShapeTiming, Status, TimedKernel, TimingStats,
 )
 from kerntune.spec.model import KernelSpec, Shape
 
@@ -64,6 +65,9 @@ class _Session:
     poison: Poison
     prepare: Callable[[], None] | None
     failures: dict[int, ShapeCheck] = field(default_factory=dict)
+    # the last run judged in this session, and its checks: a run that leaves bit-identical
+    # buffers (same inputs, poison and expected values) gets the same checks without a comparison
+    judged: tuple[Expected, dict[str, np.ndarray], list[ArgCheck]] | None = None
 
 
 class Timer:
@@ -120,7 +124,12 @@ class Timer:
         if j in s.failures:
             return
         got = self.ev.download(s.spec, s.host, s.bufs)
-        checks = judge_single(s.spec, s.host.arrays, got, s.poison, expected)
+        if s.judged is not None and s.judged[0] is expected and got.keys() == s.judged[1].keys() \
+                and all(same_bits(v, s.judged[1][k]) for k, v in got.items()):
+            checks = s.judged[2]
+        else:
+            checks = judge_single(s.spec, s.host.arrays, got, s.poison, expected)
+            s.judged = (expected, got, checks)
         if not all(c.ok for c in checks):
             s.failures[j] = ShapeCheck(shape=s.shape.as_dict(), label=label, holdout=s.shape.holdout,
                                        seed=s.host.seed, ok=False, args=checks, stage=stage)
