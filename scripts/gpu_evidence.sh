@@ -3,8 +3,9 @@
 #   scripts/gpu_evidence.sh smoke|full SECONDS OUTDIR
 # smoke: the machine and its packages, `pytest -m gpu`, and a few evaluations of every benchmark
 #        script (so a bug shows before the long run);
-# full:  `pytest -m gpu`, scripts/bench_library.py beside PyTorch's implementations, and the decode
-#        shapes timed three ways (scripts/launch_modes.py).
+# full:  `pytest -m gpu`, scripts/bench_library.py beside PyTorch's implementations, the decode
+#        shapes timed three ways (scripts/launch_modes.py), and (KT_STEPS=optimize) `kerntune optimize`
+#        with the rule catalog on the SGLang kernels (scripts/optimize_library.py).
 # Every step has its own time limit inside SECONDS, so one that hangs or fails leaves the others
 # their time; logs and results go to OUTDIR,
 # packed into one archive at the end (OUTDIR/evidence-PHASE.tgz). Packages the machine lacks travel as wheels in .whl/
@@ -33,9 +34,10 @@ step() {
 # --library FILE when an earlier step wrote FILE (the later steps run whatever the earlier did)
 have() { [ -f "$1" ] && echo "--library $1"; }
 
-if ls .whl/*.whl >/dev/null 2>&1; then
-    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
-        || { echo "error: the wheels in .whl/ did not install"; exit 1; }
+WHEELS="${KT_WHEELS:-.whl}"     # KT_WHEELS=none: use the packages installed (a rehearsal on this machine)
+if ls "$WHEELS"/*.whl >/dev/null 2>&1; then
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site "$WHEELS"/*.whl \
+        || { echo "error: the wheels in $WHEELS/ did not install"; exit 1; }
     export PYTHONPATH="/tmp/site:$PWD"
 else
     export PYTHONPATH="$PWD"
@@ -49,13 +51,25 @@ if [ "$PHASE" = smoke ]; then
     step modes-smoke 60 python3 scripts/launch_modes.py --kernels silu_and_mul --shapes 7b-decode-T1 $(have "$OUTDIR/library-smoke.json") \
         --launches 20 --repeats 5 --out "$OUTDIR/modes-smoke"
 else
-    # serving shapes cost minutes of host time per candidate (inputs and reference on the host): the
-    # short set of four per kernel unless KT_SHAPES names another (empty: every serving shape)
+    # serving shapes cost seconds of host time per candidate (inputs and reference on the host): the
+    # short set of four per kernel unless KT_SHAPES names another (empty: every serving shape).
+    # KT_STEPS picks the steps (a 10-minute call holds about three): library, modes, pytest, optimize.
+    # KT_DEVICE=cpu KT_SHAPES=cpu KT_WHEELS=none rehearses the run on the CPU (CUDA-only steps then say so).
+    DEV="${KT_DEVICE:-0}"; STEPS=",${KT_STEPS:-library,modes,pytest},"
     LIB="$OUTDIR/library-gpu-$STAMP"
-    step library 190 python3 scripts/bench_library.py --device 0 --dtype bf16 --strategy surrogate --budget "${KT_BUDGET:-12}" \
-        --shape-set "${KT_SHAPES-gpu_short}" --repeats 50 --warmup 10 --out "$LIB"
-    step launch-modes 90 python3 scripts/launch_modes.py $(have "$LIB.json") --out "$OUTDIR/launch-modes-$STAMP"
-    step pytest-gpu 110 python3 -m pytest -m gpu tests/test_gpu_cupy.py -p no:cacheprovider -q -rs --timeout 90
+    case "$STEPS" in *,library,*)
+        step library 190 python3 scripts/bench_library.py --device "$DEV" --dtype bf16 --strategy surrogate \
+            --budget "${KT_BUDGET:-12}" --kernels "${KT_KERNELS:-silu_and_mul,fused_add_rmsnorm,merge_attn_states_lse}" \
+            --shape-set "${KT_SHAPES-gpu_short}" --repeats 50 --warmup 10 --out "$LIB" ;; esac
+    case "$STEPS" in *,modes,*)
+        step launch-modes 90 python3 scripts/launch_modes.py $(have "$LIB.json") --out "$OUTDIR/launch-modes-$STAMP" ;; esac
+    case "$STEPS" in *,pytest,*)
+        step pytest-gpu 110 python3 -m pytest -m gpu tests/test_gpu_cupy.py -p no:cacheprovider -q -rs --timeout 90 ;; esac
+    # kerntune optimize with the rule catalog on the three SGLang kernels (issue 13, item 2)
+    case "$STEPS" in *,optimize,*)
+        step optimize 480 python3 scripts/optimize_library.py --device "$DEV" --only silu_and_mul,fused_add,merge_attn \
+            --shape-set "${KT_SHAPES-gpu_short}" --rounds 1 --evaluations "${KT_BUDGET:-12}" \
+            --time-limit "${KT_OPTIMIZE_S:-120}" --repeats 30 --final-repeats 40 --out "$OUTDIR/optimize-gpu-$STAMP" ;; esac
 fi
 echo "=== done, $(left) s of $BUDGET left"
 # logs, tables and run folders are many files: one archive comes back

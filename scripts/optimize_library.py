@@ -6,6 +6,8 @@ original (re-verified on fresh shapes and re-timed beside it), and per shape.
 
     python scripts/optimize_library.py                       # GPU if present, else the CPU (OpenCL)
     python scripts/optimize_library.py --device cpu --evaluations 40 --rounds 2
+    python scripts/optimize_library.py --device 0 --only silu_and_mul,fused_add,merge_attn --shape-set gpu_short \
+        --rounds 1 --evaluations 12 --time-limit 150       # the GPU evidence run's (scripts/gpu_evidence.sh)
 """
 
 from __future__ import annotations
@@ -36,6 +38,10 @@ def main() -> int:
     ap.add_argument("--repeats", type=int, default=30)
     ap.add_argument("--final-repeats", type=int, default=60)
     ap.add_argument("--only", default="", help="comma-separated names (substrings) to run")
+    ap.add_argument("--time-limit", default=None, help="each kernel's wall-time budget (kerntune optimize --time-limit)")
+    ap.add_argument("--shape-set", default=None,
+                    help="the specs' shape set to tune and test on (default: each kernel's CPU set on the CPU, "
+                         "its spec's default shapes on a GPU; `gpu_short` is a short GPU run's)")
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args()
     gpu = any(d.backend == "cupy" and not d.problem for d in all_devices())
@@ -45,7 +51,12 @@ def main() -> int:
     out = args.out or REPO / "bench" / "results" / f"optimize-{'cpu' if ext == '.cl' else 'gpu'}-{stamp}"
     runs = out.with_name(out.name + "-runs")
     runs.mkdir(parents=True, exist_ok=True)
-    rows = []
+    rows: list[dict] = []
+
+    def write() -> None:       # after every kernel: a run stopped part way keeps what it finished
+        out.with_suffix(".json").write_text(json.dumps({"device": device, "args": vars(args) | {"out": str(out)},
+                                                        "rows": rows}, indent=1, default=str) + "\n")
+        out.with_suffix(".md").write_text(render(rows, device, args))
     for name, kernel, spec, cpu_set in LIBRARY:
         if args.only and not any(o in name for o in args.only.split(",")):
             continue
@@ -53,8 +64,11 @@ def main() -> int:
         cmd = [sys.executable, "-m", "kerntune", "optimize", kernel + ext, "--spec", spec, "--device", device,
                "--rounds", str(args.rounds), "--evaluations", str(args.evaluations), "--repeats", str(args.repeats),
                "--final-repeats", str(args.final_repeats), "--json"]
-        if ext == ".cl" and cpu_set:
-            cmd += ["--shape-set", cpu_set]
+        if args.time_limit:
+            cmd += ["--time-limit", args.time_limit]
+        shape_set = args.shape_set or (cpu_set if ext == ".cl" else None)
+        if shape_set:
+            cmd += ["--shape-set", shape_set]
         cmd += ["--resume", str(run)] if (run / "run.json").exists() else ["--run-dir", str(run)]
         t0 = time.monotonic()
         p = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True)
@@ -63,6 +77,7 @@ def main() -> int:
             print(f"{name}: FAILED ({p.stderr.strip().splitlines()[-1] if p.stderr.strip() else p.returncode})",
                   file=sys.stderr)
             rows.append({"name": name, "error": p.stderr.strip()[-500:], "seconds": secs})
+            write()
             continue
         r = json.loads(p.stdout)
         rows.append({"name": name, "kernel": kernel + ext, "improved": r["improved"],
@@ -73,9 +88,8 @@ def main() -> int:
                      "stop": r["stop_reason"], "seconds": secs, "run_dir": str(run)})
         print(f"{name}: {r['general_speedup'] or 1.0:.3f}x ({'improved' if r['improved'] else 'not improved'}) "
               f"in {secs:.0f} s", file=sys.stderr)
-    out.with_suffix(".json").write_text(json.dumps({"device": device, "args": vars(args) | {"out": str(out)},
-                                                    "rows": rows}, indent=1, default=str) + "\n")
-    out.with_suffix(".md").write_text(render(rows, device, args))
+        write()
+    write()
     print(f"wrote {out.with_suffix('.md')}", file=sys.stderr)
     return 0
 
