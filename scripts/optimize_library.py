@@ -23,7 +23,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from kerntune.engine.devices import all_devices  # noqa: E402
+from kerntune.engine.devices import all_devices, resolve  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from kernel_library import LIBRARY  # noqa: E402
@@ -47,6 +47,7 @@ def main() -> int:
     gpu = any(d.backend == "cupy" and not d.problem for d in all_devices())
     device = args.device or ("0" if gpu else "cpu")
     ext = ".cl" if device == "cpu" or device.startswith("opencl") else ".cu"
+    resolve(device, "opencl" if ext == ".cl" else "cuda")     # a device that is not there: one message, exit 1
     stamp = datetime.date.today().isoformat()
     out = args.out or REPO / "bench" / "results" / f"optimize-{'cpu' if ext == '.cl' else 'gpu'}-{stamp}"
     runs = out.with_name(out.name + "-runs")
@@ -116,4 +117,6 @@ def render(rows, device, args) -> str:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    from script_errors import run
+
+    run(main)

@@ -214,6 +214,7 @@ def test_template_mistakes_are_template_errors_with_file_and_line(tmp_path, chan
 
 
 @pytest.mark.parametrize("script,args", [("bench_library.py", ["--device", "7"]),
+                                         ("optimize_library.py", ["--device", "7", "--out", "/nonexistent/x"]),
                                          ("time_evaluation.py", ["kernels/sglang/silu_and_mul/silu_and_mul.cu",
                                                                  "--shape", "7b-decode-T1", "--device", "7"])])
 def test_the_gpu_scripts_answer_a_missing_device_with_a_message(script, args):
