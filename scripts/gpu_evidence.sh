@@ -12,6 +12,8 @@
 # (scripts/wheelhouse.py builds them); they are installed into /tmp/site.
 set -u
 PHASE="${1:?smoke or full}"; BUDGET="${2:?seconds}"; OUTDIR="${3:?output folder}"
+case "$PHASE" in smoke|full) ;; *) echo "error: the phase is 'smoke' or 'full', not '$PHASE'" >&2; exit 2 ;; esac
+case "$BUDGET" in ''|*[!0-9]*) echo "error: SECONDS is a whole number of seconds, not '$BUDGET'" >&2; exit 2 ;; esac
 mkdir -p "$OUTDIR"
 END=$(( $(date +%s) + BUDGET ))
 export PYTHONUNBUFFERED=1
