@@ -118,4 +118,11 @@ def test_a_run_bit_identical_to_one_judged_is_not_compared_again(cpu_ref, tmp_pa
     assert verify.same_bits(a, a.copy())
     assert not verify.same_bits(a, np.array([-0.0, np.nan, 1.0], dtype=np.float32))
     assert not verify.same_bits(a, a.astype(np.float64)) and not verify.same_bits(a, a[:2])
+    # compared as 8-byte words plus a tail: a difference in either is found; strided views compare too
+    odd = np.arange(21, dtype=np.uint16)
+    for i in (0, 17, 20):
+        other = odd.copy()
+        other[i] ^= 1
+        assert not verify.same_bits(odd, other)
+    assert verify.same_bits(odd[::2], odd.copy()[::2]) and not verify.same_bits(odd[::2], odd[1::2])
     ev.backend.close()

@@ -185,9 +185,12 @@ def same_bits(a: np.ndarray, b: np.ndarray) -> bool:
     against the same expected values, gets the same verdict without a second comparison."""
     if a.shape != b.shape or a.dtype != b.dtype:
         return False
-    x, y = a.reshape(-1).view(np.uint8), b.reshape(-1).view(np.uint8)
-    step = CHUNK * 4
-    return all(np.array_equal(x[s:s + step], y[s:s + step]) for s in range(0, x.size, step))
+    x, y = (np.ascontiguousarray(v).reshape(-1).view(np.uint8) for v in (a, b))
+    whole = x.size // 8 * 8          # compared as 8-byte words: several times faster than byte by byte
+    if not np.array_equal(x[whole:], y[whole:]):
+        return False
+    xw, yw = x[:whole].view(np.uint64), y[:whole].view(np.uint64)
+    return all(np.array_equal(xw[s:s + CHUNK], yw[s:s + CHUNK]) for s in range(0, xw.size, CHUNK))
 
 
 def unchanged(arg: ArgSpec, before: np.ndarray, after: np.ndarray) -> ArgCheck:
