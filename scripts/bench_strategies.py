@@ -137,17 +137,21 @@ def _stats(per_seed: dict[str, list[float]], seconds: list[float], crashed: int 
 
 def run_kerntune(run: Path, strategy: str, seeds: list[int], budgets: list[int], opt: float,
                  slow_seeds: int | None = None) -> dict:
-    """kerntune's strategies do not see the budget: one run per seed at the largest budget is read at every
-    budget (a smaller budget stops the same sequence earlier)."""
+    """A strategy that does not plan with the budget: one run per seed at the largest budget, read at every
+    budget (a smaller budget stops the same sequence earlier). One that does (the default's ``finish``):
+    one run per seed and budget, as a user's ``--budget`` would run it."""
     per_seed: dict[str, list[float]] = {str(f): [] for f in FRACTIONS}
     seconds = []
     if strategy in OPTUNA and slow_seeds is not None:
         seeds = seeds[:slow_seeds]
     for seed in ([0] if strategy == "exhaustive" else seeds):
-        t0 = time.perf_counter()
-        trace = replay(run, strategy, seed, budgets[-1])
+        traces = [replay(run, strategy, seed, b) for b in budgets[:-1]] \
+            if strategy_class(strategy).plans_with_budget else []
+        t0 = time.perf_counter()            # s/run: the replay at the largest budget
+        traces.append(replay(run, strategy, seed, budgets[-1]))
         seconds.append(time.perf_counter() - t0)
-        for f, b in zip(FRACTIONS, budgets):
+        traces = traces if len(traces) == len(budgets) else traces * len(budgets)
+        for f, b, trace in zip(FRACTIONS, budgets, traces):
             best = trace[min(b, len(trace)) - 1] if trace else math.inf
             per_seed[str(f)].append(opt / best if math.isfinite(best) else 0.0)
     return _stats(per_seed, seconds)

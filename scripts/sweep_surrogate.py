@@ -37,7 +37,7 @@ from kerntune.errors import KerntuneError  # noqa: E402
 from kerntune.tuner.run import template_from_store  # noqa: E402
 from kerntune.tuner.space import Space  # noqa: E402
 from kerntune.tuner.store import RunStore  # noqa: E402
-from kerntune.tuner.strategies import DEFAULT_STRATEGY, make_strategy  # noqa: E402
+from kerntune.tuner.strategies import DEFAULT_STRATEGY, make_strategy, strategy_class  # noqa: E402
 from kerntune.tuner.template import config_key  # noqa: E402
 from kt_replay import permuted  # noqa: E402
 
@@ -97,10 +97,22 @@ def _replay(job: tuple) -> tuple[str, int, list[float], float]:
     space, record, opt = _load(name, rest[1] if len(rest) > 1 else "")
     if order and order[0] is not None:
         space = shuffled(space, order[0])
+    started = time.process_time()
+    if strategy_class(DEFAULT_STRATEGY).plans_with_budget:     # one run per budget, as --budget runs it
+        found = [min(_trace(space, record, seed, options, b), default=math.inf) for b in budgets]
+    else:
+        trace = _trace(space, record, seed, options, budgets[-1])
+        found = [min(trace[:b], default=math.inf) for b in budgets]
+    return name, seed, [opt / f for f in found], time.process_time() - started
+
+
+def _trace(space: Space, record: dict, seed: int, options: dict, budget: int) -> list[float]:
+    """The best score after each measured evaluation of one run with ``budget``, told what is left of it
+    before each proposal as the tuner tells it."""
     strategy = make_strategy(DEFAULT_STRATEGY, space, seed, options)
     best, trace, seen, asks = math.inf, [], set(), 0
-    started = time.process_time()
-    while len(trace) < budgets[-1] and asks < 50 * budgets[-1] + 1000:
+    while len(trace) < budget and asks < 50 * budget + 1000:
+        strategy.budget(budget - len(trace), budget)
         config = strategy.ask()
         asks += 1
         if config is None:
@@ -111,7 +123,7 @@ def _replay(job: tuple) -> tuple[str, int, list[float], float]:
             best = min(best, score)
             trace.append(best)
         strategy.tell(config, score)
-    return name, seed, [opt / min(trace[:b], default=math.inf) for b in budgets], time.process_time() - started
+    return trace
 
 
 def sweep(spaces: dict[str, dict], options: dict, seeds: int, procs: int, first_seed: int = 0) -> dict:

@@ -123,10 +123,48 @@ def test_the_option_sweep_replays_as_the_tuner_does(tmp_path):
     run = bench.load_space(REPO / "bench" / "data" / name, tmp_path)
     opt = bench.optimum(run)[0]
     budgets = [4, 10, 19]
-    for seed in range(3):
-        trace = bench.replay(run, DEFAULT_STRATEGY, seed, budgets[-1])
+    for seed in range(3):        # the default plans with its budget: one run per budget
+        found = [min(bench.replay(run, DEFAULT_STRATEGY, seed, b)[:b], default=math.inf) for b in budgets]
         _, _, fractions, _ = sweep._replay((name, seed, {}, budgets))
-        assert fractions == pytest.approx([opt / min(trace[:b], default=math.inf) for b in budgets], rel=1e-9)
+        assert fractions == pytest.approx([opt / f for f in found], rel=1e-9)
+
+
+def test_the_tuner_tells_the_strategy_what_its_budget_leaves(tmp_path, monkeypatch):
+    """Before each proposal the tuner says how many measured evaluations the budget still allows (the
+    queued ones taken off) and of how many; a run with no budget says nothing."""
+    from kerntune.tuner.strategies.surrogate import Surrogate
+
+    bench = script("bench_strategies")
+    run = bench.load_space(REPO / "bench" / "data" / "merge-template-prefill-512.json.gz", tmp_path)
+    told = []
+    real = Surrogate.budget
+    monkeypatch.setattr(Surrogate, "budget", lambda self, left, total: told.append((left, total)) or
+                        real(self, left, total))
+    assert len(bench.replay(run, DEFAULT_STRATEGY, 0, 12)) == 12
+    assert told and {t for _, t in told} == {12} and told[0][0] == 12
+    lefts = [left for left, _ in told]
+    assert all(0 <= b <= a for a, b in zip(lefts, lefts[1:])) and min(lefts) <= 1
+
+
+def test_the_end_of_a_known_budget_goes_to_the_posterior_means_favourites():
+    """With a budget of 20, the last ceil(0.15 * 20) = 3 proposals are each the untried configuration the
+    posterior mean predicts fastest; earlier ones are mostly Thompson draws, which differ from it."""
+    space = Space({"A": tuple(range(8)), "B": tuple(range(8)), "C": (0, 1, 2)})
+    score = lambda c: 1.0 + (c["A"] - 5) ** 2 + 0.5 * (c["B"] - 2) ** 2 + 0.2 * c["C"]  # noqa: E731
+    s = make_strategy("surrogate", space, 1, {"exploit_every": 0})
+    favourite = []
+    for n in range(20):
+        s.budget(20 - n, 20)
+        c = s.ask()
+        if s._mean is not None and len(s._rows) >= 3:
+            i = s._at(s._row(c))
+            s._untried[i] = True
+            pred = s._f.predict(s._mean[:, None], s._pool)[:, 0]
+            favourite.append(bool(pred[i] <= pred[s._untried].min() + 1e-4))
+            s._untried[i] = False
+        s.tell(c, score(c))
+    assert favourite[-3:] == [True, True, True]
+    assert not all(favourite[:-3])
 
 
 def test_tune_uses_the_default_and_lists_it(tmp_path):
@@ -179,6 +217,13 @@ def test_cap_must_be_a_quantile(cap):
     with pytest.raises(KerntuneError) as e:
         make_strategy("surrogate", SPACE, 0, {"cap": cap})
     assert "cap" in e.value.message and "(0, 1]" in e.value.message
+
+
+@pytest.mark.parametrize("finish", ["1.5", "-0.1"])
+def test_finish_must_be_a_share(finish):
+    with pytest.raises(KerntuneError) as e:
+        make_strategy("surrogate", SPACE, 0, {"finish": finish})
+    assert "finish" in e.value.message and "[0, 1]" in e.value.message and e.value.hint
 
 
 def test_exploit_step_is_the_posterior_means_favourite_anywhere():

@@ -335,6 +335,10 @@ class Tuner:
                     strategy.exclude(v.param, v.value)
             while not exhausted and len(queue) <= self.settings.lookahead:
                 # a value that keeps failing beside other untried values is tried alone first (tuner.setaside)
+                if self.settings.budget is not None:     # what the budget still allows, the queued taken off
+                    queued = sum(1 for _, kind, _ in queue if kind == "ready")
+                    strategy.budget(max(0, self.settings.budget - self.progress.measured - queued),
+                                    self.settings.budget)
                 config = self._probe(proposed) or strategy.ask()
                 if config is None:
                     exhausted = True

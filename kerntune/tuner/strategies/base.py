@@ -42,6 +42,9 @@ class Strategy(ABC):
     name: ClassVar[str]
     summary: ClassVar[str]
     options: ClassVar[dict[str, Option]] = {}
+    # whether what it proposes depends on the evaluation budget (see ``budget``): a replay then runs
+    # once per budget, not once read at every budget (scripts/bench_strategies.py)
+    plans_with_budget: ClassVar[bool] = False
 
     def __init__(self, space: Space, seed: int, **options: Any):
         self.space = space
@@ -58,6 +61,12 @@ class Strategy(ABC):
     @abstractmethod
     def ask(self) -> Config | None:
         """The next configuration to evaluate, or None when the strategy is done."""
+
+    def budget(self, left: int | None, total: int | None) -> None:
+        """Before each ``ask``: measured evaluations the tuner may still spend (``left``, with the ones
+        already asked for and not yet measured taken off) out of ``total``; both None when the run has
+        no evaluation budget (a time limit only). A strategy that can, plans with it (the default
+        ignores it)."""
 
     def exclude(self, param: str, value: Any) -> None:
         """The tuner set ``param=value`` aside (it fails verification): configurations with it are

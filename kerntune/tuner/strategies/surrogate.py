@@ -128,6 +128,7 @@ class Features:
 
 class Surrogate(Strategy):
     name = "surrogate"
+    plans_with_budget = True
     summary = ("model-based: Thompson sampling on a Bayesian model of log time (per-value, rank and pairwise "
                "terms) with a greedy step on the posterior mean")
     options = {
@@ -142,6 +143,9 @@ class Surrogate(Strategy):
         "pairs": Option(300, "most pairwise-interaction features in the model (0: main effects only)"),
         "cap": Option(0.75, "the model fits log scores capped at this quantile of those measured (1: uncapped)"),
         "pool": Option(20_000, "spaces up to this size are scored whole; larger ones on a sample of this size"),
+        "finish": Option(0.15, "with an evaluation budget, this share of it (rounded up) ends the search on the "
+                               "untried configurations the posterior mean predicts fastest (0: Thompson draws "
+                               "to the end)"),
     }
 
     def __init__(self, space: Space, seed: int, **options: Any):
@@ -149,6 +153,10 @@ class Surrogate(Strategy):
         if not 0.0 < self.opts["cap"] <= 1.0:
             raise KerntuneError(ErrorCode.USAGE, f"strategy option cap={self.opts['cap']}: expected a quantile in "
                                                  "(0, 1]", hint="cap=1 fits the scores uncapped; the default is 0.75")
+        if not 0.0 <= self.opts["finish"] <= 1.0:
+            raise KerntuneError(ErrorCode.USAGE, f"strategy option finish={self.opts['finish']}: expected a share "
+                                                 "of the budget in [0, 1]",
+                                hint="finish=0 keeps Thompson draws to the end; the default is 0.15")
         self._np = np.random.default_rng(seed)
         self._names = list(space.params)
         self._values = [tuple(v) for v in space.params.values()]
@@ -187,6 +195,8 @@ class Surrogate(Strategy):
         self._scores: np.ndarray | None = None     # predictions of the pending draws (configurations x draws)
         self._solved_at = 0
         self._proposals = 0
+        self._budget_left: int | None = None    # evaluations the budget still allows (None: no budget)
+        self._budget_total: int | None = None
 
     # --- encoding ---------------------------------------------------------------
     def _row(self, config: Config) -> Row | None:
@@ -344,6 +354,16 @@ class Surrogate(Strategy):
             scores = self._f.predict(self._mean[:, None], rows)[:, 0]
         return self._best_allowed(rows, scores)
 
+    def budget(self, left: int | None, total: int | None) -> None:
+        self._budget_left, self._budget_total = left, total
+
+    def _finishing(self) -> bool:
+        """In the last ``finish`` share of a known budget: exploit what the model has learned."""
+        left, total = self._budget_left, self._budget_total
+        if left is None or not total or self.opts["finish"] <= 0 or self._mean is None:
+            return False
+        return left <= math.ceil(self.opts["finish"] * total)
+
     def ask(self) -> Config | None:
         self._proposals += 1
         row = self._propose()
@@ -365,7 +385,7 @@ class Surrogate(Strategy):
         if measured < max(2, self.opts["initial"]):
             return self._space_filling()
         every = self.opts["exploit_every"]
-        if every and self._proposals % every == 0 and self._mean is not None:
+        if self._finishing() or every and self._proposals % every == 0 and self._mean is not None:
             row = self._exploit()
             if row is not None:
                 return row
