@@ -38,6 +38,11 @@ where few configurations can run, the best one's one-parameter neighbours
 mostly cannot, and the next good configuration differs from it in two or
 three parameters at once.
 
+With an evaluation budget, the tuner says before each proposal how much of it is left
+(``Strategy.budget``), and the last ``finish`` share (15%, rounded up) goes to the posterior
+mean's favourites: exploring pays off only in later measurements, and there are none after the
+budget (docs/search.md, "The finish").
+
 It learns the feasible set from the tuner, which checks restrictions and
 resources before anything is compiled or launched and tells a pruned
 configuration ``inf`` at no cost to the budget (and records why): a
