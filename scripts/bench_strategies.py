@@ -145,12 +145,12 @@ def run_kerntune(run: Path, strategy: str, seeds: list[int], budgets: list[int],
     if strategy in OPTUNA and slow_seeds is not None:
         seeds = seeds[:slow_seeds]
     for seed in ([0] if strategy == "exhaustive" else seeds):
-        traces = [replay(run, strategy, seed, b) for b in budgets[:-1]] \
-            if strategy_class(strategy).plans_with_budget else []
+        per_budget = strategy_class(strategy).plans_with_budget
+        earlier = [replay(run, strategy, seed, b) for b in budgets[:-1]] if per_budget else []
         t0 = time.perf_counter()            # s/run: the replay at the largest budget
-        traces.append(replay(run, strategy, seed, budgets[-1]))
+        last = replay(run, strategy, seed, budgets[-1])
         seconds.append(time.perf_counter() - t0)
-        traces = traces if len(traces) == len(budgets) else traces * len(budgets)
+        traces = [*earlier, last] if per_budget else [last] * len(budgets)
         for f, b, trace in zip(FRACTIONS, budgets, traces):
             best = trace[min(b, len(trace)) - 1] if trace else math.inf
             per_seed[str(f)].append(opt / best if math.isfinite(best) else 0.0)

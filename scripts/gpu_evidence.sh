@@ -61,7 +61,7 @@ else
     LIB="$OUTDIR/library-gpu-$STAMP"
     case "$STEPS" in *,library,*)
         step library 190 python3 scripts/bench_library.py --device "$DEV" --dtype bf16 --strategy surrogate \
-            --budget "${KT_BUDGET:-12}" --kernels "${KT_KERNELS:-silu_and_mul,fused_add_rmsnorm,merge_attn_states_lse}" \
+            --budget "${KT_BUDGET:-12}" ${KT_KERNELS:+--kernels "$KT_KERNELS"} \
             --shape-set "${KT_SHAPES-gpu_short}" --repeats 50 --warmup 10 --out "$LIB" ;; esac
     case "$STEPS" in *,modes,*)
         step launch-modes 90 python3 scripts/launch_modes.py $(have "$LIB.json") --out "$OUTDIR/launch-modes-$STAMP" ;; esac
