@@ -145,3 +145,16 @@ def optimize_run(kernel: Path, run: Path, *options: str) -> Path:
     r = run_cli("optimize", str(kernel), "--device", "cpu", *options, "--run-dir", str(run), "--json")
     assert r.returncode == 0, r.stderr
     return run
+
+
+@pytest.fixture(scope="session")
+def improved_run(tmp_path_factory) -> Path:
+    """A finished optimize run of vector_add at SLOW_BLOCK that claims a verified improvement, made once
+    per session for the export, report and score tests (which read it; the report tests also write its
+    reports into it, as `kerntune report` does)."""
+    d = tmp_path_factory.mktemp("improved")
+    kernel = vector_add_folder(d, vector_add_spec({"4K": 4096, "256K": 262144}, block=SLOW_BLOCK))
+    # the final test confirms in blocks of final_repeats / 4 runs and claims only what every block's
+    # interval clears: 80 gives 20-run blocks (with 10, 6-run blocks on a 12 us shape missed a 1.5x)
+    return optimize_run(kernel, d / "run", "--rounds", "2", "--evaluations", "10", "--repeats", "5",
+                        "--warmup", "1", "--final-repeats", "80")

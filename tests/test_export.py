@@ -6,18 +6,13 @@ import shutil
 import pytest
 
 from kerntune.source.normalize import normalize, strip_header
-from tests.conftest import SLOW_BLOCK, optimize_run, run_cli, vector_add_folder, vector_add_spec
+from tests.conftest import run_cli
 
-SMALL = vector_add_spec({"4K": 4096, "256K": 262144}, block=SLOW_BLOCK)   # an improvement to export
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory):
-    d = tmp_path_factory.mktemp("opt")
-    # the final test confirms in blocks of final_repeats / 4 runs and claims only what every block's
-    # interval clears: 80 gives 20-run blocks (with 10, 6-run blocks on a 12 us shape missed a 1.5x)
-    return optimize_run(vector_add_folder(d, SMALL), d / "run", "--rounds", "2", "--evaluations", "10",
-                        "--repeats", "5", "--warmup", "1", "--final-repeats", "80")
+def run(improved_run):
+    return improved_run
 
 
 def _lines(path):

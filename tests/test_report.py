@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from kerntune.results import EvalResult
-from tests.conftest import KERNTUNE, REPO, SLOW_BLOCK, optimize_run, run_cli, vector_add_folder, vector_add_spec, write
+from tests.conftest import KERNTUNE, REPO, run_cli, vector_add_folder, vector_add_spec, write
 
 SMALL = vector_add_spec({"4K": 4096, "256K": 262144})
 FAST = ["--repeats", "5", "--warmup", "1"]
@@ -61,13 +61,8 @@ def kernel_dir(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def opt_run(tmp_path_factory):
-    # the example at a work-group size that leaves room on every CPU runtime (conftest.SLOW_BLOCK);
-    # 80 final repeats: 20-run confirmation blocks, long enough to confirm a 1.5x on a 4K shape
-    d = tmp_path_factory.mktemp("opt")
-    kernel = vector_add_folder(d, vector_add_spec({"4K": 4096, "256K": 262144}, block=SLOW_BLOCK))
-    return optimize_run(kernel, d / "run", "--rounds", "2",
-                        "--evaluations", "8", *FAST, "--final-repeats", "80")
+def opt_run(improved_run):
+    return improved_run
 
 
 @pytest.fixture(scope="module")

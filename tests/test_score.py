@@ -7,8 +7,7 @@ import pytest
 
 from kerntune.scoring import Reward, RewardSettings, fast_p, reward
 from kerntune.scoring.fastp import KernelOutcome
-from tests.conftest import (REPO, VECTOR_ADD, optimize_run, run_cli, slowed_vector_add, vector_add_folder,
-                            SLOW_BLOCK, vector_add_spec, write)
+from tests.conftest import REPO, VECTOR_ADD, SLOW_BLOCK, run_cli, slowed_vector_add, vector_add_spec, write
 
 SPEC = vector_add_spec({"4K": 4096, "64K": 65536}, block=SLOW_BLOCK)   # an improvement to score
 FAST = VECTOR_ADD.read_text()
@@ -136,11 +135,8 @@ def test_fast_p_function():
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory):
-    d = tmp_path_factory.mktemp("opt")
-    # 80 final repeats: 20-run confirmation blocks, enough to confirm the gain SLOW_BLOCK leaves
-    return optimize_run(vector_add_folder(d, SPEC), d / "run", "--rounds", "1", "--evaluations", "8",
-                        "--repeats", "5", "--warmup", "1", "--final-repeats", "80")
+def run(improved_run):
+    return improved_run
 
 
 def test_fast_p_from_runs_and_pairs(run, tmp_path):
