@@ -4,6 +4,7 @@ the CPU, and the CUDA kernels and every CUDA template instance compile for sm_90
 
 from __future__ import annotations
 
+import itertools
 import json
 import shutil
 
@@ -15,7 +16,7 @@ from kerntune.spec.load import load_file
 from kerntune.spec.shapes import verification_shapes
 from kerntune.tuner.template import check_against_spec, load_template
 from tests.conftest import REPO, run_cli
-from tests.library import compile_every_instance, verify_every_instance
+from tests.library import compile_every_instance, covering_pairs, verify_every_instance
 
 KERNELS = REPO / "kernels" / "classic"
 TEMPLATES = REPO / "templates" / "classic"
@@ -89,6 +90,18 @@ def test_naive_and_optimized_opencl_agree_on_cpu(name):
 def test_every_opencl_template_instance_verifies_on_cpu(worker, name):
     failures = verify_every_instance(worker, TEMPLATES / f"{name}.cl.j2", _spec(name), shape_set="cpu")
     assert not failures, "\n".join(failures)
+
+
+def test_the_second_runtimes_instances_cover_every_pair_of_values():
+    """.ci/run's PoCL pass verifies covering_pairs' subset: every pair of values that occurs together in
+    the feasible instances occurs in one chosen instance, and the first (the baseline) is among them."""
+    full = [dict(zip("ABCD", v)) for v in itertools.product([1, 2, 3], ["x", "y", "z"], [True, False], [8, 16, 32])]
+    feasible = [c for c in full if not (c["A"] == 3 and c["B"] == "z")]     # a restriction
+    chosen = covering_pairs(feasible)
+    assert chosen[0] == feasible[0] and all(c in feasible for c in chosen) and len(chosen) <= len(feasible) / 3
+    for a, b in itertools.combinations("ABCD", 2):
+        assert {(c[a], c[b]) for c in chosen} == {(c[a], c[b]) for c in feasible}
+    assert covering_pairs([]) == []
 
 
 @needs_nvcc
