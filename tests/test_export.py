@@ -9,7 +9,6 @@ from kerntune.source.normalize import normalize, strip_header
 from tests.conftest import run_cli
 
 
-
 @pytest.fixture(scope="module")
 def run(improved_run):
     return improved_run

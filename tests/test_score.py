@@ -9,7 +9,7 @@ from kerntune.scoring import Reward, RewardSettings, fast_p, reward
 from kerntune.scoring.fastp import KernelOutcome
 from tests.conftest import REPO, VECTOR_ADD, SLOW_BLOCK, run_cli, slowed_vector_add, vector_add_spec, write
 
-SPEC = vector_add_spec({"4K": 4096, "64K": 65536}, block=SLOW_BLOCK)   # an improvement to score
+SPEC = vector_add_spec({"4K": 4096, "64K": 65536}, block=SLOW_BLOCK)   # the scored kernels' spec
 FAST = VECTOR_ADD.read_text()
 SLOW = slowed_vector_add(256)
 WRONG = FAST.replace("a[i] + b[i]", "a[i] - b[i]")
