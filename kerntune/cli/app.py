@@ -10,6 +10,7 @@ import typer
 import typer.main
 
 from kerntune import __version__
+from kerntune import hostblas
 from kerntune.cli import signals
 from kerntune.cli.output import State, err, fail, internal
 from kerntune.errors import ErrorCode, KerntuneError
@@ -135,6 +136,7 @@ def main(argv: Optional[list[str]] = None) -> None:
     args, State.debug = _take(list(sys.argv[1:] if argv is None else argv), "--debug")
     State.json = "--json" in (args[:args.index("--")] if "--" in args else args)
     signals.install()
+    hostblas.one_host_thread()
     status = 0
     try:
         status = typer.main.get_command(app).main(args=args, prog_name="kerntune", standalone_mode=False) or 0
