@@ -3,7 +3,7 @@
 The main process runs the search's model between evaluations: a least-squares solve every tenth of the
 budget, a matrix-vector product every fourth proposal. OpenBLAS runs such calls on a helper thread per
 core, and those threads keep spinning for about 0.1 s after each call (measured: 0.11 s of CPU during a
-0.5 s sleep after one solve, on 2 cores; none with one thread). On a CPU device that takes a core from
+0.5 s sleep after a solve and a product, on 2 cores; none with one thread). On a CPU device that takes a core from
 the evaluation that starts next. The workers get OPENBLAS_NUM_THREADS=1 on OpenCL devices
 (engine.supervisor); in the running process that variable is read too late (NumPy is loaded), so this
 asks the loaded OpenBLAS itself. A value the user set is kept. Where the BLAS is not an OpenBLAS found
@@ -38,7 +38,6 @@ def one_host_thread() -> bool:
     if "OPENBLAS_NUM_THREADS" in os.environ:
         return False
     importlib.import_module("numpy")        # loads the BLAS, if it is not loaded yet
-
     for path in _loaded_openblas():
         try:
             lib = ctypes.CDLL(path)

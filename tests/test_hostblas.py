@@ -8,13 +8,10 @@ import sys
 
 import pytest
 
-from tests.conftest import REPO
-
 pytestmark = pytest.mark.host
 
 SPIN = """
-import sys, time
-sys.path.insert(0, {repo!r}) if {checkout} else None
+import time
 import numpy as np
 from kerntune import hostblas
 limited = hostblas.one_host_thread() if {limit} else False
@@ -30,8 +27,7 @@ print(limited, min(spun))
 
 def _spin(limit: bool, **env: str) -> tuple[bool, float]:
     environ = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")}
-    code = SPIN.format(repo=str(REPO), checkout=os.environ.get("KERNTUNE_TEST_INSTALLED") != "1", limit=limit)
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={**environ, **env},
+    r = subprocess.run([sys.executable, "-c", SPIN.format(limit=limit)], capture_output=True, text=True, env={**environ, **env},
                        timeout=120)
     assert r.returncode == 0, r.stderr
     limited, spun = r.stdout.split()
