@@ -29,7 +29,7 @@ def _loaded_openblas() -> list[str]:
             lines = f.read().splitlines()
     except OSError:
         return []
-    paths = {line.split()[-1] for line in lines if len(line.split()) >= 6}
+    paths = {fields[-1] for fields in map(str.split, lines) if len(fields) >= 6}
     return sorted(p for p in paths if p.startswith("/") and "openblas" in os.path.basename(p).lower())
 
 

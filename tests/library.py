@@ -57,12 +57,13 @@ def covering_pairs(configs: list[dict]) -> list[dict]:
         return set(itertools.combinations(sorted((k, repr(v)) for k, v in c.items()), 2))
     if not configs:
         return []
+    covers = [pairs(c) for c in configs]
     chosen = [configs[0]]
-    missing = set().union(*map(pairs, configs)) - pairs(configs[0])
+    missing = set().union(*covers) - covers[0]
     while missing:
-        best = max(configs, key=lambda c: len(pairs(c) & missing))
-        chosen.append(best)
-        missing -= pairs(best)
+        best = max(range(len(configs)), key=lambda i: len(covers[i] & missing))
+        chosen.append(configs[best])
+        missing -= covers[best]
     return chosen
 
 

@@ -27,8 +27,8 @@ print(limited, min(spun))
 
 def _spin(limit: bool, **env: str) -> tuple[bool, float]:
     environ = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")}
-    r = subprocess.run([sys.executable, "-c", SPIN.format(limit=limit)], capture_output=True, text=True, env={**environ, **env},
-                       timeout=120)
+    r = subprocess.run([sys.executable, "-c", SPIN.format(limit=limit)], capture_output=True, text=True,
+                       env={**environ, **env}, timeout=120)
     assert r.returncode == 0, r.stderr
     limited, spun = r.stdout.split()
     return limited == "True", float(spun)
