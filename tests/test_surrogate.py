@@ -357,6 +357,8 @@ def test_the_option_sweep_replays_fresh_seeds_from_first_seed():
         cell = r["spaces"]["stencil-template-rect.json.gz"]["cells"][f]
         assert cell["worst"] == pytest.approx(min(stored[f][1:3]), abs=1e-4)
         assert cell["median"] == pytest.approx(sum(stored[f][1:3]) / 2, abs=1e-4)
+        assert cell["mean"] == pytest.approx(sum(stored[f][1:3]) / 2, abs=1e-4)     # two seeds: the median
+        assert r["mean_fraction"][f] == cell["mean"]                               # one space
 
 
 def test_the_option_sweep_refuses_a_file_that_is_not_results(tmp_path):
