@@ -149,8 +149,8 @@ def sweep(spaces: dict[str, dict], options: dict, seeds: int, procs: int, first_
             cells[key] = {"median": round(med, 4), "worst": round(worst, 4), "mean": round(statistics.mean(
                 r[i] for r in runs), 4), "best_kernel_tuner": kt, "won": held}
         rows[name] = {"cells": cells, "cpu_s_per_run": round(statistics.mean(cpu[name]), 3)}
-    # the mean over spaces of each space's mean fraction over the seeds: unlike a count of cells won against
-    # medians of 20 seeds, it moves little from one range of seeds to another, so two settings compare on it
+    # the mean over spaces of each space's mean fraction over the seeds: a count of cells won turns on whether
+    # a median falls a hair above or below a threshold; this moves by a seed's share of what the seed changed
     mean = {str(f): round(statistics.mean(row["cells"][str(f)]["mean"] for row in rows.values()), 4)
             for f in FRACTIONS}
     return {"options": options, "won": wins, "cells": 3 * len(spaces), "worst_25_at_least_095": worst_ok,
