@@ -15,10 +15,16 @@
    general or for a single shape.
 3. agreement: for every library kernel, the speedup `optimize` reports and a
    later `bench --against` of its winner must overlap within their intervals.
+4. power: how small a real speedup the final test claims on this device. A lean
+   copy against baselines that also read a share of a second input they do not
+   need (bench/proof/power/), each pair's true speedup measured apart by several
+   `bench --against` processes; N `kerntune tune` runs per pair count the claims
+   of "faster", and no claim's interval may lie wholly above the true speedup.
 
     python scripts/bench_proof.py                          # all three, CPU
     python scripts/bench_proof.py --only adversarial       # one of them
     python scripts/bench_proof.py --runs 3 --only false_claims
+    python scripts/bench_proof.py --runs 4 --only power --ballast 1,4,8,16,32
 """
 
 from __future__ import annotations
@@ -26,9 +32,11 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import math
 import platform
 import shutil
 import sqlite3
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -56,6 +64,8 @@ EXPECTED = {
 HONEST = "honest"
 
 FLAT = ["copy", "scale", "axpy", "xor", "add_rows"]
+POWER = PROOF / "power"
+TRUTH_PROCESSES = 3             # `bench --against` processes that measure each pair's true speedup
 
 
 
@@ -189,6 +199,58 @@ def agreement(device: str, work: Path, opts: argparse.Namespace) -> dict:
             "compared": sum(1 for x in out if x.get("overlap") is not None)}
 
 
+# --- 4. how small a real speedup is claimed ------------------------------------------------------------
+def ballast_kernel(work: Path, k: int) -> Path:
+    """The power template rendered with BALLAST=k as a plain kernel (k=0: the lean copy)."""
+    import jinja2
+
+    path = work / f"copy_ballast_{k}.cl"
+    text = (POWER / "copy_ballast.cl.j2").read_text()
+    path.write_text(jinja2.Template(text).render(BALLAST=k, kernel_name="copy_ballast"))
+    return path
+
+
+def power(device: str, work: Path, opts: argparse.Namespace) -> dict:
+    spec = str(POWER / "copy_ballast.yaml")
+    lean = ballast_kernel(work, 0)
+    out = []
+    for k in [int(x) for x in opts.ballast.split(",")]:
+        baseline = ballast_kernel(work, k)
+        truth = []
+        for j in range(TRUTH_PROCESSES):
+            code, b, stderr, _ = kerntune("bench", str(baseline), "--against", str(lean), "--spec", spec, "--device",
+                                          device, "--repeats", str(5 * opts.final_repeats), "--no-memcheck",
+                                          "--seed", str(j + 1))
+            if code == 0 and b is not None and b.get("geomean"):
+                truth.append(round(b["geomean"]["ratio"], 4))
+        row: dict = {"ballast": k, "truth_sessions": truth,
+                     "truth": statistics.median(truth) if truth else None, "runs": []}
+        for seed in range(opts.runs):
+            run = work / f"power-{k}-{seed}"
+            code, r, stderr, secs = kerntune(
+                "tune", str(POWER / "copy_ballast.cl.j2"), "--spec", spec, "--baseline", str(baseline), "--device",
+                device, "--seed", str(seed), "--repeats", str(opts.repeats), "--final-repeats",
+                str(opts.final_repeats), "--run-dir", str(run))
+            g = ((r or {}).get("test") or {}).get("general") or {}
+            if code != 0 or not g:
+                row["runs"].append({"seed": seed, "error": stderr.strip()[-1000:], "seconds": secs})
+                continue
+            iv = g.get("geomean") or {}
+            hi = math.inf if iv.get("hi") is None else iv["hi"]
+            row["runs"].append({"seed": seed, "verdict": g.get("verdict", ""), "interval": iv, "seconds": secs,
+                                "covers": bool(truth) and iv.get("lo", math.inf) <= row["truth"] <= hi,
+                                "above_truth": bool(truth) and iv.get("lo", 0.0) > max(truth)})
+            shutil.rmtree(run, ignore_errors=True)
+        row["claims"] = sum(1 for x in row["runs"] if x.get("verdict") == "faster")
+        print(f"power ballast {k}: true {row['truth']} {truth}, {row['claims']} of {len(row['runs'])} claimed: "
+              + ", ".join(fmt_iv(x.get("interval")) for x in row["runs"]), file=sys.stderr)
+        out.append(row)
+    runs = [x for row in out for x in row["runs"] if "error" not in x]
+    return {"pairs": out, "claims": sum(row["claims"] for row in out), "runs": len(runs),
+            "covered": sum(1 for x in runs if x["covers"]),
+            "over_claims": sum(1 for x in runs if x["verdict"] == "faster" and x["above_truth"])}
+
+
 def merge_rows(part: str, old: dict, new: dict) -> dict:
     """The rows of an earlier call for the kernels this call did not redo, then this call's, with the
     totals recomputed; each row says which call produced it."""
@@ -276,22 +338,41 @@ def markdown(res: dict) -> str:
                 continue
             lines.append(f"| {r['name']} | {fmt_iv(r['optimize'])} | {fmt_iv(r['bench'])} | {r['overlap']} |")
         lines.append("")
+    pw = res.get("power")
+    if pw:
+        lines += ["## 4. Power: how small a real speedup is claimed", "", *ran(pw),
+                  "The lean copy against baselines that also read, in one work-group of every K, a second input "
+                  "they do not need (`bench/proof/power/`). True speedup: the median geomean of "
+                  f"{TRUTH_PROCESSES} `kerntune bench --against` processes (all of them in brackets). Each run is "
+                  "one `kerntune tune`, whose final test gives the interval and the verdict (\"faster\" when the "
+                  "interval's lower end clears 1.02).", "",
+                  f"{pw['claims']} claims of \"faster\" in {pw['runs']} runs; {pw['covered']} of the {pw['runs']} "
+                  f"intervals contain the true speedup; {pw['over_claims']} claims lie wholly above it.", "",
+                  "| K | true speedup | claimed | the runs' intervals (95%) |", "| --- | --- | --- | --- |"]
+        for row in pw["pairs"]:
+            truth = ("-" if row["truth"] is None else f"{row['truth']:.3f}x ("
+                     + ", ".join(f"{t:.3f}" for t in row["truth_sessions"]) + ")")
+            ivs = ", ".join("error" if "error" in x else fmt_iv(x["interval"]) for x in row["runs"])
+            lines.append(f"| {row['ballast']} | {truth} | {row['claims']} of {len(row['runs'])} | {ivs} |")
+        lines.append("")
     return "\n".join(lines)
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--device", default="cpu")
-    ap.add_argument("--only", default="", help="comma-separated: adversarial, false_claims, agreement")
+    ap.add_argument("--only", default="", help="comma-separated: adversarial, false_claims, agreement, power")
     ap.add_argument("--kernels", default="", help="comma-separated kernel names to keep (false_claims, agreement)")
     ap.add_argument("--runs", type=int, default=10, help="optimize runs per kernel in false_claims")
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--evaluations", type=int, default=40)
     ap.add_argument("--repeats", type=int, default=30)
     ap.add_argument("--final-repeats", type=int, default=60)
+    ap.add_argument("--ballast", default="1,4,8,16,32",
+                    help="power: the baselines' K (one work-group in K reads the unneeded input)")
     ap.add_argument("--out", type=Path, default=None)
     opts = ap.parse_args()
-    which = opts.only.split(",") if opts.only else ["adversarial", "false_claims", "agreement"]
+    which = opts.only.split(",") if opts.only else ["adversarial", "false_claims", "agreement", "power"]
     stamp = datetime.date.today().isoformat()
     name = "cpu" if opts.device == "cpu" or opts.device.startswith("opencl") else "gpu"
     out = opts.out or REPO / "bench" / "results" / f"proof-{name}-{stamp}"
@@ -301,23 +382,25 @@ def main() -> int:
     prior = out.with_suffix(".json")
     earlier = json.loads(prior.read_text()) if prior.exists() else {}
     # keep the experiments of an earlier call that this one does not redo
-    res.update({k: v for k, v in earlier.items() if k in ("adversarial", "false_claims", "agreement") and k not in which})
+    res.update({k: v for k, v in earlier.items() if k in ("adversarial", "false_claims", "agreement", "power") and k not in which})
     with tempfile.TemporaryDirectory(prefix="kerntune-proof-") as tmp:
         work = Path(tmp)
         for part in which:
             t0 = time.monotonic()
             res[part] = {"adversarial": adversarial, "false_claims": false_claims,
-                         "agreement": agreement}[part](opts.device, work, opts)
+                         "agreement": agreement, "power": power}[part](opts.device, work, opts)
             res[part]["wall_s"] = time.monotonic() - t0
             res[part]["commit"], res[part]["argv"] = commit.strip(), sys.argv[1:]    # each part says how it ran
-            if opts.kernels and part in earlier:      # some kernels redone: the others' rows stay, with how they ran
+            if opts.kernels and part in earlier and part != "power":      # some kernels redone: the others' rows stay, with how they ran
                 res[part] = merge_rows(part, earlier[part], res[part])
             prior.write_text(json.dumps(res, indent=2))
     out.with_suffix(".md").write_text(markdown(res))
     print(out.with_suffix(".md").read_text())
     adv, fc, ag = res.get("adversarial") or {}, res.get("false_claims") or {}, res.get("agreement") or {}
+    pw = res.get("power") or {}
     bad = (adv and (adv.get("rejected_as_expected") != adv.get("cheats") or adv.get("winner") != "VARIANT='honest'")) \
-        or (fc and (fc.get("claims") or fc.get("shape_claims"))) or (ag and ag.get("agree") != ag.get("compared"))
+        or (fc and (fc.get("claims") or fc.get("shape_claims"))) or (ag and ag.get("agree") != ag.get("compared")) \
+        or (pw and pw.get("over_claims"))
     return 1 if bad else 0
 
 

@@ -264,3 +264,26 @@ def test_one_tune_run_rejects_every_cheat_and_the_honest_kernel_wins(tmp_path):
     assert test["general"]["confirmed"] and g["method"].endswith(f"{blocks + 1} sessions")
     assert g["lo"] <= screening["lo"] and g["hi"] >= screening["hi"]
     assert test["general"]["check"]["status"] == "clean"
+
+
+@pytest.mark.parametrize("k", [1, 16])
+def test_the_power_experiments_baselines_compute_the_lean_copy(worker, tmp_path, k):
+    # scripts/bench_proof.py's power part times a lean copy against baselines that read an input they
+    # do not need: only the time may differ, so each baseline must verify against the spec's reference
+    # and against the lean copy on every input distribution
+    import sys
+
+    sys.path.insert(0, str(REPO / "scripts"))
+    from bench_proof import POWER, ballast_kernel
+
+    loaded = load_file(POWER / "copy_ballast.yaml")
+    spec = loaded.spec
+    baseline = KernelInstance(ballast_kernel(tmp_path, k).read_text(), "copy_ballast", "opencl", label=f"K={k}")
+    lean = KernelInstance(ballast_kernel(tmp_path, 0).read_text(), "copy_ballast", "opencl", label="lean")
+    assert "v += s * w[i];" in baseline.source and "v += s * w[i];" not in lean.source
+    shapes = tuple(spec_shapes(spec))[:1] + tuple(holdout_shapes(spec))
+    for reference in (None, lean):
+        r = worker.evaluate(EvalRequest(candidate=baseline, spec=spec, base_dir=str(POWER), verify_shapes=shapes,
+                                        time_shapes=(), seed=5, reference=reference), 120)
+        assert r.status is Status.OK, r.message
+        assert r.verification.distributions == ["spec", "shifted", "negative", "large", "small"]
