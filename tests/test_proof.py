@@ -287,3 +287,25 @@ def test_the_power_experiments_baselines_compute_the_lean_copy(worker, tmp_path,
                                         time_shapes=(), seed=5, reference=reference), 120)
         assert r.status is Status.OK, r.message
         assert r.verification.distributions == ["spec", "shifted", "negative", "large", "small"]
+
+
+def test_the_power_experiments_t_only_interval_is_the_final_tests_without_the_union():
+    # bench_proof.t_only: the final test's interval (speedup.across_sessions with a pooled spread, the
+    # screening session left out of the estimate) without the sessions' own intervals held in it
+    import math
+    import sys
+
+    from kerntune import speedup as sp
+
+    sys.path.insert(0, str(REPO / "scripts"))
+    from bench_proof import t_only
+
+    ratios = [1.30, 1.08, 1.12, 1.10]
+    sessions = [sp.Interval(ratio=r, lo=r / 1.06, hi=r * 1.06, n=30, method="bootstrap") for r in ratios]
+    spread = sp.Spread(sd=0.03, df=10)
+    full = sp.across_sessions(sessions, spread, estimate_from=1)
+    t = t_only(ratios, {"sd": 0.03, "df": 10})
+    assert math.isclose(t["ratio"], full.ratio)                   # the same estimate (screening left out)
+    assert full.lo < t["lo"] < t["ratio"] < t["hi"] < full.hi       # the union only widens it
+    assert math.isclose(math.log(t["hi"] / t["lo"]), 2 * sp.t975(10) * 0.03 / math.sqrt(3))
+    assert t_only(ratios[:1], {"sd": 0.03, "df": 10}) is None and t_only(ratios, None) is None
