@@ -147,7 +147,8 @@ def false_claims(device: str, work: Path, opts: argparse.Namespace) -> dict:
                         "interval": g.get("geomean"), "identical": g.get("identical", False),
                         "verdict": g.get("verdict", ""), "shape_claims": shape_claims, "seconds": secs,
                         "config": g.get("config", {}), "process_spread": test.get("process_spread"),
-                        "sessions": [round(s["ratio"], 4) for s in g.get("session_geomeans", [])]})
+                        "sessions": [round(s["ratio"], 4) for s in g.get("session_geomeans", [])],
+                        "shape_sessions": shape_sessions(g)})
             print(f"false_claims {name} seed {seed}: improved={r['improved']} {fmt_iv(g.get('geomean'))} "
                   f"shape claims {shape_claims} ({secs:.0f} s)", file=sys.stderr)
             shutil.rmtree(run, ignore_errors=True)
@@ -211,6 +212,11 @@ def ballast_kernel(work: Path, k: int) -> Path:
     return path
 
 
+def shape_sessions(general: dict) -> dict[str, list[float]]:
+    """Per shape, the estimate of each session (screening first) of a final test's general pick."""
+    return {label: [round(iv["ratio"], 4) for iv in ivs] for label, ivs in general.get("session_intervals", {}).items()}
+
+
 def t_only(sessions: list[float], spread: dict | None) -> dict | None:
     """What the final test's interval would be without the union of the sessions' own intervals: the
     t-interval of the confirmation sessions' mean (the screening session, sessions[0], left out) with
@@ -258,7 +264,8 @@ def power(device: str, work: Path, opts: argparse.Namespace) -> dict:
             row["runs"].append({"seed": seed, "verdict": g.get("verdict", ""), "interval": iv, "seconds": secs,
                                 "covers": bool(truth) and iv.get("lo", math.inf) <= row["truth"] <= hi,
                                 "above_truth": bool(truth) and iv.get("lo", 0.0) > max(truth),
-                                "sessions": sessions, "process_spread": spread, "t_only": t_iv,
+                                "sessions": sessions, "shape_sessions": shape_sessions(g), "process_spread": spread,
+                                "t_only": t_iv,
                                 "t_only_covers": bool(truth) and t_iv is not None
                                 and t_iv["lo"] <= row["truth"] <= t_iv["hi"]})
             shutil.rmtree(run, ignore_errors=True)
