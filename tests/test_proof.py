@@ -309,3 +309,18 @@ def test_the_power_experiments_t_only_interval_is_the_final_tests_without_the_un
     assert full.lo < t["lo"] < t["ratio"] < t["hi"] < full.hi       # the union only widens it
     assert math.isclose(math.log(t["hi"] / t["lo"]), 2 * sp.t975(10) * 0.03 / math.sqrt(3))
     assert t_only(ratios[:1], {"sd": 0.03, "df": 10}) is None and t_only(ratios, None) is None
+
+
+def test_t_only_claims_counts_the_general_pick_and_every_shape_any_pick_would_claim():
+    import sys
+
+    sys.path.insert(0, str(REPO / "scripts"))
+    from bench_proof import t_only_claims
+
+    spread = {"sd": 0.02, "df": 8}
+    picks = {"a": {"sessions": [], "shape_sessions": {"1M": [1.0, 1.10, 1.10, 1.09], "4M": [1.0, 1.0, 1.01, 0.99]}},
+             "b": {"sessions": [], "shape_sessions": {"4M": [1.3, 1.0, 1.02, 1.01]}}}
+    # the screening session (first) is left out: b's 1.3 on 4M does not make a claim
+    assert t_only_claims({"sessions": [1.2, 1.1, 1.12, 1.1], "process_spread": spread, "picks": picks}) == (True, ["1M"])
+    assert t_only_claims({"sessions": [1.2, 1.0, 1.01, 0.99], "process_spread": spread, "picks": {}}) == (False, [])
+    assert t_only_claims({"sessions": [1.2, 1.1], "process_spread": None, "picks": picks}) == (False, [])
