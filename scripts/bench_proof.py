@@ -147,10 +147,8 @@ def false_claims(device: str, work: Path, opts: argparse.Namespace) -> dict:
                         "interval": g.get("geomean"), "identical": g.get("identical", False),
                         "verdict": g.get("verdict", ""), "shape_claims": shape_claims, "seconds": secs,
                         "config": g.get("config", {}), "process_spread": test.get("process_spread"),
-                        "sessions": [round(s["ratio"], 4) for s in g.get("session_geomeans", [])],
-                        "shape_sessions": shape_sessions(g),
-                        "picks": {c["key"]: {"sessions": [round(s["ratio"], 4) for s in c.get("session_geomeans", [])],
-                                             "shape_sessions": shape_sessions(c)}
+                        "sessions": geomean_sessions(g), "shape_sessions": shape_sessions(g),
+                        "picks": {c["key"]: {"sessions": geomean_sessions(c), "shape_sessions": shape_sessions(c)}
                                   for c in test.get("candidates", []) if c.get("confirmed")}})
             print(f"false_claims {name} seed {seed}: improved={r['improved']} {fmt_iv(g.get('geomean'))} "
                   f"shape claims {shape_claims} ({secs:.0f} s)", file=sys.stderr)
@@ -228,9 +226,14 @@ def ballast_kernel(work: Path, k: int) -> Path:
     return path
 
 
-def shape_sessions(general: dict) -> dict[str, list[float]]:
-    """Per shape, the estimate of each session (screening first) of a final test's general pick."""
-    return {label: [round(iv["ratio"], 4) for iv in ivs] for label, ivs in general.get("session_intervals", {}).items()}
+def geomean_sessions(pick: dict) -> list[float]:
+    """The geomean estimate of each session (screening first) of one of a final test's picks."""
+    return [round(iv["ratio"], 4) for iv in pick.get("session_geomeans", [])]
+
+
+def shape_sessions(pick: dict) -> dict[str, list[float]]:
+    """Per shape, the estimate of each session (screening first) of one of a final test's picks."""
+    return {label: [round(iv["ratio"], 4) for iv in ivs] for label, ivs in pick.get("session_intervals", {}).items()}
 
 
 def t_only(sessions: list[float], spread: dict | None) -> dict | None:
@@ -251,7 +254,7 @@ def power(device: str, work: Path, opts: argparse.Namespace) -> dict:
     spec = str(POWER / "copy_ballast.yaml")
     lean = ballast_kernel(work, 0)
     out = []
-    for k in [int(x) for x in opts.ballast.split(",")]:
+    for k in opts.ballast:
         baseline = ballast_kernel(work, k)
         truth = []
         for j in range(TRUTH_PROCESSES):
@@ -274,7 +277,7 @@ def power(device: str, work: Path, opts: argparse.Namespace) -> dict:
                 continue
             iv = g.get("geomean") or {}
             hi = math.inf if iv.get("hi") is None else iv["hi"]
-            sessions = [round(x["ratio"], 4) for x in g.get("session_geomeans", [])]
+            sessions = geomean_sessions(g)
             spread = r["test"].get("process_spread")
             t_iv = t_only(sessions, spread)
             row["runs"].append({"seed": seed, "verdict": g.get("verdict", ""), "interval": iv, "seconds": secs,
@@ -420,10 +423,24 @@ def markdown(res: dict) -> str:
     return "\n".join(lines)
 
 
+PARTS = {"adversarial": adversarial, "false_claims": false_claims, "agreement": agreement, "power": power}
+
+
+def ballast_list(text: str) -> list[int]:
+    """--ballast: comma-separated positive integers."""
+    try:
+        ks = [int(x) for x in text.split(",")]
+    except ValueError:
+        ks = []
+    if not ks or any(k < 1 for k in ks):
+        raise argparse.ArgumentTypeError(f"{text!r}: expected comma-separated positive integers, e.g. 1,4,16")
+    return ks
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--device", default="cpu")
-    ap.add_argument("--only", default="", help="comma-separated: adversarial, false_claims, agreement, power")
+    ap.add_argument("--only", default="", help=f"comma-separated: {', '.join(PARTS)}")
     ap.add_argument("--kernels", default="", help="comma-separated kernel names to keep (false_claims, agreement)")
     ap.add_argument("--runs", type=int, default=10,
                     help="optimize runs per kernel in false_claims, tune runs per pair in power")
@@ -431,11 +448,14 @@ def main() -> int:
     ap.add_argument("--evaluations", type=int, default=40)
     ap.add_argument("--repeats", type=int, default=30)
     ap.add_argument("--final-repeats", type=int, default=60)
-    ap.add_argument("--ballast", default="1,4,8,16,32,64",
+    ap.add_argument("--ballast", default="1,4,8,16,32,64", type=ballast_list,
                     help="power: the baselines' K (one work-group in K reads the unneeded input)")
     ap.add_argument("--out", type=Path, default=None)
     opts = ap.parse_args()
-    which = opts.only.split(",") if opts.only else ["adversarial", "false_claims", "agreement", "power"]
+    which = opts.only.split(",") if opts.only else list(PARTS)
+    unknown = [w for w in which if w not in PARTS]
+    if unknown:
+        ap.error(f"--only: no part {', '.join(unknown)} (the parts: {', '.join(PARTS)})")
     stamp = datetime.date.today().isoformat()
     name = "cpu" if opts.device == "cpu" or opts.device.startswith("opencl") else "gpu"
     out = opts.out or REPO / "bench" / "results" / f"proof-{name}-{stamp}"
@@ -445,13 +465,12 @@ def main() -> int:
     prior = out.with_suffix(".json")
     earlier = json.loads(prior.read_text()) if prior.exists() else {}
     # keep the experiments of an earlier call that this one does not redo
-    res.update({k: v for k, v in earlier.items() if k in ("adversarial", "false_claims", "agreement", "power") and k not in which})
+    res.update({k: v for k, v in earlier.items() if k in PARTS and k not in which})
     with tempfile.TemporaryDirectory(prefix="kerntune-proof-") as tmp:
         work = Path(tmp)
         for part in which:
             t0 = time.monotonic()
-            res[part] = {"adversarial": adversarial, "false_claims": false_claims,
-                         "agreement": agreement, "power": power}[part](opts.device, work, opts)
+            res[part] = PARTS[part](opts.device, work, opts)
             res[part]["wall_s"] = time.monotonic() - t0
             res[part]["commit"], res[part]["argv"] = commit.strip(), sys.argv[1:]    # each part says how it ran
             if opts.kernels and part in earlier and part in ("false_claims", "agreement"):

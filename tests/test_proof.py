@@ -324,3 +324,14 @@ def test_t_only_claims_counts_the_general_pick_and_every_shape_any_pick_would_cl
     assert t_only_claims({"sessions": [1.2, 1.1, 1.12, 1.1], "process_spread": spread, "picks": picks}) == (True, ["1M"])
     assert t_only_claims({"sessions": [1.2, 1.0, 1.01, 0.99], "process_spread": spread, "picks": {}}) == (False, [])
     assert t_only_claims({"sessions": [1.2, 1.1], "process_spread": None, "picks": picks}) == (False, [])
+
+
+@pytest.mark.parametrize("args, message", [(["--only", "powr"], "no part powr"),
+                                           (["--only", "power", "--ballast", "1,x"], "positive integers")])
+def test_bench_proof_rejects_a_bad_part_or_ballast_before_running_anything(args, message):
+    import subprocess
+    import sys
+
+    p = subprocess.run([sys.executable, str(REPO / "scripts" / "bench_proof.py"), *args], capture_output=True,
+                       text=True, timeout=60)
+    assert p.returncode == 2 and message in p.stderr and "Traceback" not in p.stderr
