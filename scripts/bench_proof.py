@@ -157,12 +157,12 @@ def false_claims(device: str, work: Path, opts: argparse.Namespace) -> dict:
     return {"runs": out, "claims": claims, "shape_claims": sum(len(x.get("shape_claims", [])) for x in out)}
 
 
-def t_only_claims(run: dict) -> tuple[bool, list[str]]:
+def t_only_claims(run: dict, observations: int | None = None) -> tuple[bool, list[str]]:
     """Whether a false-claims run would have claimed "faster" under the t-interval alone (docs/proof.md): the
     general pick, and the shapes on which any confirmed pick would (an upper bound on the per-shape claims:
-    the test picks one candidate per shape)."""
+    the test picks one candidate per shape). ``observations``: as in :func:`t_only`."""
     def clears(sessions: list[float]) -> bool:
-        iv = t_only(sessions, run.get("process_spread"))
+        iv = t_only(sessions, run.get("process_spread"), observations)
         return iv is not None and iv["lo"] >= THRESHOLD
 
     shapes = sorted({label for pick in run.get("picks", {}).values()
@@ -236,18 +236,21 @@ def shape_sessions(pick: dict) -> dict[str, list[float]]:
     return {label: [round(iv["ratio"], 4) for iv in ivs] for label, ivs in pick.get("session_intervals", {}).items()}
 
 
-def t_only(sessions: list[float], spread: dict | None) -> dict | None:
+def t_only(sessions: list[float], spread: dict | None, observations: int | None = None) -> dict | None:
     """What the final test's interval would be without the union of the sessions' own intervals: the
     t-interval of the confirmation sessions' mean (the screening session, sessions[0], left out) with
-    the pooled process-to-process spread. Kept beside each run to weigh that rule (docs/proof.md)."""
+    the pooled process-to-process spread. Kept beside each run to weigh that rule (docs/proof.md).
+    ``observations``: count the mean as of at most this many independent observations rather than one per
+    session (scripts/weigh_rules.py: 2, the confirmation's fresh worker processes)."""
     used = sessions[1:]
     if not used or not spread or not spread.get("df"):
         return None
     logs = [math.log(x) for x in used]
     mean = sum(logs) / len(logs)
-    half = t975(spread["df"]) * spread["sd"] / math.sqrt(len(logs))
+    n = min(len(logs), observations or len(logs))
+    half = t975(spread["df"]) * spread["sd"] / math.sqrt(n)
     return {"ratio": math.exp(mean), "lo": math.exp(mean - half), "hi": math.exp(mean + half),
-            "method": f"t-interval, {len(logs)} sessions"}
+            "method": f"t-interval, {len(logs)} sessions" + (f" as {n} observations" if n < len(logs) else "")}
 
 
 def power(device: str, work: Path, opts: argparse.Namespace) -> dict:

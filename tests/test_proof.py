@@ -335,3 +335,29 @@ def test_bench_proof_rejects_a_bad_part_or_ballast_before_running_anything(args,
     p = subprocess.run([sys.executable, str(REPO / "scripts" / "bench_proof.py"), *args], capture_output=True,
                        text=True, timeout=60)
     assert p.returncode == 2 and message in p.stderr and "Traceback" not in p.stderr
+
+
+def test_weigh_rules_reproduces_the_recorded_rules_and_counts_processes_as_observations(tmp_path):
+    # scripts/weigh_rules.py on the committed proof results: the rule in force gives what the runs recorded,
+    # t-only what bench_proof kept beside them, and counting processes (fewer observations, the same mean)
+    # never claims where t-only does not
+    import subprocess
+    import sys
+
+    sys.path.insert(0, str(REPO / "scripts"))
+    import weigh_rules
+
+    pw = weigh_rules._load(weigh_rules.POWER, "power")
+    fc = weigh_rules._load(weigh_rules.FALSE_CLAIMS, "false_claims")
+    union, t, per = (weigh_rules.power(pw, obs) for obs in (None, 0, CONFIRM_PROCESSES))
+    assert sum(c for c, _ in union["claims"].values()) == pw[0]["claims"] and union["held"] == pw[0]["covered"]
+    assert sum(c for c, _ in t["claims"].values()) == pw[0]["t_only_claims"] and t["held"] == pw[0]["t_only_covered"]
+    assert all(per["claims"][k][0] <= t["claims"][k][0] for k in t["claims"]) and per["width"] > t["width"]
+    rows = {name: weigh_rules.false_claims(fc, obs) for name, obs in weigh_rules.RULES}
+    assert rows["union"]["general"] == sum(p["claims"] for p in fc)
+    assert rows["per process"]["shapes"] <= rows["t-only"]["shapes"] and rows["union"]["runs"] >= 50
+    bad = tmp_path / "bad.json"
+    bad.write_text("{}")
+    p = subprocess.run([sys.executable, str(REPO / "scripts" / "weigh_rules.py"), "--power", str(bad)],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2 and "no power part" in p.stderr and "Traceback" not in p.stderr
