@@ -65,7 +65,7 @@ def power(parts: list[dict], observations: int | None) -> dict:
                 if observations is None:
                     lo, hi = run["interval"]["lo"], run["interval"].get("hi") or float("inf")
                 else:
-                    iv = t_only(run["sessions"], run.get("process_spread"), observations or None)
+                    iv = t_only(run["sessions"], run.get("process_spread"), observations)
                     if iv is None:
                         continue
                     lo, hi = iv["lo"], iv["hi"]
@@ -92,7 +92,7 @@ def false_claims(parts: list[dict], observations: int | None) -> dict:
                 general += bool(run.get("improved"))
                 shapes += len(run.get("shape_claims", []))
             else:
-                g, s = t_only_claims(run, observations or None)
+                g, s = t_only_claims(run, observations)
                 general += g
                 shapes += len(s)
     return {"runs": runs, "pairs": pairs, "general": general, "shapes": shapes}
