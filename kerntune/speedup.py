@@ -117,14 +117,20 @@ def process_spread(groups: Sequence[Sequence[Interval]]) -> Optional[Spread]:
     return Spread(sd=math.sqrt(ss / df), df=df) if df else None
 
 
-def across_sessions(sessions: Sequence[Interval], spread: Optional[Spread] = None, estimate_from: int = 0) -> Interval:
+def across_sessions(sessions: Sequence[Interval], spread: Optional[Spread] = None, estimate_from: int = 0,
+                    processes: int = 0) -> Interval:
     """One speedup measured in several sessions (in separate processes). The estimate is the
     geometric mean of the estimates of ``sessions[estimate_from:]`` (1: leave out a screening
-    session that the pick was made on, whose estimate is biased up). The interval holds every
-    session's interval and the t-interval of that mean: each session one observation of a
-    speedup that varies from process to process, its spread the sessions' own or, when given,
-    ``spread`` pooled over every speedup measured alike. It widens with disagreement and never
-    claims what one session could rule out."""
+    session that the pick was made on, whose estimate is biased up).
+
+    With ``spread`` (the block-to-block spread pooled over every speedup measured alike) and
+    ``processes`` (the worker processes those sessions ran in), the interval is the t-interval of
+    that mean counted as one observation per process, not per session: blocks in one process share
+    a state of the machine and are not independent, but the mean of one process's blocks varies
+    no more than one block does, so ``spread.sd / sqrt(processes)`` bounds the mean's spread
+    (docs/proof.md, "What it can see"). Otherwise the interval holds every session's interval and
+    the t-interval of the mean, each session one observation, its spread the sessions' own or
+    ``spread``: it widens with disagreement and never claims what one session could rule out."""
     if not sessions:
         raise ValueError("no sessions")
     for iv in sessions:
@@ -135,17 +141,23 @@ def across_sessions(sessions: Sequence[Interval], spread: Optional[Spread] = Non
         return sessions[0]
     logs = np.log([iv.ratio for iv in used])
     k, mean = len(logs), float(np.mean(logs))
+    per_process = spread is not None and processes > 0
     if spread is not None:
         sd, df = spread.sd, spread.df
     elif k >= 2:
         sd, df = float(np.std(logs, ddof=1)), k - 1
     else:
         sd, df = 0.0, 1
-    half = t975(df) * sd / math.sqrt(k)
-    return Interval(ratio=math.exp(mean), lo=min(min(iv.lo for iv in sessions), math.exp(mean - half)),
-                    hi=max(max(iv.hi for iv in sessions), math.exp(mean + half)),
-                    confidence=min(iv.confidence for iv in sessions), n=max(iv.n for iv in sessions),
-                    method=f"{sessions[-1].method}, {len(sessions)} sessions")
+    n = min(k, processes) if per_process else k
+    half = t975(df) * sd / math.sqrt(n)
+    lo, hi = math.exp(mean - half), math.exp(mean + half)
+    method = f"{sessions[-1].method}, {len(sessions)} sessions"
+    if per_process:
+        method += f", t-interval over {n} processes"
+    else:
+        lo, hi = min(min(iv.lo for iv in sessions), lo), max(max(iv.hi for iv in sessions), hi)
+    return Interval(ratio=math.exp(mean), lo=lo, hi=hi, confidence=min(iv.confidence for iv in sessions),
+                    n=max(iv.n for iv in sessions), method=method)
 
 
 def identical() -> Interval:

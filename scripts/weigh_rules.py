@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """Weigh rules for the final test's interval on the proof benchmark's stored runs, re-running nothing.
 
-The rule in force (kerntune.speedup.across_sessions with the pooled spread) gives a pick the interval
-that holds every confirmation session's own interval and the t-interval of the sessions' mean: "union".
-From the sessions and the pooled spread each stored run kept, this recomputes what two other rules would
-have said:
+"as recorded" is each run's own verdict, under the rule in force when it was made: up to b416443 the
+interval that holds every confirmation session's own interval and the t-interval of the sessions' mean
+(the "union"), since then the per-process rule below (kerntune.speedup.across_sessions with the pooled
+spread and the number of processes). From the sessions and the pooled spread each stored run kept, this
+recomputes what two rules would have said:
 
 - "t-only": the t-interval of the confirmation sessions' mean, each session (block) one observation;
 - "per process": the same t-interval counted as one observation per fresh worker process of the
@@ -38,7 +39,7 @@ from kerntune.speedup import THRESHOLD  # noqa: E402
 RESULTS = REPO / "bench" / "results"
 POWER = [RESULTS / "proof-cpu-2026-11-28.json"]
 FALSE_CLAIMS = [RESULTS / "proof-cpu-2026-11-29-tonly.json", RESULTS / "proof-cpu-2026-11-28-tonly-probe.json"]
-RULES = (("union", None), ("t-only", 0), ("per process", CONFIRM_PROCESSES))
+RULES = (("as recorded", None), ("t-only", 0), ("per process", CONFIRM_PROCESSES))
 
 
 def _load(paths: list[Path], part: str) -> list[dict]:
@@ -105,8 +106,9 @@ def render(rows: list[dict], power_paths: list[Path], fc_paths: list[Path]) -> s
     lines = ["# The final test's interval: rules weighed on stored proof runs", "",
              f"`python scripts/weigh_rules.py`: power runs from {rel(power_paths)}; false-claims runs from "
              f"{rel(fc_paths)}. Nothing is re-run: each rule is applied to the confirmation sessions and the pooled "
-             "spread every run kept. \"union\" is the rule in force (each run's recorded verdict); \"t-only\" the "
-             "t-interval of the confirmation sessions' mean; \"per process\" the same t-interval counted as "
+             "spread every run kept. \"as recorded\" is each run's own verdict, under the rule in force when it "
+             "was made (the union of the sessions' intervals for runs made at b416443 or before, per process "
+             "since); \"t-only\" the t-interval of the confirmation sessions' mean; \"per process\" the same t-interval counted as "
              f"{CONFIRM_PROCESSES} observations, one per fresh worker process. A claim: lower bound >= {THRESHOLD}. "
              "Per-shape claims are an upper bound (any confirmed pick's; the test keeps one per shape).", "",
              f"| rule | power: claimed at true {head} | holds the truth | hi/lo (mean) | false claims: general | "

@@ -154,7 +154,8 @@ def improved_run(tmp_path_factory) -> Path:
     reports into it, as `kerntune report` does)."""
     d = tmp_path_factory.mktemp("improved")
     kernel = vector_add_folder(d, vector_add_spec({"4K": 4096, "256K": 262144}, block=SLOW_BLOCK))
-    # the final test confirms in blocks of final_repeats / 4 runs and claims only what every block's
-    # interval clears: 80 gives 20-run blocks (with 10, 6-run blocks on a 12 us shape missed a 1.5x)
+    # the final test confirms in blocks of final_repeats / 4 runs; the blocks' spread sets the interval,
+    # and 80 gives 20-run blocks, steady enough (with 10, 6-run blocks on a 12 us shape missed a 1.5x
+    # when each block's own interval had to clear the bar)
     return optimize_run(kernel, d / "run", "--rounds", "2", "--evaluations", "10", "--repeats", "5",
                         "--warmup", "1", "--final-repeats", "80")

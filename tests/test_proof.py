@@ -256,13 +256,21 @@ def test_one_tune_run_rejects_every_cheat_and_the_honest_kernel_wins(tmp_path):
     test = summary["test"]
     assert test["general"]["key"] == "VARIANT='honest'" and test["general"]["verified"]
     assert test["general"]["geomean"]["lo"] > 0 and test["checker"] == "oclgrind"
-    # the winner's interval spans its screening session and its confirmation blocks (two in each of
-    # two processes at least, more until the confirmation has lasted CONFIRM_SPAN_S)
-    g, screening = test["general"]["geomean"], test["general"]["screening"]
-    blocks = len(test["general"]["session_geomeans"]) - 1
+    # the winner's estimate is its confirmation blocks' (two in each of two processes at least, more until
+    # the confirmation has lasted CONFIRM_SPAN_S), its interval their mean's t-interval with the pooled
+    # block spread, counted as one observation per process
+    import math
+
+    from kerntune.speedup import t975
+
+    g, sessions = test["general"]["geomean"], test["general"]["session_geomeans"]
+    blocks = len(sessions) - 1
     assert CONFIRM_PROCESSES * CONFIRM_BLOCKS <= blocks <= CONFIRM_PROCESSES * CONFIRM_MAX_BLOCKS
-    assert test["general"]["confirmed"] and g["method"].endswith(f"{blocks + 1} sessions")
-    assert g["lo"] <= screening["lo"] and g["hi"] >= screening["hi"]
+    assert test["general"]["confirmed"]
+    assert g["method"].endswith(f"{blocks + 1} sessions, t-interval over {CONFIRM_PROCESSES} processes")
+    assert math.log(g["ratio"]) == pytest.approx(sum(math.log(s["ratio"]) for s in sessions[1:]) / blocks)
+    spread = test["process_spread"]
+    assert math.log(g["hi"] / g["lo"]) / 2 == pytest.approx(t975(spread["df"]) * spread["sd"] / math.sqrt(2))
     assert test["general"]["check"]["status"] == "clean"
 
 
@@ -309,6 +317,10 @@ def test_the_power_experiments_t_only_interval_is_the_final_tests_without_the_un
     assert full.lo < t["lo"] < t["ratio"] < t["hi"] < full.hi       # the union only widens it
     assert math.isclose(math.log(t["hi"] / t["lo"]), 2 * sp.t975(10) * 0.03 / math.sqrt(3))
     assert t_only(ratios[:1], {"sd": 0.03, "df": 10}) is None and t_only(ratios, None) is None
+    # counted as one observation per process, it is the rule the final test applies
+    per = sp.across_sessions(sessions, spread, estimate_from=1, processes=2)
+    t2 = t_only(ratios, {"sd": 0.03, "df": 10}, 2)
+    assert (t2["ratio"], t2["lo"], t2["hi"]) == pytest.approx((per.ratio, per.lo, per.hi))
 
 
 def test_t_only_claims_counts_the_general_pick_and_every_shape_any_pick_would_claim():
@@ -354,8 +366,8 @@ def test_weigh_rules_reproduces_the_recorded_rules_and_counts_processes_as_obser
     assert sum(c for c, _ in t["claims"].values()) == pw[0]["t_only_claims"] and t["held"] == pw[0]["t_only_covered"]
     assert all(per["claims"][k][0] <= t["claims"][k][0] for k in t["claims"]) and per["width"] > t["width"]
     rows = {name: weigh_rules.false_claims(fc, obs) for name, obs in weigh_rules.RULES}
-    assert rows["union"]["general"] == sum(p["claims"] for p in fc)
-    assert rows["per process"]["shapes"] <= rows["t-only"]["shapes"] and rows["union"]["runs"] >= 50
+    assert rows["as recorded"]["general"] == sum(p["claims"] for p in fc)
+    assert rows["per process"]["shapes"] <= rows["t-only"]["shapes"] and rows["as recorded"]["runs"] >= 50
     bad = tmp_path / "bad.json"
     bad.write_text("{}")
     p = subprocess.run([sys.executable, str(REPO / "scripts" / "weigh_rules.py"), "--power", str(bad)],

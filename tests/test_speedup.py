@@ -114,6 +114,36 @@ def test_sessions_in_several_processes():
     assert across_sessions([identical(), b]) == identical() and across_sessions([a]) == a
 
 
+def test_one_observation_per_process_not_per_block():
+    # the final test's rule: the confirmation blocks' mean, its half-width t(df) * pooled sd / sqrt(processes)
+    from kerntune.speedup import Interval, Spread, Verdict, across_sessions, decide, t975
+
+    iv = lambda r, w=0.03: Interval(ratio=r, lo=r / (1 + w), hi=r * (1 + w), n=100, method="sign-test")  # noqa: E731
+    spread = Spread(sd=0.027, df=10)
+    # six blocks in two machine states, about 1.00x and 1.07x (the one per-shape claim that counting each
+    # block as an observation made, bench/results/proof-cpu-2026-11-29-tonly.md): no claim
+    split = [iv(1.12)] + [iv(r) for r in (1.074, 1.008, 1.054, 1.069, 1.082, 0.999)]
+    per_block = across_sessions(split, spread, estimate_from=1, processes=6)
+    per_process = across_sessions(split, spread, estimate_from=1, processes=2)
+    assert per_block.ratio == per_process.ratio == pytest.approx(math.exp(np.mean(np.log([1.074, 1.008, 1.054,
+                                                                                         1.069, 1.082, 0.999]))))
+    assert decide(per_block) is Verdict.FASTER and decide(per_process) is not Verdict.FASTER
+    half = math.log(per_process.hi / per_process.lo) / 2
+    assert half == pytest.approx(t975(10) * 0.027 / math.sqrt(2))
+    assert per_process.method == "sign-test, 7 sessions, t-interval over 2 processes"
+    # no union: a real 1.2x whose blocks agree is claimed although one block's own interval reaches 1.0
+    real = [iv(1.25)] + [iv(r) for r in (1.21, 1.19, 1.20, 1.22)] + [Interval(ratio=1.2, lo=1.0, hi=1.4, n=9,
+                                                                               method="sign-test")]
+    kept = across_sessions(real, Spread(sd=0.02, df=12), estimate_from=1, processes=2)
+    assert decide(kept) is Verdict.FASTER and kept.lo > 1.1
+    assert across_sessions(real, Spread(sd=0.02, df=12), estimate_from=1).lo == 1.0      # the union would hold it
+    # more processes than blocks: each block is its own process
+    two = across_sessions([iv(1.3), iv(1.1)], spread, estimate_from=1, processes=2)
+    assert math.log(two.hi / two.lo) / 2 == pytest.approx(t975(10) * 0.027)
+    # without a pooled spread the process count is not used: every session's interval is held
+    assert across_sessions(split, estimate_from=1, processes=2).lo == min(x.lo for x in split)
+
+
 def test_spread_pooled_over_picks_and_screening_left_out():
     from kerntune.speedup import Interval, Verdict, across_sessions, decide, process_spread, t975
 

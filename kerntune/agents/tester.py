@@ -13,10 +13,12 @@ final word on candidates.
    blocks (sessions), at least two in each of two new worker processes and
    more until ten seconds have passed, so the estimate reported is not the one
    the pick was made on (no winner's curse) and holds in more than one process
-   and over more time than a passing state of the machine. Each interval spans
-   every session and the t-interval of the confirmation blocks' mean, with the
-   block-to-block spread pooled over every pick and shape. A speedup is claimed only when its confidence interval
-   clears the threshold (:mod:`kerntune.speedup`).
+   and over more time than a passing state of the machine. Each interval is the
+   t-interval of the confirmation blocks' mean, with the block-to-block spread
+   pooled over every pick and shape and the mean counted as one observation per
+   process (blocks in one process share a state of the machine). A speedup is
+   claimed only when its confidence interval clears the threshold
+   (:mod:`kerntune.speedup`).
 """
 
 from __future__ import annotations
@@ -238,7 +240,8 @@ class Tester:
                 for j, p in enumerate(picked, start=1):
                     results[p] = self._measured(results[p], again, j, confirmed=True)
             base_timings = {k: cmp.kernels[0].timing for k, cmp in again.items()}
-            results, spread = self._pooled(results, picked)
+            processes = CONFIRM_PROCESSES if hasattr(self.worker, "fresh") else 1
+            results, spread = self._pooled(results, picked, processes)
         else:
             base_timings = self._time_original(seed, final_repeats)
         general = results[general_i] if general_i is not None and results[general_i].verified else None
@@ -273,14 +276,15 @@ class Tester:
                                     f"confirming in a new process ({k + 1}/{CONFIRM_PROCESSES}), block {b}")
 
     @staticmethod
-    def _pooled(results: list[CandidateResult], picked: list[int]) -> tuple[list[CandidateResult],
-                                                                               Optional[sp.Spread]]:
+    def _pooled(results: list[CandidateResult], picked: list[int],
+                processes: int) -> tuple[list[CandidateResult], Optional[sp.Spread]]:
         """Every pick's intervals again, with the process-to-process spread pooled over all of
         them (each pick's each shape: its confirmation sessions, the screening one left out as
         biased by the pick). Two sessions of one speedup that happen to agree say little about how
         much a speedup moves between processes on this device; every pick's sessions together say
         more. The geomean uses the per-shape spread too, the cautious choice: shapes that move
-        together move their geomean as much, shapes that move apart move it less."""
+        together move their geomean as much, shapes that move apart move it less. ``processes``:
+        the worker processes the confirmation ran in, each one observation of the mean."""
         done = [p for p in picked if results[p].verified and results[p].confirmed]
         spread = sp.process_spread([v[1:] for p in done for v in results[p].session_intervals.values()])
         if spread is None:
@@ -288,8 +292,9 @@ class Tester:
         out = list(results)
         for p in done:
             r = out[p]
-            per = {k: sp.across_sessions(v, spread, estimate_from=1) for k, v in r.session_intervals.items()}
-            g = sp.across_sessions(r.session_geomeans, spread, estimate_from=1)
+            per = {k: sp.across_sessions(v, spread, estimate_from=1, processes=processes)
+                   for k, v in r.session_intervals.items()}
+            g = sp.across_sessions(r.session_geomeans, spread, estimate_from=1, processes=processes)
             out[p] = r.model_copy(update={"intervals": per, "speedups": {k: v.ratio for k, v in per.items()},
                                           "geomean": g, "geomean_speedup": g.ratio, "verdict": sp.decide(g)})
         return out, spread
