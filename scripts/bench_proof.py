@@ -237,11 +237,11 @@ def shape_sessions(pick: dict) -> dict[str, list[float]]:
 
 
 def t_only(sessions: list[float], spread: dict | None, observations: int | None = None) -> dict | None:
-    """What the final test's interval would be without the union of the sessions' own intervals: the
-    t-interval of the confirmation sessions' mean (the screening session, sessions[0], left out) with
-    the pooled process-to-process spread. Kept beside each run to weigh that rule (docs/proof.md).
-    ``observations``: count the mean as of at most this many independent observations rather than one per
-    session (scripts/weigh_rules.py: 2, the confirmation's fresh worker processes)."""
+    """The t-interval of the confirmation sessions' mean (the screening session, sessions[0], left out) with
+    the pooled process-to-process spread, each session one observation ("t-only"): kept beside each run to
+    weigh that rule (docs/proof.md). ``observations``: count the mean as of at most this many independent
+    observations rather than one per session; with 2, the confirmation's fresh worker processes, it is the
+    final test's own interval since 542bd9c (scripts/weigh_rules.py)."""
     used = sessions[1:]
     if not used or not spread or not spread.get("df"):
         return None
@@ -408,9 +408,9 @@ def markdown(res: dict) -> str:
                   f"{pw['claims']} claims of \"faster\" in {pw['runs']} runs; {pw['covered']} of the {pw['runs']} "
                   f"intervals contain the true speedup; {pw['over_claims']} claims lie wholly above it.", ""]
         if "t_only_claims" in pw and any("t_only" in x for row in pw["pairs"] for x in row["runs"]):
-            lines += ["t-only: the interval the final test would give without holding every session's own "
-                      "interval, the t-interval of the confirmation sessions' mean with the pooled "
-                      f"process-to-process spread. It would claim {pw['t_only_claims']} of {pw['runs']}, and "
+            lines += ["t-only: the t-interval of the confirmation sessions' mean with the pooled "
+                      "process-to-process spread, each session counted as an independent observation (the final "
+                      f"test counts one per worker process). It would claim {pw['t_only_claims']} of {pw['runs']}, and "
                       f"{pw['t_only_covered']} of its {pw['runs']} intervals contain the true speedup.", ""]
         lines += ["| K | true speedup | claimed | the runs' intervals (95%) | t-only claimed | t-only intervals |",
                   "| --- | --- | --- | --- | --- | --- |"]
