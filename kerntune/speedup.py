@@ -127,8 +127,9 @@ def across_sessions(sessions: Sequence[Interval], spread: Optional[Spread] = Non
     ``processes`` (the worker processes those sessions ran in), the interval is the t-interval of
     that mean counted as one observation per process, not per session: blocks in one process share
     a state of the machine and are not independent, but the mean of one process's blocks varies
-    no more than one block does, so ``spread.sd / sqrt(processes)`` bounds the mean's spread
-    (docs/proof.md, "What it can see"). Otherwise the interval holds every session's interval and
+    no more than one block does, so a block's standard deviation over ``sqrt(processes)`` bounds
+    the mean's, whatever the relation between blocks (``spread.sd`` estimates it; docs/proof.md,
+    "No winner's curse", says what that estimate can miss). Otherwise the interval holds every session's interval and
     the t-interval of the mean, each session one observation, its spread the sessions' own or
     ``spread``: it widens with disagreement and never claims what one session could rule out."""
     if not sessions:

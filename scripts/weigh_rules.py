@@ -108,7 +108,8 @@ def render(rows: list[dict], power_paths: list[Path], fc_paths: list[Path]) -> s
              f"{rel(fc_paths)}. Nothing is re-run: each rule is applied to the confirmation sessions and the pooled "
              "spread every run kept. \"as recorded\" is each run's own verdict, under the rule in force when it "
              "was made (the union of the sessions' intervals for runs made at b416443 or before, per process "
-             "since); \"t-only\" the t-interval of the confirmation sessions' mean; \"per process\" the same t-interval counted as "
+             "since); \"t-only\" the t-interval of the confirmation sessions' mean; \"per process\" the same "
+             "t-interval counted as "
              f"{CONFIRM_PROCESSES} observations, one per fresh worker process. A claim: lower bound >= {THRESHOLD}. "
              "Per-shape claims are an upper bound (any confirmed pick's; the test keeps one per shape).", "",
              f"| rule | power: claimed at true {head} | holds the truth | hi/lo (mean) | false claims: general | "

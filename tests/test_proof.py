@@ -297,9 +297,10 @@ def test_the_power_experiments_baselines_compute_the_lean_copy(worker, tmp_path,
         assert r.verification.distributions == ["spec", "shifted", "negative", "large", "small"]
 
 
-def test_the_power_experiments_t_only_interval_is_the_final_tests_without_the_union():
-    # bench_proof.t_only: the final test's interval (speedup.across_sessions with a pooled spread, the
-    # screening session left out of the estimate) without the sessions' own intervals held in it
+def test_the_power_experiments_t_only_interval_and_the_final_tests_rule():
+    # bench_proof.t_only: the t-interval of the confirmation sessions' mean (the screening session left out),
+    # each session one observation: the old rule (speedup.across_sessions with a pooled spread and no process
+    # count) without the sessions' own intervals held in it
     import math
     import sys
 
