@@ -148,7 +148,9 @@ def false_claims(device: str, work: Path, opts: argparse.Namespace) -> dict:
                         "verdict": g.get("verdict", ""), "shape_claims": shape_claims, "seconds": secs,
                         "config": g.get("config", {}), "process_spread": test.get("process_spread"),
                         "sessions": geomean_sessions(g), "shape_sessions": shape_sessions(g),
-                        "picks": {c["key"]: {"sessions": geomean_sessions(c), "shape_sessions": shape_sessions(c)}
+                        "session_processes": session_processes(g),
+                        "picks": {c["key"]: {"sessions": geomean_sessions(c), "shape_sessions": shape_sessions(c),
+                                             "session_processes": session_processes(c)}
                                   for c in test.get("candidates", []) if c.get("confirmed")}})
             print(f"false_claims {name} seed {seed}: improved={r['improved']} {fmt_iv(g.get('geomean'))} "
                   f"shape claims {shape_claims} ({secs:.0f} s)", file=sys.stderr)
@@ -231,6 +233,11 @@ def geomean_sessions(pick: dict) -> list[float]:
     return [round(iv["ratio"], 4) for iv in pick.get("session_geomeans", [])]
 
 
+def session_processes(pick: dict) -> list[int]:
+    """The worker process each of a pick's sessions ran in (0: screening; [] in runs before it was recorded)."""
+    return list(pick.get("session_processes", []))
+
+
 def shape_sessions(pick: dict) -> dict[str, list[float]]:
     """Per shape, the estimate of each session (screening first) of one of a final test's picks."""
     return {label: [round(iv["ratio"], 4) for iv in ivs] for label, ivs in pick.get("session_intervals", {}).items()}
@@ -287,6 +294,7 @@ def power(device: str, work: Path, opts: argparse.Namespace) -> dict:
                                 "covers": bool(truth) and iv.get("lo", math.inf) <= row["truth"] <= hi,
                                 "above_truth": bool(truth) and iv.get("lo", 0.0) > max(truth),
                                 "sessions": sessions, "shape_sessions": shape_sessions(g), "process_spread": spread,
+                                "session_processes": session_processes(g),
                                 "t_only": t_iv,
                                 "t_only_covers": bool(truth) and t_iv is not None
                                 and t_iv["lo"] <= row["truth"] <= t_iv["hi"]})

@@ -267,6 +267,9 @@ def test_one_tune_run_rejects_every_cheat_and_the_honest_kernel_wins(tmp_path):
     blocks = len(sessions) - 1
     assert CONFIRM_PROCESSES * CONFIRM_BLOCKS <= blocks <= CONFIRM_PROCESSES * CONFIRM_MAX_BLOCKS
     assert test["general"]["confirmed"]
+    procs = test["general"]["session_processes"]
+    assert procs[0] == 0 and procs[1:] == sorted(procs[1:]) and set(procs[1:]) == set(range(1, CONFIRM_PROCESSES + 1))
+    assert len(procs) == len(sessions) and all(procs[1:].count(k) >= CONFIRM_BLOCKS for k in set(procs[1:]))
     assert g["method"].endswith(f"{blocks + 1} sessions, t-interval over {CONFIRM_PROCESSES} processes")
     assert math.log(g["ratio"]) == pytest.approx(sum(math.log(s["ratio"]) for s in sessions[1:]) / blocks)
     spread = test["process_spread"]

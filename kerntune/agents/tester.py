@@ -158,9 +158,11 @@ class Tester:
             pairs.append((base, k.samples_ms))
         return per, sp.geomean_interval(pairs)
 
-    def _measured(self, res: CandidateResult, sessions: dict[str, Any], j: int, confirmed: bool) -> CandidateResult:
-        """``res`` timed in ``sessions``; confirmed: its screening numbers (in ``res``) and these,
-        the intervals over every session so far (:func:`kerntune.speedup.across_sessions`)."""
+    def _measured(self, res: CandidateResult, sessions: dict[str, Any], j: int, confirmed: bool,
+                  process: int = 0) -> CandidateResult:
+        """``res`` timed in ``sessions`` (in confirmation worker process ``process``, 0: the screening
+        one); confirmed: its screening numbers (in ``res``) and these, the intervals over every
+        session so far (:func:`kerntune.speedup.across_sessions`)."""
         timings = _timings_by_shape(sessions, j)
         iv = self._intervals(sessions, j)
         if timings is None or iv is None:
@@ -168,9 +170,11 @@ class Tester:
             return res.failed(bad.status, "timing", bad.message)
         per, g = iv
         screening, g_all, per_all = None, [g], {k: [v] for k, v in per.items()}
+        processes = [process]
         if confirmed and res.geomean is not None:
             screening = res.screening or res.geomean
             g_all = (res.session_geomeans or [res.geomean]) + [g]
+            processes = (res.session_processes or [0]) + [process]
             per_all = {k: (res.session_intervals.get(k) or [res.intervals[k]]) + [v] if k in res.intervals else [v]
                        for k, v in per.items()}
             per = {k: sp.across_sessions(v, estimate_from=1) for k, v in per_all.items()}
@@ -180,7 +184,7 @@ class Tester:
             "timings": [timings[sh.key] for sh in self.shapes], "intervals": per,
             "speedups": {k: v.ratio for k, v in per.items()}, "geomean": g, "geomean_speedup": g.ratio,
             "verdict": sp.decide(g), "confirmed": confirmed, "screening": screening,
-            "session_geomeans": g_all, "session_intervals": per_all,
+            "session_geomeans": g_all, "session_intervals": per_all, "session_processes": processes,
             "flags": self._plausibility(base, timings)})
 
     # --- the decision ---------------------------------------------------------------------
@@ -236,9 +240,9 @@ class Tester:
         if picked:
             kernels = [self.original] + [next(c.instance for c, at in live if at == p) for p in picked]
             again: dict[str, Any] = {}
-            for again in self._blocks(kernels, seed, final_repeats):
+            for process, again in self._blocks(kernels, seed, final_repeats):
                 for j, p in enumerate(picked, start=1):
-                    results[p] = self._measured(results[p], again, j, confirmed=True)
+                    results[p] = self._measured(results[p], again, j, confirmed=True, process=process)
             base_timings = {k: cmp.kernels[0].timing for k, cmp in again.items()}
             processes = CONFIRM_PROCESSES if hasattr(self.worker, "fresh") else 1
             results, spread = self._pooled(results, picked, processes)
@@ -260,7 +264,7 @@ class Tester:
         CONFIRM_MAX_BLOCKS) until CONFIRM_SPAN_S seconds have passed. On a CPU the same two kernels
         can compare 1.05x for a few seconds and 0.92x the next few, within one process
         (bench/proof/flat/README.md): blocks spread over a longer time than such a state lasts
-        give the pooled spread a chance to see it."""
+        give the pooled spread a chance to see it. Yields (process number from 1, the session)."""
         repeats = max(6, final_repeats // (CONFIRM_PROCESSES * CONFIRM_BLOCKS))
         started = time.monotonic()
         n = 0
@@ -272,8 +276,8 @@ class Tester:
             while b < CONFIRM_BLOCKS or (b < CONFIRM_MAX_BLOCKS and time.monotonic() - started < due):
                 b += 1
                 n += 1
-                yield self._session(kernels, seed + 61 + 101 * n, repeats,
-                                    f"confirming in a new process ({k + 1}/{CONFIRM_PROCESSES}), block {b}")
+                yield k + 1, self._session(kernels, seed + 61 + 101 * n, repeats,
+                                           f"confirming in a new process ({k + 1}/{CONFIRM_PROCESSES}), block {b}")
 
     @staticmethod
     def _pooled(results: list[CandidateResult], picked: list[int],
