@@ -244,8 +244,7 @@ class Tester:
                 for j, p in enumerate(picked, start=1):
                     results[p] = self._measured(results[p], again, j, confirmed=True, process=process)
             base_timings = {k: cmp.kernels[0].timing for k, cmp in again.items()}
-            processes = CONFIRM_PROCESSES if hasattr(self.worker, "fresh") else 1
-            results, spread = self._pooled(results, picked, processes)
+            results, spread = self._pooled(results, picked)
         else:
             base_timings = self._time_original(seed, final_repeats)
         general = results[general_i] if general_i is not None and results[general_i].verified else None
@@ -264,31 +263,34 @@ class Tester:
         CONFIRM_MAX_BLOCKS) until CONFIRM_SPAN_S seconds have passed. On a CPU the same two kernels
         can compare 1.05x for a few seconds and 0.92x the next few, within one process
         (bench/proof/flat/README.md): blocks spread over a longer time than such a state lasts
-        give the pooled spread a chance to see it. Yields (process number from 1, the session)."""
+        give the pooled spread a chance to see it. Yields (the process number from 1, the session);
+        a worker that cannot start fresh processes runs every block in process 1."""
         repeats = max(6, final_repeats // (CONFIRM_PROCESSES * CONFIRM_BLOCKS))
         started = time.monotonic()
         n = 0
+        fresh = hasattr(self.worker, "fresh")
         for k in range(CONFIRM_PROCESSES):
-            if hasattr(self.worker, "fresh"):
+            if fresh:
                 self.worker.fresh()
             due = CONFIRM_SPAN_S * (k + 1) / CONFIRM_PROCESSES
             b = 0
             while b < CONFIRM_BLOCKS or (b < CONFIRM_MAX_BLOCKS and time.monotonic() - started < due):
                 b += 1
                 n += 1
-                yield k + 1, self._session(kernels, seed + 61 + 101 * n, repeats,
-                                           f"confirming in a new process ({k + 1}/{CONFIRM_PROCESSES}), block {b}")
+                process = k + 1 if fresh else 1
+                yield process, self._session(kernels, seed + 61 + 101 * n, repeats,
+                                             f"confirming in a new process ({k + 1}/{CONFIRM_PROCESSES}), block {b}")
 
     @staticmethod
-    def _pooled(results: list[CandidateResult], picked: list[int],
-                processes: int) -> tuple[list[CandidateResult], Optional[sp.Spread]]:
+    def _pooled(results: list[CandidateResult], picked: list[int]) -> tuple[list[CandidateResult],
+                                                                               Optional[sp.Spread]]:
         """Every pick's intervals again, with the process-to-process spread pooled over all of
         them (each pick's each shape: its confirmation sessions, the screening one left out as
         biased by the pick). Two sessions of one speedup that happen to agree say little about how
         much a speedup moves between processes on this device; every pick's sessions together say
         more. The geomean uses the per-shape spread too, the cautious choice: shapes that move
-        together move their geomean as much, shapes that move apart move it less. ``processes``:
-        the worker processes the confirmation ran in, each one observation of the mean."""
+        together move their geomean as much, shapes that move apart move it less. Each worker
+        process the confirmation ran in (``session_processes``) is one observation of the mean."""
         done = [p for p in picked if results[p].verified and results[p].confirmed]
         spread = sp.process_spread([v[1:] for p in done for v in results[p].session_intervals.values()])
         if spread is None:
@@ -296,6 +298,7 @@ class Tester:
         out = list(results)
         for p in done:
             r = out[p]
+            processes = len(set(r.session_processes[1:]))
             per = {k: sp.across_sessions(v, spread, estimate_from=1, processes=processes)
                    for k, v in r.session_intervals.items()}
             g = sp.across_sessions(r.session_geomeans, spread, estimate_from=1, processes=processes)
