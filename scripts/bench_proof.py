@@ -47,7 +47,7 @@ REPO = Path(__file__).resolve().parents[1]
 PROOF = REPO / "bench" / "proof"
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from kernel_library import LIBRARY  # noqa: E402
-from kerntune.speedup import THRESHOLD, t975  # noqa: E402
+from kerntune.speedup import THRESHOLD, Interval, Spread, across_sessions  # noqa: E402
 
 # every cheat of the adversarial template, and the statuses it may honestly end in
 OOB = ("memory_error", "crash")                  # the checker's finding, or a segfault on the device itself
@@ -252,12 +252,12 @@ def t_only(sessions: list[float], spread: dict | None, observations: int | None 
     used = sessions[1:]
     if not used or not spread or not spread.get("df"):
         return None
-    logs = [math.log(x) for x in used]
-    mean = sum(logs) / len(logs)
-    n = min(len(logs), observations or len(logs))
-    half = t975(spread["df"]) * spread["sd"] / math.sqrt(n)
-    return {"ratio": math.exp(mean), "lo": math.exp(mean - half), "hi": math.exp(mean + half),
-            "method": f"t-interval, {len(logs)} sessions" + (f" as {n} observations" if n < len(logs) else "")}
+    # the final test's own arithmetic: with a process count, across_sessions holds no session's interval
+    n = min(len(used), observations or len(used))
+    iv = across_sessions([Interval(ratio=x, lo=x, hi=x, method="point") for x in sessions],
+                         Spread(sd=spread["sd"], df=spread["df"]), estimate_from=1, processes=n)
+    return {"ratio": iv.ratio, "lo": iv.lo, "hi": iv.hi,
+            "method": f"t-interval, {len(used)} sessions" + (f" as {n} observations" if n < len(used) else "")}
 
 
 def power(device: str, work: Path, opts: argparse.Namespace) -> dict:
