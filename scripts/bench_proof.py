@@ -130,7 +130,7 @@ def false_claims(device: str, work: Path, opts: argparse.Namespace) -> dict:
     for name in FLAT:
         if opts.kernels and name not in opts.kernels.split(","):
             continue
-        for seed in range(opts.runs):
+        for seed in range(opts.first_seed, opts.first_seed + opts.runs):
             run = work / f"flat-{name}-{seed}"
             code, r, stderr, secs = kerntune(
                 "optimize", str(PROOF / "flat" / f"{name}.cl"), "--device", device, "--seed", str(seed),
@@ -275,7 +275,7 @@ def power(device: str, work: Path, opts: argparse.Namespace) -> dict:
                 truth.append(round(b["geomean"]["ratio"], 4))
         row: dict = {"ballast": k, "truth_sessions": truth,
                      "truth": statistics.median(truth) if truth else None, "runs": []}
-        for seed in range(opts.runs):
+        for seed in range(opts.first_seed, opts.first_seed + opts.runs):
             run = work / f"power-{k}-{seed}"
             code, r, stderr, secs = kerntune(
                 "tune", str(POWER / "copy_ballast.cl.j2"), "--spec", spec, "--baseline", str(baseline), "--device",
@@ -455,6 +455,8 @@ def main() -> int:
     ap.add_argument("--kernels", default="", help="comma-separated kernel names to keep (false_claims, agreement)")
     ap.add_argument("--runs", type=int, default=10,
                     help="optimize runs per kernel in false_claims, tune runs per pair in power")
+    ap.add_argument("--first-seed", type=int, default=0,
+                    help="the runs' seeds are FIRST_SEED .. FIRST_SEED+RUNS-1: a new run on seeds no stored run used")
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--evaluations", type=int, default=40)
     ap.add_argument("--repeats", type=int, default=30)
