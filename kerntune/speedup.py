@@ -154,7 +154,7 @@ def across_sessions(sessions: Sequence[Interval], spread: Optional[Spread] = Non
     lo, hi = math.exp(mean - half), math.exp(mean + half)
     method = f"{sessions[-1].method}, {len(sessions)} sessions"
     if per_process:
-        method += f", t-interval over {n} processes"
+        method += f", t-interval over {n} process{'es' if n != 1 else ''}"
     else:
         lo, hi = min(min(iv.lo for iv in sessions), lo), max(max(iv.hi for iv in sessions), hi)
     return Interval(ratio=math.exp(mean), lo=lo, hi=hi, confidence=min(iv.confidence for iv in sessions),

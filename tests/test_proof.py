@@ -365,7 +365,7 @@ def test_weigh_rules_reproduces_the_recorded_rules_and_counts_processes_as_obser
 
     pw = weigh_rules._load(weigh_rules.POWER, "power")
     fc = weigh_rules._load(weigh_rules.FALSE_CLAIMS, "false_claims")
-    union, t, per = (weigh_rules.power(pw, obs) for obs in (None, 0, CONFIRM_PROCESSES))
+    union, t, per = (weigh_rules.power(pw, obs) for obs in (None, 0, weigh_rules.OWN))
     assert sum(c for c, _ in union["claims"].values()) == pw[0]["claims"] and union["held"] == pw[0]["covered"]
     assert sum(c for c, _ in t["claims"].values()) == pw[0]["t_only_claims"] and t["held"] == pw[0]["t_only_covered"]
     assert all(per["claims"][k][0] <= t["claims"][k][0] for k in t["claims"]) and per["width"] > t["width"]
@@ -377,3 +377,73 @@ def test_weigh_rules_reproduces_the_recorded_rules_and_counts_processes_as_obser
     p = subprocess.run([sys.executable, str(REPO / "scripts" / "weigh_rules.py"), "--power", str(bad)],
                        capture_output=True, text=True, timeout=60)
     assert p.returncode == 2 and "no power part" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_weigh_rules_sees_process_means_that_move_more_than_the_block_spread_says():
+    # blocks that move together within a process: the block spread around the pick's mean reads the
+    # process means' sd low (sqrt(5/6) of one block's deviation from the mean), the within-process sd is 0,
+    # and the sd of the process means is the cluster estimate; a run whose recorded spread is that low
+    # block spread claims 1.04x, the rule with the process means' spread does not
+    import math
+    import sys
+
+    sys.path.insert(0, str(REPO / "scripts"))
+    import weigh_rules
+
+    a = 0.03
+    blocks = [math.exp(0.04 + a)] * 3 + [math.exp(0.04 - a)] * 3
+    sessions = [1.1] + blocks
+    pick = {"session_processes": [0, 1, 1, 1, 2, 2, 2], "shape_sessions": {"1M": sessions, "4M": sessions}}
+    groups = weigh_rules._groups({"picks": {"X": pick}})
+    assert len(groups) == 2 and groups[0][1] == [1, 1, 1, 2, 2, 2]
+    sp = weigh_rules.split(groups)
+    assert sp["within"] == {"sd": 0.0, "df": 8} and sp["blocks_per_process"] == 3.0
+    assert sp["blocks"]["df"] == 10 and math.isclose(sp["blocks"]["sd"], a * math.sqrt(6 / 5))
+    assert sp["means"]["df"] == 2 and math.isclose(sp["means"]["sd"], a * math.sqrt(2))
+    # one process only, or no processes recorded: nothing to compare
+    assert weigh_rules._groups({"picks": {"X": {**pick, "session_processes": [0, 1, 1, 1, 1, 1, 1]}}}) == []
+    assert weigh_rules._groups({"picks": {"X": {**pick, "session_processes": []}}}) == []
+    # the final test pooled a block spread of a / 4 over the run; with 2 observations it claims
+    run = {"process_spread": {"sd": a / 4, "df": 10}, "sessions": sessions, "picks": {"X": pick}}
+    assert weigh_rules.processes(run) == 2 and weigh_rules.processes({"sessions": sessions}) == 2
+    assert weigh_rules.processes({"session_processes": [0, 1, 2, 3, 4]}) == 4
+    bp = weigh_rules.by_process([{"runs": [run]}])
+    assert bp["runs"] == 1 and bp["means_wider"] == 1
+    assert bp["claims"]["per process"] == {"general": 1, "shapes": 2}
+    assert bp["claims"]["process means"] == {"general": 0, "shapes": 0} == bp["claims"]["the larger"]
+    text = "\n".join(weigh_rules.render_by_process(bp, None))
+    assert "| 1 false claims | 2 | 3.0 |" in text and "| spread of process means | - | - | 0 of 1 runs | 0 |" in text
+    assert weigh_rules.by_process([{"runs": [{**run, "picks": {"X": {**pick, "session_processes": []}}}]}]) is None
+
+
+def test_a_worker_that_cannot_start_processes_confirms_in_one_and_counts_one(worker, tmp_path):
+    # the final test splits its confirmation over fresh worker processes; a worker without `fresh` runs
+    # every block in the one process it has, records process 1 for each, and its interval counts one
+    # observation (t x sd, not t x sd / sqrt 2), so it never claims what two processes would have to show
+    import math
+    import sys
+
+    sys.path.insert(0, str(REPO / "scripts"))
+    from bench_proof import POWER, ballast_kernel
+
+    from kerntune import speedup as sp
+    from kerntune.agents.tester import Candidate, Tester
+
+    class OneProcess:          # the real worker, without the means to start a new process
+        def __init__(self, w):
+            self.evaluate, self.compare = w.evaluate, w.compare
+
+    loaded = load_file(POWER / "copy_ballast.yaml")
+    baseline = KernelInstance(ballast_kernel(tmp_path, 16).read_text(), "copy_ballast", "opencl", label="K=16")
+    lean = KernelInstance(ballast_kernel(tmp_path, 0).read_text(), "copy_ballast", "opencl", label="lean")
+    assert not hasattr(OneProcess(worker), "fresh") and hasattr(worker, "fresh")
+    tester = Tester(OneProcess(worker), loaded, baseline, None, 1, 6, 120)
+    report = tester.confirm([Candidate(round=1, key="lean", config={}, instance=lean)], seed=3, final_repeats=24)
+    g = report.general
+    assert g is not None and g.confirmed and report.process_spread is not None
+    blocks = len(g.session_processes) - 1
+    assert g.session_processes == [0] + [1] * blocks and blocks >= CONFIRM_PROCESSES * CONFIRM_BLOCKS
+    assert g.geomean.method.endswith(", t-interval over 1 process")
+    logs = [math.log(x.ratio) for x in g.session_geomeans[1:]]
+    half = sp.t975(report.process_spread.df) * report.process_spread.sd
+    assert math.isclose(math.log(g.geomean.hi) - sum(logs) / len(logs), half, rel_tol=1e-9)
