@@ -143,7 +143,7 @@ def split(groups: list[tuple[list[float], list[int]]]) -> dict:
     (the sd of one process's mean, a cluster estimate), each with its degrees of freedom; and the mean
     number of blocks per process."""
     ss = {"blocks": [0.0, 0], "within": [0.0, 0], "means": [0.0, 0]}
-    blocks = processes = 0
+    blocks = groups_of_blocks = 0
     for logs, procs in groups:
         m = statistics.fmean(logs)
         ss["blocks"][0] += sum((x - m) ** 2 for x in logs)
@@ -158,10 +158,10 @@ def split(groups: list[tuple[list[float], list[int]]]) -> dict:
         mm = statistics.fmean(means)
         ss["means"][0] += sum((mp - mm) ** 2 for mp in means)
         ss["means"][1] += len(means) - 1
-        blocks, processes = blocks + len(logs), processes + len(means)
+        blocks, groups_of_blocks = blocks + len(logs), groups_of_blocks + len(means)
     out: dict = {k: ({"sd": math.sqrt(s / d), "df": d} if d else None) for k, (s, d) in ss.items()}
     out["groups"] = len(groups)
-    out["blocks_per_process"] = round(blocks / processes, 2) if processes else None
+    out["blocks_per_process"] = round(blocks / groups_of_blocks, 2) if groups_of_blocks else None
     return out
 
 
@@ -333,8 +333,9 @@ def main() -> int:
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.with_suffix(".md").write_text(text)
-        args.out.with_suffix(".json").write_text(json.dumps({"rules": rows, "by_process": {"false_claims": fc_bp, "power": pw_bp}},
-                                                         indent=1) + "\n")
+        by_process_json = {"false_claims": fc_bp, "power": pw_bp}
+        args.out.with_suffix(".json").write_text(json.dumps({"rules": rows, "by_process": by_process_json}, indent=1)
+                                                 + "\n")
     return 0
 
 
