@@ -43,7 +43,7 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "scripts"))
 
 from bench_proof import t_only, t_only_claims  # noqa: E402
-from kerntune.speedup import THRESHOLD, Interval, Spread, across_sessions  # noqa: E402
+from kerntune.speedup import THRESHOLD  # noqa: E402
 
 RESULTS = REPO / "bench" / "results"
 POWER = [RESULTS / "proof-cpu-2026-11-28.json"]
@@ -77,27 +77,30 @@ def power(parts: list[dict], observations: int | None) -> dict:
     """Claims per true speedup, intervals holding the truth, mean hi/lo, over the power runs that kept sessions.
     ``observations`` None: the rule in force, as recorded; 0: t-only; OWN: the t-interval as one observation
     per confirmation process (:func:`processes`)."""
+    def bounds(run: dict) -> tuple[float, float] | None:
+        if observations is None:
+            return run["interval"]["lo"], run["interval"].get("hi") or float("inf")
+        iv = t_only(run["sessions"], run.get("process_spread"),
+                    processes(run) if observations == OWN else observations)
+        return (iv["lo"], iv["hi"]) if iv else None
+
+    return _score((pair["truth"], bounds(run)) for part in parts for pair in part["pairs"] for run in pair["runs"]
+                  if "error" not in run and pair.get("truth") is not None and "sessions" in run)
+
+
+def _score(intervals) -> dict:
+    """Claims per true speedup, intervals holding the truth and the mean hi/lo of (truth, (lo, hi) or None)."""
     claims: dict[float, list[int]] = {}
     held, widths = 0, []
-    for part in parts:
-        for pair in part["pairs"]:
-            truth = pair.get("truth")
-            for run in pair["runs"]:
-                if "error" in run or truth is None or "sessions" not in run:
-                    continue
-                if observations is None:
-                    lo, hi = run["interval"]["lo"], run["interval"].get("hi") or float("inf")
-                else:
-                    iv = t_only(run["sessions"], run.get("process_spread"),
-                                processes(run) if observations == OWN else observations)
-                    if iv is None:
-                        continue
-                    lo, hi = iv["lo"], iv["hi"]
-                c = claims.setdefault(truth, [0, 0])
-                c[0] += lo >= THRESHOLD
-                c[1] += 1
-                held += lo <= truth <= hi
-                widths.append(hi / lo)
+    for truth, b in intervals:
+        if b is None:
+            continue
+        lo, hi = b
+        c = claims.setdefault(truth, [0, 0])
+        c[0] += lo >= THRESHOLD
+        c[1] += 1
+        held += lo <= truth <= hi
+        widths.append(hi / lo)
     runs = sum(n for _, n in claims.values())
     return {"claims": {str(t): c for t, c in sorted(claims.items())}, "runs": runs, "held": held,
             "width": round(statistics.mean(widths), 3) if widths else None}
@@ -166,24 +169,15 @@ def split(groups: list[tuple[list[float], list[int]]]) -> dict:
 
 
 def _spread(run: dict, rule: str) -> dict | None:
-    """The spread a rule uses for one run: "process means" the run's pooled sd of process means, "the
-    larger" the larger of that and the block spread the run recorded."""
-    recorded, means = run.get("process_spread"), split(_groups(run))["means"]
+    """The spread a rule uses for one run: "per process" the block spread the run recorded, "process
+    means" the run's pooled sd of process means, "the larger" the larger of the two."""
+    recorded = run.get("process_spread")
+    if rule == "per process":
+        return recorded
+    means = split(_groups(run))["means"]
     if rule == "process means" or not recorded:
         return means
     return means if means and means["sd"] > recorded["sd"] else recorded
-
-
-def _interval(sessions: list[float], spread: dict | None, processes: int) -> Interval | None:
-    if len(sessions) < 2 or not spread:
-        return None
-    return across_sessions([Interval(ratio=x, lo=x, hi=x, method="point") for x in sessions],
-                           Spread(sd=spread["sd"], df=spread["df"]), estimate_from=1, processes=processes)
-
-
-def _clears(sessions: list[float], spread: dict | None, processes: int) -> bool:
-    iv = _interval(sessions, spread, processes)
-    return iv is not None and iv.lo >= THRESHOLD
 
 
 SPREAD_RULES = ("per process", "process means", "the larger")
@@ -198,13 +192,8 @@ def by_process(parts: list[dict]) -> dict | None:
         return None
     claims = {}
     for rule in SPREAD_RULES:
-        general = shapes = 0
-        for r in runs:
-            spread = r.get("process_spread") if rule == "per process" else _spread(r, rule)
-            general += bool(_clears(r.get("sessions", []), spread, processes(r)))
-            shapes += len({label for pick in r["picks"].values() for label, s in pick["shape_sessions"].items()
-                           if _clears(s, spread, processes(r))})
-        claims[rule] = {"general": general, "shapes": shapes}
+        each = [t_only_claims({**r, "process_spread": _spread(r, rule)}, processes(r)) for r in runs]
+        claims[rule] = {"general": sum(g for g, _ in each), "shapes": sum(len(s) for _, s in each)}
     return {"runs": len(runs), "spreads": split([g for r in runs for g in _groups(r)]), "means_wider": _wider(runs),
             "claims": claims}
 
@@ -223,23 +212,11 @@ def by_process_power(parts: list[dict]) -> dict | None:
             if pair.get("truth") is not None and "error" not in r and _groups(r)]
     if not runs:
         return None
-    out = {}
-    for rule in SPREAD_RULES:
-        claims: dict[float, list[int]] = {}
-        held, widths = 0, []
-        for truth, r in runs:
-            spread = r.get("process_spread") if rule == "per process" else _spread(r, rule)
-            iv = _interval(r["sessions"], spread, processes(r))
-            if iv is None:
-                continue
-            c = claims.setdefault(truth, [0, 0])
-            c[0] += iv.lo >= THRESHOLD
-            c[1] += 1
-            held += iv.lo <= truth <= iv.hi
-            widths.append(iv.hi / iv.lo)
-        out[rule] = {"claims": {str(t): c for t, c in sorted(claims.items())}, "held": held,
-                     "runs": sum(n for _, n in claims.values()),
-                     "width": round(statistics.mean(widths), 3) if widths else None}
+    def bounds(r: dict, rule: str) -> tuple[float, float] | None:
+        iv = t_only(r["sessions"], _spread(r, rule), processes(r))
+        return (iv["lo"], iv["hi"]) if iv else None
+
+    out = {rule: _score((truth, bounds(r, rule)) for truth, r in runs) for rule in SPREAD_RULES}
     return {"runs": len(runs), "spreads": split([g for _, r in runs for g in _groups(r)]),
             "means_wider": _wider([r for _, r in runs]), "rules": out}
 
