@@ -437,6 +437,17 @@ def markdown(res: dict) -> str:
 PARTS = {"adversarial": adversarial, "false_claims": false_claims, "agreement": agreement, "power": power}
 
 
+def seed(text: str) -> int:
+    """--first-seed: a non-negative integer (kerntune's --seed)."""
+    try:
+        n = int(text)
+    except ValueError:
+        n = -1
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a non-negative integer, e.g. 100")
+    return n
+
+
 def ballast_list(text: str) -> list[int]:
     """--ballast: comma-separated positive integers."""
     try:
@@ -455,7 +466,7 @@ def main() -> int:
     ap.add_argument("--kernels", default="", help="comma-separated kernel names to keep (false_claims, agreement)")
     ap.add_argument("--runs", type=int, default=10,
                     help="optimize runs per kernel in false_claims, tune runs per pair in power")
-    ap.add_argument("--first-seed", type=int, default=0,
+    ap.add_argument("--first-seed", type=seed, default=0,
                     help="the runs' seeds are FIRST_SEED .. FIRST_SEED+RUNS-1: a new run on seeds no stored run used")
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--evaluations", type=int, default=40)

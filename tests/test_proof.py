@@ -343,7 +343,8 @@ def test_t_only_claims_counts_the_general_pick_and_every_shape_any_pick_would_cl
 
 
 @pytest.mark.parametrize("args, message", [(["--only", "powr"], "no part powr"),
-                                           (["--only", "power", "--ballast", "1,x"], "positive integers")])
+                                           (["--only", "power", "--ballast", "1,x"], "positive integers"),
+                                           (["--only", "power", "--first-seed", "-3"], "non-negative integer")])
 def test_bench_proof_rejects_a_bad_part_or_ballast_before_running_anything(args, message):
     import subprocess
     import sys
