@@ -9,7 +9,8 @@ from dataclasses import replace
 
 import pytest
 
-from kerntune.agents.tester import CONFIRM_BLOCKS, CONFIRM_MAX_BLOCKS, CONFIRM_PROCESSES
+from kerntune.agents.tester import (CONFIRM_BLOCK_SHARE, CONFIRM_BLOCKS, CONFIRM_MAX_BLOCKS, CONFIRM_MIN_RUNS,
+                                   CONFIRM_PROCESSES)
 from kerntune.engine.checker import MemoryChecker, check_shapes, oclgrind_findings, oclgrind_library
 from kerntune.engine.evaluate import EvalRequest, KernelInstance, TimingOptions
 from kerntune.engine.timed import CompareRequest
@@ -256,7 +257,7 @@ def test_one_tune_run_rejects_every_cheat_and_the_honest_kernel_wins(tmp_path):
     test = summary["test"]
     assert test["general"]["key"] == "VARIANT='honest'" and test["general"]["verified"]
     assert test["general"]["geomean"]["lo"] > 0 and test["checker"] == "oclgrind"
-    # the winner's estimate is its confirmation blocks' (two in each of two processes at least, more until
+    # the winner's estimate is its confirmation blocks' (two in each of four processes at least, more until
     # the confirmation has lasted CONFIRM_SPAN_S), its interval their mean's t-interval with the pooled
     # block spread, counted as one observation per process
     import math
@@ -273,7 +274,10 @@ def test_one_tune_run_rejects_every_cheat_and_the_honest_kernel_wins(tmp_path):
     assert g["method"].endswith(f"{blocks + 1} sessions, t-interval over {CONFIRM_PROCESSES} processes")
     assert math.log(g["ratio"]) == pytest.approx(sum(math.log(s["ratio"]) for s in sessions[1:]) / blocks)
     spread = test["process_spread"]
-    assert math.log(g["hi"] / g["lo"]) / 2 == pytest.approx(t975(spread["df"]) * spread["sd"] / math.sqrt(2))
+    assert math.log(g["hi"] / g["lo"]) / 2 == pytest.approx(t975(spread["df"]) * spread["sd"] / math.sqrt(CONFIRM_PROCESSES))
+    # each block times a quarter of --final-repeats (30) runs per shape
+    runs = max(CONFIRM_MIN_RUNS, 30 // CONFIRM_BLOCK_SHARE)
+    assert all(iv["n"] == runs for ivs in test["general"]["session_intervals"].values() for iv in ivs[1:])
     assert test["general"]["check"]["status"] == "clean"
 
 

@@ -10,8 +10,8 @@ final word on candidates.
    interleaved run by run (paired samples); the general configuration (best
    geometric mean) and each shape's best are picked from these numbers.
 3. Confirmation: the picked kernels are timed against the original again in
-   blocks (sessions), at least two in each of two new worker processes and
-   more until ten seconds have passed, so the estimate reported is not the one
+   blocks (sessions), at least two in each of four new worker processes and
+   more until twenty seconds have passed, so the estimate reported is not the one
    the pick was made on (no winner's curse) and holds in more than one process
    and over more time than a passing state of the machine. Each interval is the
    t-interval of the confirmation blocks' mean, with the block-to-block spread
@@ -41,9 +41,11 @@ from kerntune.spec.load import LoadedSpec
 from kerntune.spec.model import Shape
 from kerntune.spec.shapes import extra_holdouts, holdout_shapes, spec_shapes
 
-CONFIRM_PROCESSES = 2            # fresh worker processes the confirmation is split across
-CONFIRM_BLOCKS = 2               # sessions (blocks) per process at least; the final repeats are shared among them
-CONFIRM_SPAN_S = 10.0            # the confirmation lasts at least this long: fast kernels get more blocks
+CONFIRM_PROCESSES = 4            # fresh worker processes the confirmation is split across
+CONFIRM_BLOCKS = 2               # sessions (blocks) per process at least
+CONFIRM_BLOCK_SHARE = 4          # a block times final_repeats // this many runs (at least CONFIRM_MIN_RUNS)
+CONFIRM_MIN_RUNS = 6
+CONFIRM_SPAN_S = 20.0            # the confirmation lasts at least this long: fast kernels get more blocks
 CONFIRM_MAX_BLOCKS = 6           # ... at most this many per process
 TOO_GOOD_SPEEDUP = 10.0         # on a kernel already at a good fraction of the copy bandwidth
 TOO_GOOD_BASE_PCT = 30.0
@@ -263,9 +265,12 @@ class Tester:
         CONFIRM_MAX_BLOCKS) until CONFIRM_SPAN_S seconds have passed. On a CPU the same two kernels
         can compare 1.05x for a few seconds and 0.92x the next few, within one process
         (bench/proof/flat/README.md): blocks spread over a longer time than such a state lasts
-        give the pooled spread a chance to see it. Yields (the process number from 1, the session);
+        give the pooled spread a chance to see it. Each block times a quarter of the final repeats:
+        blocks as long as two processes of two blocks had, in twice as many processes, so the
+        process count that narrows the interval grows without the blocks getting noisier
+        (docs/proof.md, "Four confirmation processes"). Yields (the process number from 1, the session);
         a worker that cannot start fresh processes runs every block in process 1."""
-        repeats = max(6, final_repeats // (CONFIRM_PROCESSES * CONFIRM_BLOCKS))
+        repeats = max(CONFIRM_MIN_RUNS, final_repeats // CONFIRM_BLOCK_SHARE)
         started = time.monotonic()
         n = 0
         fresh = hasattr(self.worker, "fresh")

@@ -38,7 +38,7 @@ class CandidateResult(Record):
     screening: Optional[Interval] = None     # the geomean of the screening session alone (confirmed candidates)
     session_geomeans: list[Interval] = []    # each session's own geomean (screening, then each confirmation)
     session_intervals: dict[str, list[Interval]] = {}   # shape label -> each session's own interval
-    session_processes: list[int] = []        # the worker process each session ran in (0: screening, then 1, 2)
+    session_processes: list[int] = []        # the worker process each session ran in (0: screening, then 1, 2, ...)
     verdict: Optional[Verdict] = None        # kerntune.speedup.decide on the geomean
     flags: list[str] = []
 
