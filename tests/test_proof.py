@@ -278,6 +278,9 @@ def test_one_tune_run_rejects_every_cheat_and_the_honest_kernel_wins(tmp_path):
     # each block times a quarter of --final-repeats (30) runs per shape
     runs = max(CONFIRM_MIN_RUNS, 30 // CONFIRM_BLOCK_SHARE)
     assert all(iv["n"] == runs for ivs in test["general"]["session_intervals"].values() for iv in ivs[1:])
+    # the times shown beside the speedup pool every confirmation block's runs, the original's and the winner's
+    assert [t["stats"]["n"] for t in test["general"]["timings"]] == [runs * blocks] * len(test["general"]["timings"])
+    assert [t["stats"]["n"] for t in test["baseline"]] == [runs * blocks] * len(test["baseline"])
     assert test["general"]["check"]["status"] == "clean"
 
 
