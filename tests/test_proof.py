@@ -274,7 +274,8 @@ def test_one_tune_run_rejects_every_cheat_and_the_honest_kernel_wins(tmp_path):
     assert g["method"].endswith(f"{blocks + 1} sessions, t-interval over {CONFIRM_PROCESSES} processes")
     assert math.log(g["ratio"]) == pytest.approx(sum(math.log(s["ratio"]) for s in sessions[1:]) / blocks)
     spread = test["process_spread"]
-    assert math.log(g["hi"] / g["lo"]) / 2 == pytest.approx(t975(spread["df"]) * spread["sd"] / math.sqrt(CONFIRM_PROCESSES))
+    half = t975(spread["df"]) * spread["sd"] / math.sqrt(CONFIRM_PROCESSES)
+    assert math.log(g["hi"] / g["lo"]) / 2 == pytest.approx(half)
     # each block times a quarter of --final-repeats (30) runs per shape
     runs = max(CONFIRM_MIN_RUNS, 30 // CONFIRM_BLOCK_SHARE)
     assert all(iv["n"] == runs for ivs in test["general"]["session_intervals"].values() for iv in ivs[1:])

@@ -246,9 +246,10 @@ class Tester:
                 general_i = max(timed, key=lambda x: results[x[1]].geomean.ratio)[1]
                 for sh in self.shapes:
                     shape_best[sh.key] = max(timed, key=lambda x: results[x[1]].intervals[sh.label].ratio)[1]
-        # confirmation: the picks against the original again, in CONFIRM_PROCESSES sessions, each in a
-        # new worker process sharing the runs: on a CPU the same two kernels can compare 1.07x in one
-        # process and 0.94x in the next (bench/proof/flat/README.md), so a pick must hold in each
+        # confirmation: the picks against the original again, in blocks spread over CONFIRM_PROCESSES
+        # new worker processes (_blocks): on a CPU the same two kernels can compare 1.07x in one
+        # process and 0.94x in the next (bench/proof/flat/README.md), so the interval counts one
+        # observation per process (_pooled)
         picked = list(dict.fromkeys(([general_i] if general_i is not None else []) + list(shape_best.values())))
         base_timings: dict[str, ShapeTiming] = {}
         spread: Optional[sp.Spread] = None
