@@ -232,6 +232,20 @@ def test_kernel_tuner_cache_round_trip(recorded, tmp_path):
             assert back[key].status == e.status
 
 
+def test_a_cache_with_a_zero_in_its_problem_size_replays(tmp_path):
+    """kerntune exports every size of a shape as the problem size, a 0 among them (a histogram's
+    skew=0): the imported run's placeholder spec admits it, so the run loads and replays."""
+    text = json.dumps({"device_name": "cpu", "kernel_name": "histogram", "problem_size": [1048576, 0],
+                       "tune_params_keys": ["BLOCK"], "tune_params": {"BLOCK": [128, 256]}, "objective": "time",
+                       "cache": {"128": {"BLOCK": 128, "time": 0.5, "times": [0.5, 0.5]},
+                                 "256": {"BLOCK": 256, "time": 0.25, "times": [0.25, 0.26]}}})
+    assert import_cache(write(tmp_path, "kt.json", text), tmp_path / "run") == 2
+    r = run_cli("tune", "--device", f"replay:{tmp_path / 'run'}", "--strategy", "random", "--run-dir",
+                str(tmp_path / "replayed"), "--json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["general"]["key"] == "BLOCK=256"
+
+
 def test_replay_of_an_imported_cache_writes_no_kernels(recorded, tmp_path):
     """An imported Kernel Tuner cache holds parameters and times, no kernel source: replaying it
     finds a best configuration but writes no (placeholder) kernel files."""

@@ -150,7 +150,10 @@ def import_cache(src: Path, run_dir: Path) -> int:
     if (run_dir / "tuning.db").exists():
         raise KerntuneError(ErrorCode.USAGE, f"{run_dir} already holds a run")
     store = RunStore.in_dir(run_dir, create=True)
+    # a problem size may hold a 0 (kerntune exports every size of a shape, a histogram's skew=0 among them):
+    # the placeholder spec admits it, as the spec the cache came from did
     spec_text = json.dumps({"kernel": kernel if kernel.isidentifier() else "kernel",
+                            "sizes": {k: {"min": 0} for k in sizes},
                             "args": [{"name": "out", "dtype": "fp32", "shape": ["p0"], "intent": "out"}],
                             "launch": {"grid": [1], "block": [1]}, "shapes": [sizes]})
     device = DeviceInfo(id="kernel-tuner", backend="replay", lang="cuda", name=str(doc.get("device_name", "unknown")))
