@@ -24,6 +24,10 @@ if str(REPO) not in sys.path:
     sys.path.append(str(REPO))
 
 INSTALLED = os.environ.get("KERNTUNE_TEST_INSTALLED") == "1"
+# the final test's confirmation gives each of its four processes its two blocks and no more (the default
+# adds blocks until 20 s have passed: about 11 s of every optimize and tune run here, a fifth of the
+# suite); the tests of that span set it back (tests/test_proof.py)
+os.environ.setdefault("KERNTUNE_CONFIRM_SECONDS", "0")
 
 
 def _kerntune_command() -> list[str]:

@@ -10,7 +10,7 @@ from dataclasses import replace
 import pytest
 
 from kerntune.agents.tester import (CONFIRM_BLOCK_SHARE, CONFIRM_BLOCKS, CONFIRM_MAX_BLOCKS, CONFIRM_MIN_RUNS,
-                                   CONFIRM_PROCESSES)
+                                   CONFIRM_PROCESSES, CONFIRM_SPAN_ENV, CONFIRM_SPAN_S)
 from kerntune.engine.checker import MemoryChecker, check_shapes, oclgrind_findings, oclgrind_library
 from kerntune.engine.evaluate import EvalRequest, KernelInstance, TimingOptions
 from kerntune.engine.timed import CompareRequest
@@ -19,6 +19,8 @@ from kerntune.spec.load import load_file
 from kerntune.spec.model import LaunchSpec
 from kerntune.spec.shapes import holdout_shapes, spec_shapes, verification_shapes
 from tests.conftest import REPO, run_cli
+
+pytestmark = pytest.mark.runtime   # the OpenCL runtime's compiler, numerics or limits decide these: .ci/run runs them on PoCL too
 
 PROOF = REPO / "bench" / "proof"
 SPEC = load_file(PROOF / "rowsum.yaml")
@@ -234,7 +236,8 @@ ADVERSARIES = ["oob_local_read", "oob_global_write", "race_global", "conditional
 
 
 @needs_oclgrind
-def test_one_tune_run_rejects_every_cheat_and_the_honest_kernel_wins(tmp_path):
+def test_one_tune_run_rejects_every_cheat_and_the_honest_kernel_wins(tmp_path, monkeypatch):
+    monkeypatch.setenv(CONFIRM_SPAN_ENV, str(CONFIRM_SPAN_S))   # the default span (the suite runs with 0)
     text = TEMPLATE.read_text()
     start = text.index("  VARIANT: [")
     end = text.index("]", start) + 1
@@ -456,3 +459,22 @@ def test_a_worker_that_cannot_start_processes_confirms_in_one_and_counts_one(wor
     logs = [math.log(x.ratio) for x in g.session_geomeans[1:]]
     half = sp.t975(report.process_spread.df) * report.process_spread.sd
     assert math.isclose(math.log(g.geomean.hi) - sum(logs) / len(logs), half, rel_tol=1e-9)
+
+
+def test_the_confirmation_span_comes_from_the_environment_and_a_bad_value_is_an_error(tmp_path, monkeypatch):
+    from kerntune.agents.tester import confirm_span_s
+    from kerntune.errors import KerntuneError
+
+    monkeypatch.delenv(CONFIRM_SPAN_ENV, raising=False)
+    assert confirm_span_s() == CONFIRM_SPAN_S
+    monkeypatch.setenv(CONFIRM_SPAN_ENV, " 2.5 ")
+    assert confirm_span_s() == 2.5
+    for bad in ("soon", "-1", "nan", "1e9"):
+        monkeypatch.setenv(CONFIRM_SPAN_ENV, bad)
+        with pytest.raises(KerntuneError, match=CONFIRM_SPAN_ENV):
+            confirm_span_s()
+    # the CLI says so before it measures anything: message, hint, exit status 2, no traceback
+    r = run_cli("optimize", str(REPO / "kernels/examples/vector_add.cl"), "--device", "cpu", "--run-dir",
+                str(tmp_path / "run"))
+    assert r.returncode == 2 and CONFIRM_SPAN_ENV in r.stderr and "hint" in r.stderr.lower()
+    assert "Traceback" not in r.stderr

@@ -23,6 +23,7 @@ final word on candidates.
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Optional
@@ -46,10 +47,28 @@ CONFIRM_BLOCKS = 2               # sessions (blocks) per process at least
 CONFIRM_BLOCK_SHARE = 4          # a block times final_repeats // this many runs (at least CONFIRM_MIN_RUNS)
 CONFIRM_MIN_RUNS = 6
 CONFIRM_SPAN_S = 20.0            # the confirmation lasts at least this long: fast kernels get more blocks
+CONFIRM_SPAN_ENV = "KERNTUNE_CONFIRM_SECONDS"   # ... unless this environment variable says otherwise
 CONFIRM_MAX_BLOCKS = 6           # ... at most this many per process
 TOO_GOOD_SPEEDUP = 10.0         # on a kernel already at a good fraction of the copy bandwidth
 TOO_GOOD_BASE_PCT = 30.0
 BEYOND_FLOOR_PCT = 110.0        # faster than a device-to-device copy of the same bytes allows
+
+
+def confirm_span_s() -> float:
+    """How long the confirmation lasts at least: CONFIRM_SPAN_S, or $KERNTUNE_CONFIRM_SECONDS (0 gives
+    every process its CONFIRM_BLOCKS blocks and no more; the test suite runs so, its own tests of the
+    span set it back)."""
+    text = os.environ.get(CONFIRM_SPAN_ENV, "").strip()
+    if not text:
+        return CONFIRM_SPAN_S
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value <= 3600:
+        raise KerntuneError(ErrorCode.USAGE, f"{CONFIRM_SPAN_ENV}={text!r} is not a number of seconds from 0 to 3600",
+                            hint=f"unset it for the default ({CONFIRM_SPAN_S:g} s), or set e.g. {CONFIRM_SPAN_ENV}=20")
+    return value
 
 
 @dataclass(frozen=True)
@@ -102,6 +121,7 @@ class Tester:
         self.distributions = distributions
         self.shapes = tuple(spec_shapes(loaded.spec, shape_set))
         self.holdouts = tuple(holdout_shapes(loaded.spec, shape_set))
+        self.span_s = confirm_span_s()
 
     def _request(self, inst: KernelInstance, seed: int, verify: tuple[Shape, ...], time: tuple[Shape, ...],
                  reference: KernelInstance | None, repeats: int | None = None) -> EvalRequest:
@@ -285,7 +305,7 @@ class Tester:
     def _blocks(self, kernels: list[KernelInstance], seed: int, final_repeats: int):
         """The confirmation sessions (blocks), each timing every kernel on every shape: at least
         CONFIRM_BLOCKS in each of CONFIRM_PROCESSES new worker processes, and more (up to
-        CONFIRM_MAX_BLOCKS) until CONFIRM_SPAN_S seconds have passed. On a CPU the same two kernels
+        CONFIRM_MAX_BLOCKS) until CONFIRM_SPAN_S seconds (or $KERNTUNE_CONFIRM_SECONDS) have passed. On a CPU the same two kernels
         can compare 1.05x for a few seconds and 0.92x the next few, within one process
         (bench/proof/flat/README.md): blocks spread over a longer time than such a state lasts
         give the pooled spread a chance to see it. Each block times a quarter of the final repeats:
@@ -300,7 +320,7 @@ class Tester:
         for k in range(CONFIRM_PROCESSES):
             if fresh:
                 self.worker.fresh()
-            due = CONFIRM_SPAN_S * (k + 1) / CONFIRM_PROCESSES
+            due = self.span_s * (k + 1) / CONFIRM_PROCESSES
             b = 0
             while b < CONFIRM_BLOCKS or (b < CONFIRM_MAX_BLOCKS and time.monotonic() - started < due):
                 b += 1
