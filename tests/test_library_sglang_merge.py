@@ -22,6 +22,8 @@ from kerntune.tuner.template import load_template
 from tests.conftest import REPO, run_cli
 from tests.library import compile_every_instance, verify_every_instance
 
+pytestmark = pytest.mark.runtime   # the OpenCL runtime's compiler, numerics or limits decide these: .ci/run runs them on PoCL too
+
 KDIR = REPO / "kernels" / "sglang" / "merge_attn_states_lse"
 BASE_CU = KDIR / "merge_attn_states_lse.cu"
 BASE_CL = KDIR / "merge_attn_states_lse.cl"
@@ -192,7 +194,10 @@ def test_production_nan_behaviour_is_caught(worker, tmp_path):
 @pytest.mark.slow
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_every_opencl_template_instance_verifies_on_cpu(worker, dtype):
-    assert verify_every_instance(worker, CL_TEMPLATE, SPECS[dtype], shape_set="cpu") == []
+    # every instance in bf16 (the serving dtype); in fp16 and fp32, which differ from it only in the loads'
+    # and stores' conversions, a subset holding every pair of parameter values (a third of the instances:
+    # each sweep took 50-60 s on a 2-core EPYC)
+    assert verify_every_instance(worker, CL_TEMPLATE, SPECS[dtype], shape_set="cpu", every=dtype == "bf16") == []
 
 
 @pytest.mark.slow
