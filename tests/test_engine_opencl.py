@@ -12,6 +12,8 @@ from kerntune.spec.load import load_file
 from kerntune.spec.shapes import spec_shapes, verification_shapes
 from tests.conftest import write
 
+pytestmark = pytest.mark.runtime   # the OpenCL runtime's compiler, numerics or limits decide these: .ci/run runs them on PoCL too
+
 SPEC = """
 kernel: vadd
 args:

@@ -65,6 +65,7 @@ def test_launcher_instantiations():
     assert c.name == "row_softmax_kernel<512>" and c.others == ("row_softmax_kernel<256>", "row_softmax_kernel<1024>")
 
 
+@pytest.mark.nvcc
 @needs_nvcc
 @pytest.mark.parametrize("path", sorted((CORPUS / "csrc").rglob("*.cu")), ids=lambda p: p.stem)
 def test_every_corpus_kernel_extracts_and_compiles(path):
@@ -117,6 +118,7 @@ def test_missing_local_header_names_where_it_looked(tmp_path):
     assert {d["name"] for d in rep["dropped"]} == {"<torch/all.h>", "host_only"}
 
 
+@pytest.mark.nvcc
 @needs_nvcc
 def test_extract_command_writes_a_kernel_file(tmp_path):
     out = tmp_path / "merge.cu"
@@ -145,6 +147,7 @@ def test_extract_refuses_what_it_cannot_do(tmp_path):
     assert r.returncode == 2 and "not CUDA" in r.stderr
 
 
+@pytest.mark.nvcc
 @needs_nvcc
 def test_include_dirs_travel_in_the_spec(tmp_path):
     inc = tmp_path / "vendor" / "kernels"

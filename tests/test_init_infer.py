@@ -159,6 +159,7 @@ def test_init_on_the_issue_example_is_right_the_first_time(tmp_path):
     assert compare(written, truth) == []
 
 
+@pytest.mark.nvcc
 @needs_nvcc
 def test_init_then_check_on_the_extension_source(tmp_path):
     """The user's command line: init and check on the extension source as it is."""

@@ -18,6 +18,8 @@ from kerntune.tuner.template import check_against_spec, load_template
 from tests.conftest import REPO, run_cli
 from tests.library import compile_every_instance, covering_pairs, verify_every_instance
 
+pytestmark = pytest.mark.runtime   # the OpenCL runtime's compiler, numerics or limits decide these: .ci/run runs them on PoCL too
+
 KERNELS = REPO / "kernels" / "classic"
 TEMPLATES = REPO / "templates" / "classic"
 NAMES = ["sgemm", "stencil7", "reduce_sum"]
@@ -104,6 +106,7 @@ def test_the_second_runtimes_instances_cover_every_pair_of_values():
     assert covering_pairs([]) == []
 
 
+@pytest.mark.nvcc
 @needs_nvcc
 @pytest.mark.parametrize("variant", ["naive", "optimized"])
 @pytest.mark.parametrize("name", NAMES)
@@ -116,6 +119,7 @@ def test_cuda_kernels_compile_offline(name, variant):
     assert all(not launch["problems"] for launch in report["launches"])
 
 
+@pytest.mark.nvcc
 @needs_nvcc
 @pytest.mark.slow
 @pytest.mark.parametrize("name", NAMES)

@@ -21,6 +21,8 @@ from kerntune.tuner.template import load_template
 from tests.conftest import REPO, run_cli
 from tests.library import compile_every_instance, verify_every_instance
 
+pytestmark = pytest.mark.runtime   # the OpenCL runtime's compiler, numerics or limits decide these: .ci/run runs them on PoCL too
+
 NAMES = ["transpose", "histogram", "spmv_csr"]
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on PATH")
 

@@ -24,6 +24,8 @@ from kerntune.tuner.template import check_against_spec, load_template
 from tests.conftest import REPO, run_cli
 from tests.library import compile_every_instance, verify_every_instance
 
+pytestmark = pytest.mark.runtime   # the OpenCL runtime's compiler, numerics or limits decide these: .ci/run runs them on PoCL too
+
 KERNELS = REPO / "kernels" / "sglang"
 TEMPLATES = REPO / "templates" / "sglang"
 NAMES = ["silu_and_mul", "fused_add_rmsnorm"]
@@ -290,6 +292,7 @@ def test_opencl_float_to_bf16_rounds_to_nearest_even(worker, tmp_path, source):
 
 # --- CUDA, offline -----------------------------------------------------------------------------------
 
+@pytest.mark.nvcc
 @needs_nvcc
 @pytest.mark.parametrize("name,dtype", CASES, ids=IDS)
 def test_cuda_baseline_compiles_offline(name, dtype):
@@ -302,6 +305,7 @@ def test_cuda_baseline_compiles_offline(name, dtype):
     assert all(not launch["problems"] for launch in report["launches"])
 
 
+@pytest.mark.nvcc
 @needs_nvcc
 @pytest.mark.slow
 @pytest.mark.parametrize("name,dtype", CASES, ids=IDS)

@@ -33,6 +33,7 @@ def test_parse_ptxas_report():
     assert parse_ptxas(LOG, "missing", "sm_90") is None
 
 
+@pytest.mark.nvcc
 @needs_nvcc
 def test_real_compile_reports_resources(tmp_path):
     src = (REPO / "kernels/examples/row_sum.cu").read_text()
@@ -44,6 +45,7 @@ def test_real_compile_reports_resources(tmp_path):
     assert again.resources == r.resources
 
 
+@pytest.mark.nvcc
 @needs_nvcc
 def test_real_compile_sees_spills(tmp_path):
     src = (REPO / "tests/data/spill.cu").read_text()
@@ -51,6 +53,7 @@ def test_real_compile_sees_spills(tmp_path):
     assert r.resources.spills and r.resources.spill_store_bytes > 0
 
 
+@pytest.mark.nvcc
 @needs_nvcc
 def test_compile_errors_and_missing_kernels(tmp_path):
     with pytest.raises(CompileFailed, match="error"):

@@ -33,6 +33,7 @@ def kernel(tmp_path):
     return tmp_path / "vector_add.cl"
 
 
+@pytest.mark.runtime   # the whole optimize flow once on each OpenCL runtime (.ci/run's PoCL pass)
 def test_optimize_end_to_end(kernel, tmp_path):
     run = tmp_path / "run"
     r = run_cli("optimize", str(kernel), "--device", "cpu", "--rounds", "2", "--evaluations", "10", *FAST,

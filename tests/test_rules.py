@@ -19,6 +19,8 @@ from kerntune.tuner.space import Space
 from kerntune.tuner.template import parse_template
 from tests.conftest import REPO, write
 
+pytestmark = pytest.mark.runtime   # the OpenCL runtime's compiler, numerics or limits decide these: .ci/run runs them on PoCL too
+
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on PATH")
 
 
@@ -136,6 +138,7 @@ def test_bake_resolves_macros_and_branches():
     assert "launch-config" in again.applied_names and "KT_HAVE_VEC_HELPERS" in again.template
 
 
+@pytest.mark.nvcc
 @needs_nvcc
 @pytest.mark.parametrize("kernel,spec", [
     ("kernels/examples/row_sum.cu", "kernels/examples/row_sum.yaml"),

@@ -13,6 +13,8 @@ from kerntune.source.parse import parse
 from kerntune.spec.load import load_file
 from tests.conftest import run_cli, write
 
+pytestmark = pytest.mark.runtime   # the OpenCL runtime's compiler, numerics or limits decide these: .ci/run runs them on PoCL too
+
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on PATH")
 
 TEMPLATED = """
@@ -83,6 +85,7 @@ def test_lookup_checks_template_arguments():
         p.kernel("other::scale_kernel<float, 64>")
 
 
+@pytest.mark.nvcc
 @needs_nvcc
 def test_nvcc_instantiates_and_finds_each_entry(tmp_path):
     from kerntune.backends.nvcc import compile_offline
@@ -100,6 +103,7 @@ def test_nvcc_instantiates_and_finds_each_entry(tmp_path):
     assert a.entry != b.entry and "6__half" in b.entry and "IfLj32E" in a.entry
 
 
+@pytest.mark.nvcc
 @needs_nvcc
 def test_per_dtype_specs_share_one_templated_source(tmp_path):
     k = write(tmp_path, "scale.cu", TEMPLATED)
