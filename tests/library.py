@@ -50,10 +50,10 @@ def verify_every_instance(worker, template_path: Path, spec_path: Path, shape_se
 
 def covering_pairs(configs: list[dict]) -> list[dict]:
     """A subset of ``configs`` (the first one, then greedily the one covering most pairs still missing) in
-    which every pair of parameter values that occurs together in ``configs`` occurs at least once.
-    .ci/run's second runtime pass verifies these (KERNTUNE_TEST_INSTANCES=pairs): the first pass has
-    verified every instance, and the pairs keep each value and each two-parameter interaction on the
-    second compiler at a third of the cost."""
+    which every pair of parameter values that occurs together in ``configs`` occurs at least once: about a
+    third of the instances, keeping each value and each two-parameter interaction. merge_attn_states'
+    fp16 and fp32 sweeps verify these; KERNTUNE_TEST_INSTANCES=pairs makes every sweep do so (a quicker
+    run on a second runtime: .ci/run's PoCL pass did until 2026-12-02)."""
     def pairs(c: dict) -> set:
         return set(itertools.combinations(sorted((k, repr(v)) for k, v in c.items()), 2))
     if not configs:

@@ -45,8 +45,6 @@ from kerntune.tuner.space import Space
 from kerntune.tuner.template import parse_template
 from tests.conftest import REPO
 
-pytestmark = pytest.mark.runtime   # the OpenCL runtime's compiler, numerics or limits decide these: .ci/run runs them on PoCL too
-
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on PATH")
 
 # kernel (without extension), spec, the rules that must apply to it in round 1
