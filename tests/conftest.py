@@ -10,6 +10,7 @@ imported from the checkout is an error, checked before any test runs)."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -55,6 +56,11 @@ def pytest_configure(config):
 
 
 def pytest_collection_modifyitems(config, items):
+    if shutil.which("nvcc") is None:
+        skip = pytest.mark.skip(reason="nvcc is not on PATH")
+        for item in items:
+            if "nvcc" in item.keywords:
+                item.add_marker(skip)
     if any("gpu" in item.keywords for item in items):
         from kerntune.engine.devices import all_devices
 

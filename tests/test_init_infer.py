@@ -16,7 +16,6 @@ from kerntune.spec.signature import shape_bytes
 from tests.conftest import REPO, run_cli
 
 CORPUS = REPO / "tests/data/extensions"
-needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on PATH")
 
 
 def _infer(src: str, name: str, lang: str = "cuda"):
@@ -160,7 +159,6 @@ def test_init_on_the_issue_example_is_right_the_first_time(tmp_path):
 
 
 @pytest.mark.nvcc
-@needs_nvcc
 def test_init_then_check_on_the_extension_source(tmp_path):
     """The user's command line: init and check on the extension source as it is."""
     tree = tmp_path / "ext"

@@ -7,7 +7,6 @@ template instance compile for sm_90 with nvcc, and the bf16 conversions round to
 from __future__ import annotations
 
 import json
-import shutil
 import textwrap
 
 import numpy as np
@@ -33,7 +32,6 @@ SPECS = {"bf16": "spec.yaml", "fp16": "fp16.yaml", "fp32": "fp32.yaml"}
 CASES = [(name, dtype) for name in NAMES for dtype in SPECS]
 IDS = [f"{name}-{dtype}" for name, dtype in CASES]
 
-needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on PATH")
 
 
 def _spec_path(name: str, dtype: str):
@@ -293,7 +291,6 @@ def test_opencl_float_to_bf16_rounds_to_nearest_even(worker, tmp_path, source):
 # --- CUDA, offline -----------------------------------------------------------------------------------
 
 @pytest.mark.nvcc
-@needs_nvcc
 @pytest.mark.parametrize("name,dtype", CASES, ids=IDS)
 def test_cuda_baseline_compiles_offline(name, dtype):
     r = run_cli("check", str(KERNELS / name / f"{name}.cu"), "--spec", str(_spec_path(name, dtype)), "--offline",
@@ -306,7 +303,6 @@ def test_cuda_baseline_compiles_offline(name, dtype):
 
 
 @pytest.mark.nvcc
-@needs_nvcc
 @pytest.mark.slow
 @pytest.mark.parametrize("name,dtype", CASES, ids=IDS)
 def test_every_cuda_template_instance_compiles(name, dtype):

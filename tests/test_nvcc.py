@@ -8,7 +8,6 @@ from kerntune.backends.base import CompileFailed
 from kerntune.backends.nvcc import compile_offline, parse_ptxas
 from tests.conftest import REPO
 
-needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on PATH")
 
 LOG = """ptxas info    : 0 bytes gmem
 ptxas info    : Compiling entry function '_Z7mangledPfi' for 'sm_90'
@@ -34,7 +33,6 @@ def test_parse_ptxas_report():
 
 
 @pytest.mark.nvcc
-@needs_nvcc
 def test_real_compile_reports_resources(tmp_path):
     src = (REPO / "kernels/examples/row_sum.cu").read_text()
     r = compile_offline(src, "row_sum", "sm_90", cache_dir=tmp_path)
@@ -46,7 +44,6 @@ def test_real_compile_reports_resources(tmp_path):
 
 
 @pytest.mark.nvcc
-@needs_nvcc
 def test_real_compile_sees_spills(tmp_path):
     src = (REPO / "tests/data/spill.cu").read_text()
     r = compile_offline(src, "spill", "sm_90", options=["-maxrregcount=16"], cache_dir=tmp_path)
@@ -54,7 +51,6 @@ def test_real_compile_sees_spills(tmp_path):
 
 
 @pytest.mark.nvcc
-@needs_nvcc
 def test_compile_errors_and_missing_kernels(tmp_path):
     with pytest.raises(CompileFailed, match="error"):
         compile_offline("__global__ void f( {", "f", cache_dir=tmp_path)

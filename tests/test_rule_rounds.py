@@ -45,7 +45,6 @@ from kerntune.tuner.space import Space
 from kerntune.tuner.template import parse_template
 from tests.conftest import REPO
 
-needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on PATH")
 
 # kernel (without extension), spec, the rules that must apply to it in round 1
 CASES = {
@@ -262,7 +261,6 @@ def test_next_round_compiles_for_opencl(worker, name):
     assert failures == [], f"{len(failures)} of {compiled} instances failed to compile: {failures[:3]}"
 
 
-@needs_nvcc
 @pytest.mark.nvcc
 @pytest.mark.slow
 @pytest.mark.parametrize("name", list(CASES))

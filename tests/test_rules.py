@@ -3,7 +3,6 @@ Rewrites are checked for real: OpenCL instances verified on the CPU against
 the original kernel, CUDA instances compiled with nvcc for sm_90."""
 
 import random
-import shutil
 from pathlib import Path
 
 import pytest
@@ -21,7 +20,6 @@ from tests.conftest import REPO, write
 
 pytestmark = pytest.mark.runtime   # the OpenCL runtime's compiler, numerics or limits decide these: .ci/run runs them on PoCL too
 
-needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on PATH")
 
 
 def sample(space: Space, seed: int = 0, extra: int = 3) -> list[dict]:
@@ -139,7 +137,6 @@ def test_bake_resolves_macros_and_branches():
 
 
 @pytest.mark.nvcc
-@needs_nvcc
 @pytest.mark.parametrize("kernel,spec", [
     ("kernels/examples/row_sum.cu", "kernels/examples/row_sum.yaml"),
     ("kernels/examples/vector_add.cu", "kernels/examples/vector_add.yaml"),

@@ -9,7 +9,6 @@ instances compiled with nvcc for sm_90."""
 
 from __future__ import annotations
 
-import shutil
 import textwrap
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -28,7 +27,6 @@ from tests.conftest import REPO
 
 pytestmark = pytest.mark.runtime   # the OpenCL runtime's compiler, numerics or limits decide these: .ci/run runs them on PoCL too
 
-needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on PATH")
 NAIVE = REPO / "kernels/naive"
 
 # kernel folder -> the rules of this family that must apply in round 1 (OpenCL)
@@ -445,7 +443,6 @@ def test_vector_instances_are_clean_under_the_memory_checker(worker, folder, par
     assert findings == [], findings
 
 
-@needs_nvcc
 @pytest.mark.nvcc
 @pytest.mark.parametrize("folder", sorted(p.parent.name for p in NAIVE.glob("*/*.cu")))
 def test_cuda_rewrites_compile_with_nvcc(folder):

@@ -1,7 +1,6 @@
 """Templated kernels: kernel names as template instantiations, looked up in the source,
 instantiated by nvcc (offline, for real) and checked against the spec's arguments."""
 
-import shutil
 
 import pytest
 import yaml
@@ -15,7 +14,6 @@ from tests.conftest import run_cli, write
 
 pytestmark = pytest.mark.runtime   # the OpenCL runtime's compiler, numerics or limits decide these: .ci/run runs them on PoCL too
 
-needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on PATH")
 
 TEMPLATED = """
 #include <cuda_bf16.h>
@@ -86,7 +84,6 @@ def test_lookup_checks_template_arguments():
 
 
 @pytest.mark.nvcc
-@needs_nvcc
 def test_nvcc_instantiates_and_finds_each_entry(tmp_path):
     from kerntune.backends.nvcc import compile_offline
 
@@ -104,7 +101,6 @@ def test_nvcc_instantiates_and_finds_each_entry(tmp_path):
 
 
 @pytest.mark.nvcc
-@needs_nvcc
 def test_per_dtype_specs_share_one_templated_source(tmp_path):
     k = write(tmp_path, "scale.cu", TEMPLATED)
     for dt, ctype in (("bf16", "__nv_bfloat16"), ("fp16", "__half"), ("fp32", "float")):

@@ -2,7 +2,6 @@
 extension sources), compiled offline with nvcc for sm_90."""
 
 import json
-import shutil
 
 import pytest
 
@@ -13,7 +12,7 @@ from kerntune.tuner.space import Space
 from kerntune.tuner.template import check_against_spec, parse_template
 from tests.conftest import REPO, run_cli, write
 
-pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on PATH")
+pytestmark = pytest.mark.nvcc
 
 CORPUS = REPO / "tests/data/extensions"
 
