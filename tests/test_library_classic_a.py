@@ -32,7 +32,6 @@ OPTIMIZED = {
 OPTIMIZED_FINAL = {"cu": "shuffle", "cl": "unrolled"}
 
 
-
 def _spec(name: str):
     return KERNELS / name / "spec.yaml"
 

@@ -33,7 +33,6 @@ CASES = [(name, dtype) for name in NAMES for dtype in SPECS]
 IDS = [f"{name}-{dtype}" for name, dtype in CASES]
 
 
-
 def _spec_path(name: str, dtype: str):
     return KERNELS / name / SPECS[dtype]
 

@@ -21,7 +21,6 @@ from tests.conftest import REPO, write
 pytestmark = pytest.mark.runtime   # the OpenCL runtime's compiler, numerics or limits decide these: .ci/run runs them on PoCL too
 
 
-
 def sample(space: Space, seed: int = 0, extra: int = 3) -> list[dict]:
     """The baseline, each parameter's other values one at a time, and a few random mixes."""
     base = space.baseline()
