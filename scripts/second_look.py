@@ -110,9 +110,9 @@ def measure(cells: list[dict], orders: list[int], procs: int) -> None:
             c[f"{look}_won"] = won(c["default"][look], kt)
 
 
-def render(cells: list[dict], orders: list[int], seconds: float) -> str:
+def render(cells: list[dict], orders: list[int], seconds: float, sources: list[str] | None = None) -> str:
     lines = ["# A second look at the cells the default loses", "",
-             f"`scripts/second_look.py`: each cell where the stored benchmark ({', '.join(RESULTS)}) has a Kernel "
+             f"`scripts/second_look.py`: each cell where the stored benchmark ({', '.join(sources or RESULTS)}) has a Kernel "
              "Tuner median above the default's, measured again: with fresh seeds (20-39), and with each parameter's "
              f"values declared in {len(orders)} other orders (seeds 0-19 each, the medians pooled). Kernel Tuner: "
              "the best of the strategies that had the best stored median (listed; no other Kernel Tuner strategy "
@@ -142,23 +142,26 @@ def main() -> int:
     ap.add_argument("--procs", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--only", default="", help="comma-separated substrings of space names")
     ap.add_argument("--out", type=Path, default=None, help="write OUT.md and OUT.json")
+    ap.add_argument("--results", type=Path, nargs="+", default=None,
+                    help="stored benchmark results whose lost cells to look at again "
+                         f"(default: {', '.join(RESULTS)} under bench/results/)")
     args = ap.parse_args()
     if args.orders < 1 or args.procs < 1:
         print("error: --orders and --procs must be at least 1", file=sys.stderr)
         return 2
+    spaces = selected(args.only, args.results)
     try:
         import kernel_tuner  # noqa: F401
     except ImportError:
         print("error: Kernel Tuner is not installed\nhint: pip install 'kerntune[bench]'", file=sys.stderr)
         return 2
-    spaces = selected(args.only)
     started = time.perf_counter()
     cells = lost_cells(spaces, sweep(spaces, {}, len(SEEDS), args.procs))
     print(f"{len(cells)} cells lost of {3 * len(spaces)}: measuring them again", flush=True)
     orders = list(range(1, args.orders + 1))
     measure(cells, orders, args.procs)
     seconds = time.perf_counter() - started
-    text = render(cells, orders, seconds)
+    text = render(cells, orders, seconds, [p.name for p in args.results] if args.results else None)
     print(text)
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -55,7 +55,14 @@ def stored_spaces(results: list[Path]) -> dict[str, dict]:
 
 def selected(only: str, results: list[Path] | None = None) -> dict[str, dict]:
     """The stored spaces (of ``results``, default RESULTS) whose names contain one of ``only``'s
-    comma-separated substrings (all of them when ``only`` is empty); exits 2 with a message when none does."""
+    comma-separated substrings (all of them when ``only`` is empty); exits 2 with a message when none does,
+    or when a results file is not there."""
+    missing = [str(p) for p in results or [] if not p.is_file()]
+    if missing:
+        print(f"error: no such results file: {', '.join(missing)}\nhint: they are the .json files "
+              "scripts/bench_strategies.py writes, e.g. bench/results/strategies-heldout2-2026-12-02.json",
+              file=sys.stderr)
+        raise SystemExit(2)
     spaces = stored_spaces(results or [REPO / "bench" / "results" / r for r in RESULTS])
     if only:
         spaces = {k: v for k, v in spaces.items() if any(o in k for o in only.split(","))}

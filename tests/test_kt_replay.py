@@ -139,3 +139,18 @@ def test_recordings_compared_by_where_each_ones_fastest_lands_in_the_other(tmp_p
     assert moved["reference_best_at"] == pytest.approx(min(v["time"] for v in again["cache"].values()
                                                            if isinstance(v.get("time"), float))
                                                        / again["cache"][fastest]["time"])
+
+
+@pytest.mark.parametrize("script", ["second_look.py", "sweep_surrogate.py"])
+def test_a_results_file_that_is_not_there_is_named_with_exit_2(tmp_path, script):
+    import os
+    import subprocess
+
+    import bench_strategies
+
+    env = {**os.environ, **bench_strategies.ENVIRONMENT}
+    r = subprocess.run([sys.executable, str(REPO / "scripts" / script), "--results",
+                        str(tmp_path / "nope.json")], capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode == 2, r.stderr
+    assert "no such results file" in r.stderr and "nope.json" in r.stderr and "hint:" in r.stderr
+    assert "Traceback" not in r.stderr
