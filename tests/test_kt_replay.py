@@ -4,6 +4,8 @@ run per seed (its Latin hypercube samples are seeded)."""
 
 import gzip
 import json
+import os
+import subprocess
 import sys
 
 import pytest
@@ -143,9 +145,6 @@ def test_recordings_compared_by_where_each_ones_fastest_lands_in_the_other(tmp_p
 
 @pytest.mark.parametrize("script", ["second_look.py", "sweep_surrogate.py"])
 def test_a_results_file_that_is_not_there_is_named_with_exit_2(tmp_path, script):
-    import os
-    import subprocess
-
     import bench_strategies
 
     env = {**os.environ, **bench_strategies.ENVIRONMENT}

@@ -1,7 +1,6 @@
 """Templated kernels: kernel names as template instantiations, looked up in the source,
 instantiated by nvcc (offline, for real) and checked against the spec's arguments."""
 
-
 import pytest
 import yaml
 
