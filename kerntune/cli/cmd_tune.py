@@ -50,6 +50,11 @@ def tune(
                                                                      "exhaustive, random, local, tpe or nsga2 "
                                                                      "(`kerntune strategies` lists them)."),
     option: Optional[List[str]] = typer.Option(None, "--option", "-o", help="Strategy option KEY=VALUE; repeatable."),
+    prior: Optional[List[Path]] = typer.Option(None, "--prior", help="Start from earlier measurements of this "
+                                               "template: a run directory of an earlier tune or optimize (another "
+                                               "shape set or device) or a Kernel Tuner cache; repeatable. The "
+                                               "search measures what they rank best first and learns how far "
+                                               "to trust them (surrogate only)."),
     budget: Optional[int] = typer.Option(None, "--budget", min=1, help="Measured evaluations allowed (pruned and "
                                                                        "duplicate configurations do not count)."),
     time_limit: Optional[str] = typer.Option(None, "--time-limit", help="Wall-time limit: 600, 90s, 10m, 1h."),
@@ -150,7 +155,9 @@ def tune(
         from kerntune.tuner.strategies import make_strategy
         from kerntune.tuner.space import Space
 
-        make_strategy(settings.strategy, Space.of(template), 0, settings.options)  # validate options up front
+        chosen = make_strategy(settings.strategy, Space.of(template), 0, settings.options)  # validate options up front
+        if prior:
+            settings = replace(settings, priors=_priors(prior, chosen, Space.of(template), json))
         from kerntune.spec.shapes import spec_shapes
 
         spec_shapes(loaded.spec, shape_set)  # validate the shape set up front
@@ -165,6 +172,20 @@ def tune(
                    final_repeats, memcheck, top_k)
     if json:
         print_json(outcome)
+
+
+def _priors(paths: list[Path], strategy, space, json: bool) -> tuple[str, ...]:
+    """Check --prior up front (before a run directory is made) and say what it gives."""
+    from kerntune.tuner.priors import load_priors
+
+    if not strategy.learns:
+        raise KerntuneError(ErrorCode.USAGE, f"--prior: strategy {strategy.name!r} cannot start from earlier "
+                                             "measurements", hint="the default strategy (surrogate) can")
+    sources = load_priors(paths, space)
+    if not json:
+        err.print(f"starting from {sum(map(len, sources))} earlier measurements: " +
+                  ", ".join(f"{p} ({len(m)})" for p, m in zip(paths, sources)))
+    return tuple(str(p.resolve()) for p in paths)
 
 
 def _run(template, loaded, store, settings, original, device, compile_workers, run_path, json, final_repeats=100,

@@ -54,6 +54,7 @@ class TuneSettings:
     lookahead: int = 0                      # configurations compiled ahead (needs compile workers)
     distributions: Optional[tuple[str, ...]] = None   # input distributions (None: the spec's)
     memcheck: str = "best"                  # which verified candidates the checker runs: best (would-be bests), all
+    priors: tuple[str, ...] = ()            # earlier runs or Kernel Tuner caches the strategy starts from
 
     def to_meta(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
@@ -62,8 +63,9 @@ class TuneSettings:
     def from_meta(cls, data: dict[str, Any], **overrides: Any) -> "TuneSettings":
         known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
         known.update({k: v for k, v in overrides.items() if v is not None})
-        if known.get("distributions") is not None:
-            known["distributions"] = tuple(known["distributions"])
+        for k in ("distributions", "priors"):
+            if known.get(k) is not None:
+                known[k] = tuple(known[k])
         return cls(**known)
 
 
@@ -293,6 +295,22 @@ class Tuner:
             return "duplicate", (ih, self.by_instance[ih])
         return "ready", (inst, ih)
 
+    def _learn(self, strategy) -> None:
+        """Give the strategy the earlier measurements of --prior (a resumed run whose priors are gone goes on
+        without them: what it measured stands, only what it proposes next changes)."""
+        if not self.settings.priors:
+            return
+        from kerntune.tuner.priors import load_priors
+
+        try:
+            sources = load_priors([Path(p) for p in self.settings.priors], self.space)
+        except KerntuneError as e:
+            if not self.known:
+                raise
+            self.store.set("prior", {"paths": list(self.settings.priors), "used": 0, "missing": e.message})
+            return
+        self.store.set("prior", {"paths": list(self.settings.priors), "used": strategy.learn(sources)})
+
     def _probe(self, proposed: set[str]) -> Optional[Config]:
         """The set-aside record's next configuration to try, when it has one not yet seen."""
         while (config := self.set_aside.probe()) is not None:
@@ -318,6 +336,7 @@ class Tuner:
             # no original and no NumPy reference: the template's baseline configuration is the reference
             reference = self.template.instance(self.space.baseline(), self.spec, label="baseline")
         strategy = make_strategy(self.settings.strategy, self.space, self.settings.seed, self.settings.options)
+        self._learn(strategy)
         self.progress.phase = "searching"
         queue: list[tuple[Config, str, Any]] = []
         exhausted = False

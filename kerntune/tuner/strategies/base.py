@@ -45,6 +45,8 @@ class Strategy(ABC):
     # whether what it proposes depends on the evaluation budget (see ``budget``): a replay then runs
     # once per budget, not once read at every budget (scripts/bench_strategies.py)
     plans_with_budget: ClassVar[bool] = False
+    # whether it can start from earlier measurements of the template (``learn``; tune --prior)
+    learns: ClassVar[bool] = False
 
     def __init__(self, space: Space, seed: int, **options: Any):
         self.space = space
@@ -72,6 +74,11 @@ class Strategy(ABC):
         """The tuner set ``param=value`` aside (it fails verification): configurations with it are
         answered with that failure from now on. A strategy that can, stops proposing them (the
         default does nothing: such proposals cost an answer, not a measurement)."""
+
+    def learn(self, sources: list[list[tuple[Config, float]]]) -> int:
+        """Before the first ``ask``: earlier measurements of this template (one list of (configuration,
+        score) per source: another shape, device or run). Returns how many it used (the default: none)."""
+        return 0
 
     def tell(self, config: Config, score: float) -> None:
         """The score of an evaluated configuration (math.inf: failed or pruned)."""

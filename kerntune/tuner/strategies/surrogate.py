@@ -134,6 +134,7 @@ class Features:
 class Surrogate(Strategy):
     name = "surrogate"
     plans_with_budget = True
+    learns = True
     summary = ("model-based: Thompson sampling on a Bayesian model of log time (per-value, rank and pairwise "
                "terms) with a greedy step on the posterior mean")
     options = {
@@ -148,6 +149,9 @@ class Surrogate(Strategy):
         "pairs": Option(300, "most pairwise-interaction features in the model (0: main effects only)"),
         "cap": Option(0.75, "the model fits log scores capped at this quantile of those measured (1: uncapped)"),
         "pool": Option(20_000, "spaces up to this size are scored whole; larger ones on a sample of this size"),
+        "transfer": Option(0.5, "with earlier measurements of the template (tune --prior): prior variance of the "
+                                "weight on what they predict (its prior mean is 1: trust them until the "
+                                "measurements here disagree)"),
         "finish": Option(0.15, "with an evaluation budget, this share of it (rounded up) ends the search on the "
                                "untried configurations the posterior mean predicts fastest (0: Thompson draws "
                                "to the end)"),
@@ -200,6 +204,7 @@ class Surrogate(Strategy):
         self._scores: np.ndarray | None = None     # predictions of the pending draws (configurations x draws)
         self._solved_at = 0
         self._proposals = 0
+        self._src: np.ndarray | None = None     # weights of the model of earlier measurements (``learn``)
         self._budget_left: int | None = None    # evaluations the budget still allows (None: no budget)
         self._budget_total: int | None = None
 
@@ -248,15 +253,68 @@ class Surrogate(Strategy):
             out += [row[:i] + (k,) + row[i + 1:] for k in alternatives]
         return out
 
+    # --- earlier measurements -------------------------------------------------------
+    def learn(self, sources: list[list[tuple[Config, float]]]) -> int:
+        """Earlier measurements of this template (other shapes, another device, an earlier run), one list
+        per source: a model of each source's log scores (capped and standardized like the scores here,
+        fitted with every term) predicts every configuration, and that prediction enters the model as one
+        more feature, its weight's prior mean 1 (variance ``transfer``). The search then starts at the
+        configuration the prediction likes best, and the weight is learned from the measurements here: a
+        source that ranks them wrongly loses its say. Returns how many earlier measurements were used."""
+        if self._rows or self._mean is not None:
+            raise RuntimeError("learn() comes before the first measurement")
+        rows, ys = [], []
+        for records in sources:
+            got = [(r, math.log(v)) for c, v in records
+                   if (r := self._row(c)) is not None and math.isfinite(v) and v > 0]
+            if len(got) < 3:
+                continue
+            y = np.array([v for _, v in got])
+            y = np.minimum(y, np.quantile(y, self.opts["cap"]))
+            rows += [r for r, _ in got]
+            ys.append((y - y.mean()) / (y.std() or 1.0))
+        if not rows:
+            return 0
+        f = self._f
+        phi = f.dense(np.array(rows, dtype=np.int32))
+        prior = self._prior(grown=1.0)[:f.width]
+        s2 = self.opts["noise"]
+        self._src = np.linalg.solve(phi.T @ phi + np.diag(s2 / prior), phi.T @ np.concatenate(ys))
+        width = f.width + 1
+        if self._whole:
+            self._pool_phi = np.concatenate([self._pool_phi, self._transferred(self._pool)[:, None]],
+                                            axis=1).astype(np.float32)
+        self._phi = np.zeros((64, width))
+        self._gram = np.zeros((width, width))
+        return len(rows)
+
+    def _transferred(self, rows: np.ndarray) -> np.ndarray:
+        return self._f.predict(self._src[:, None], rows)[:, 0]
+
+    def _predict(self, weights: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """Predictions (n x k) of k weight vectors for configurations not in a scored-whole pool."""
+        out = self._f.predict(weights[:self._f.width], rows)
+        if self._src is not None:
+            out += self._transferred(rows)[:, None] * weights[self._f.width][None, :]
+        return out
+
+    def _dense(self, rows: np.ndarray) -> np.ndarray:
+        phi = self._f.dense(rows)
+        if self._src is not None:
+            phi = np.concatenate([phi, self._transferred(rows)[:, None]], axis=1)
+        return phi
+
     # --- the model ----------------------------------------------------------------
-    def _prior(self) -> np.ndarray:
+    def _prior(self, grown: float | None = None) -> np.ndarray:
         """Prior variance of each weight (scores are standardized); interactions earn theirs with data."""
         f, d = self._f, len(self._cards)
-        prior = np.empty(f.width)
+        prior = np.empty(f.width + (self._src is not None))
         prior[:f.main_width] = 1.0 / d
         prior[f.rank_at:f.pair_start] = 0.5 / d
-        grow = min(1.0, len(self._rows) / (2.0 * f.main_width))
-        prior[f.pair_start:] = max(1e-6, 0.5 * grow / max(1, len(f.pairs)))
+        grow = min(1.0, len(self._rows) / (2.0 * f.main_width)) if grown is None else grown
+        prior[f.pair_start:f.width] = max(1e-6, 0.5 * grow / max(1, len(f.pairs)))
+        if self._src is not None:
+            prior[f.width] = self.opts["transfer"]
         return prior
 
     def _solve(self, k: int) -> None:
@@ -271,11 +329,15 @@ class Surrogate(Strategy):
         y = np.array(self._y)
         if len(y) > 2 and self.opts["cap"] < 1.0:
             y = np.minimum(y, np.quantile(y, self.opts["cap"]))
-        y = (y - y.mean()) / (y.std() or 1.0)
+        y = (y - y.mean()) / (y.std() or 1.0) if n else y
         prior, s2 = self._prior(), self.opts["noise"]
+        m = np.zeros(len(prior))                # the prior mean: 1 on the earlier measurements' prediction
+        if self._src is not None:
+            m[self._f.width] = 1.0
         e = self._np.standard_normal((n, k)) * math.sqrt(s2)
-        w0 = self._np.standard_normal((len(prior), k)) * np.sqrt(prior)[:, None]
-        rhs = np.concatenate([phi.T @ y[:, None], phi.T @ (y[:, None] + e) + s2 * w0 / prior[:, None]], axis=1)
+        w0 = m[:, None] + self._np.standard_normal((len(prior), k)) * np.sqrt(prior)[:, None]
+        rhs = np.concatenate([phi.T @ y[:, None] + s2 * m[:, None] / prior[:, None],
+                              phi.T @ (y[:, None] + e) + s2 * w0 / prior[:, None]], axis=1)
         sol = np.linalg.solve(self._gram + np.diag(s2 / prior), rhs)
         self._mean, draws = sol[:, 0], sol[:, 1:]
         if self._whole:
@@ -305,7 +367,7 @@ class Surrogate(Strategy):
             rows = self._pool
         else:
             rows = self._candidates()
-            scores = self._f.predict(self._draws[:, col:col + 1], rows)[:, 0]
+            scores = self._predict(self._draws[:, col:col + 1], rows)[:, 0]
         return self._best_allowed(rows, scores)
 
     def _best_allowed(self, rows: np.ndarray, scores: np.ndarray) -> Row | None:
@@ -356,7 +418,7 @@ class Surrogate(Strategy):
             rows = self._pool
         else:
             rows = self._candidates()
-            scores = self._f.predict(self._mean[:, None], rows)[:, 0]
+            scores = self._predict(self._mean[:, None], rows)[:, 0]
         return self._best_allowed(rows, scores)
 
     def budget(self, left: int | None, total: int | None) -> None:
@@ -381,6 +443,8 @@ class Surrogate(Strategy):
 
     def _propose(self) -> Row | None:
         measured = len(self._rows)
+        if self._src is not None:       # earlier measurements replace the start: the model knows where to look
+            return self._exploit() if not measured else self._search()
         if measured < self.opts["declared_first"]:
             return self._anything()         # the first untried configuration in declaration order
         if measured < self.opts["declared_first"] + self.opts["near"]:
@@ -389,6 +453,9 @@ class Surrogate(Strategy):
                 return row
         if measured < max(2, self.opts["initial"]):
             return self._space_filling()
+        return self._search()
+
+    def _search(self) -> Row | None:
         every = self.opts["exploit_every"]
         if self._finishing() or every and self._proposals % every == 0 and self._mean is not None:
             row = self._exploit()
@@ -409,7 +476,7 @@ class Surrogate(Strategy):
         if self._whole:
             scores = self._scores[[self._at(r) for r in rows], col].astype(float)
         else:
-            scores = self._f.predict(self._draws[:, col:col + 1], np.array(rows, dtype=np.int32))[:, 0]
+            scores = self._predict(self._draws[:, col:col + 1], np.array(rows, dtype=np.int32))[:, 0]
         return rows[int(np.argmin(scores))]
 
     def _anything(self) -> Row | None:
@@ -434,6 +501,6 @@ class Surrogate(Strategy):
         if self._whole:
             self._phi[n] = self._pool_phi[self._at(row)]
         else:
-            self._phi[n] = self._f.dense(np.array([row], dtype=np.int32))[0]
+            self._phi[n] = self._dense(np.array([row], dtype=np.int32))[0]
         self._rows.append(row)
         self._y.append(math.log(score))
