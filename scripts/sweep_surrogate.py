@@ -113,10 +113,12 @@ def _replay(job: tuple) -> tuple[str, int, list[float], float]:
     return name, seed, [opt / f for f in found], time.process_time() - started
 
 
-def _trace(space: Space, record: dict, seed: int, options: dict, budget: int) -> list[float]:
+def _trace(space: Space, record: dict, seed: int, options: dict, budget: int, sources: list | None = None) -> list[float]:
     """The best score after each measured evaluation of one run with ``budget``, told what is left of it
-    before each proposal as the tuner tells it."""
+    before each proposal as the tuner tells it (and given ``sources`` as earlier measurements first)."""
     strategy = make_strategy(DEFAULT_STRATEGY, space, seed, options)
+    if sources:
+        strategy.learn(sources)
     best, trace, seen, asks = math.inf, [], set(), 0
     while len(trace) < budget and asks < 50 * budget + 1000:
         strategy.budget(budget - len(trace), budget)

@@ -143,7 +143,7 @@ def test_recordings_compared_by_where_each_ones_fastest_lands_in_the_other(tmp_p
                                                        / again["cache"][fastest]["time"])
 
 
-@pytest.mark.parametrize("script", ["second_look.py", "sweep_surrogate.py"])
+@pytest.mark.parametrize("script", ["second_look.py", "sweep_surrogate.py", "sweep_prior.py"])
 def test_a_results_file_that_is_not_there_is_named_with_exit_2(tmp_path, script):
     import bench_strategies
 
