@@ -91,17 +91,13 @@ def main() -> int:
     if args.seeds < 1 or args.procs < 1:
         print("error: --seeds and --procs must be at least 1", file=sys.stderr)
         return 2
-    spaces = sweep.selected(args.only, args.results)
+    scored = spaces = sweep.selected(args.only, args.results)
     if args.transfer_table:
-        transfer_table(sweep.selected(args.only, args.results))
+        transfer_table(spaces)
         return 0
     if args.only:       # the priors come from every space of the same template, selected or not
-        everything = sweep.selected("", args.results)
-        wanted = {template_of(n) for n in spaces}
-        spaces = {n: sp for n, sp in everything.items() if template_of(n) in wanted}
-        scored = sweep.selected(args.only, args.results)
-    else:
-        scored = spaces
+        wanted = {template_of(n) for n in scored}
+        spaces = {n: sp for n, sp in sweep.selected("", args.results).items() if template_of(n) in wanted}
     jobs = [(n, s, p, spaces) for n in scored for s in range(args.seeds) for p in (False, True)]
     per: dict = {}
     with Pool(args.procs) as pool:

@@ -269,15 +269,13 @@ class Surrogate(Strategy):
                    if (r := self._row(c)) is not None and math.isfinite(v) and v > 0]
             if len(got) < 3:
                 continue
-            y = np.array([v for _, v in got])
-            y = np.minimum(y, np.quantile(y, self.opts["cap"]))
             rows += [r for r, _ in got]
-            ys.append((y - y.mean()) / (y.std() or 1.0))
+            ys.append(self._warped(np.array([v for _, v in got])))
         if not rows:
             return 0
         f = self._f
         phi = f.dense(np.array(rows, dtype=np.int32))
-        prior = self._prior(grown=1.0)[:f.width]
+        prior = self._prior(grown=1.0)
         s2 = self.opts["noise"]
         self._src = np.linalg.solve(phi.T @ phi + np.diag(s2 / prior), phi.T @ np.concatenate(ys))
         width = f.width + 1
@@ -317,6 +315,12 @@ class Surrogate(Strategy):
             prior[f.width] = self.opts["transfer"]
         return prior
 
+    def _warped(self, y: np.ndarray) -> np.ndarray:
+        """Log scores as the model fits them: capped at the ``cap`` quantile (from three on), standardized."""
+        if len(y) > 2 and self.opts["cap"] < 1.0:
+            y = np.minimum(y, np.quantile(y, self.opts["cap"]))
+        return (y - y.mean()) / (y.std() or 1.0) if len(y) else y
+
     def _solve(self, k: int) -> None:
         """Posterior mean and k posterior draws, by perturbed least squares,
         w = A^-1 (Phi^T (y + e) / s2 + w0 / v) with e ~ N(0, s2), w0 ~ N(0, v),
@@ -326,10 +330,7 @@ class Surrogate(Strategy):
         new = phi[self._in_gram:]
         self._gram += new.T @ new
         self._in_gram = n
-        y = np.array(self._y)
-        if len(y) > 2 and self.opts["cap"] < 1.0:
-            y = np.minimum(y, np.quantile(y, self.opts["cap"]))
-        y = (y - y.mean()) / (y.std() or 1.0) if n else y
+        y = self._warped(np.array(self._y))
         prior, s2 = self._prior(), self.opts["noise"]
         m = np.zeros(len(prior))                # the prior mean: 1 on the earlier measurements' prediction
         if self._src is not None:
