@@ -211,6 +211,13 @@ def test_resume_extends_the_budget(recorded, tmp_path):
     r = run_cli("tune", "--resume", str(run), "--budget", "5", "--json")
     assert r.returncode == 0, r.stderr
     assert RunStore.in_dir(run).counted() == 5
+    # the resumed run goes on replaying (before 2026-12-02 it measured the rest live on the recorded
+    # run's device): every timing is the recorded one
+    recorded_ms = {e.key: [t.stats.median_ms for t in e.result.timings]
+                   for e in RunStore.in_dir(recorded).evaluations() if e.status == "ok"}
+    for e in RunStore.in_dir(run).evaluations():
+        if e.counted and e.status == "ok":
+            assert [t.stats.median_ms for t in e.result.timings] == recorded_ms[e.key]
 
 
 def test_kernel_tuner_cache_round_trip(recorded, tmp_path):
@@ -257,6 +264,23 @@ def test_replay_of_an_imported_cache_writes_no_kernels(recorded, tmp_path):
     out = json.loads(r.stdout)
     assert out["general"] is not None and out["kernels"] == []
     assert not (tmp_path / "r/best.cl").exists() and not (tmp_path / "r/kernels.json").exists()
+
+
+@pytest.mark.host   # host-side behaviour: .ci/run's PoCL pass leaves it out
+def test_progress_of_a_replay_with_no_baseline_claims_no_speedup(tmp_path):
+    """A Kernel Tuner cache has no baseline: the progress lines give the best time, not a speedup
+    over a baseline nobody measured (they said '4.000x over the baseline' here before 2026-12-02)."""
+    text = json.dumps({"device_name": "cpu", "kernel_name": "k", "problem_size": [1024],
+                       "tune_params_keys": ["BLOCK"], "tune_params": {"BLOCK": [128, 256]}, "objective": "time",
+                       "cache": {"128": {"BLOCK": 128, "time": 0.5, "times": [0.5, 0.5]},
+                                 "256": {"BLOCK": 256, "time": 0.25, "times": [0.25, 0.26]}}})
+    import_cache(write(tmp_path, "kt.json", text), tmp_path / "run")
+    r = run_cli("tune", "--device", f"replay:{tmp_path / 'run'}", "--strategy", "exhaustive", "--budget", "2",
+                "--run-dir", str(tmp_path / "replayed"))
+    assert r.returncode == 0, r.stderr
+    shown = r.stdout + r.stderr
+    assert "best so far 250.0 µs (geomean time; no baseline was measured), BLOCK=256" in shown
+    assert "over the baseline" not in shown
 
 
 def test_kernel_tuner_cache_written_by_kernel_tuner(tmp_path):

@@ -120,7 +120,8 @@ def tune(
         template, loaded = template_from_store(store)
         original = original_from_store(store)
         settings = TuneSettings.from_meta(store.get("settings", {}), budget=budget, time_limit_s=limit_s)
-        device = device or (store.get("device") or {}).get("id")
+        replayed = store.get("replay_of")   # a replay resumes on the run it replays
+        device = device or (f"replay:{replayed}" if replayed else (store.get("device") or {}).get("id"))
         run_path = resume
     else:
         from kerntune.kernelfile import load_kernel
@@ -202,6 +203,7 @@ def _run(template, loaded, store, settings, original, device, compile_workers, r
     if device is not None and device.startswith("replay:"):
         source = Path(device.split(":", 1)[1])
         evaluator = ReplayEvaluator(RunStore.in_dir(source))
+        store.set("replay_of", str(source.resolve()))
         if evaluator.baseline is not None and store.get("baseline") is None:
             store.set("baseline", evaluator.baseline.model_dump(mode="json"))
     else:

@@ -37,8 +37,11 @@ class LiveProgress:
         self.progress.__exit__(*exc)
 
     def update(self, p: Progress) -> None:
-        best = f"best so far {1 / p.best_score:.3f}x over the baseline (geomean), {p.best_key}" \
-            if math.isfinite(p.best_score) else ""
+        best = ""
+        if math.isfinite(p.best_score):
+            what = f"{1 / p.best_score:.3f}x over the baseline (geomean)" if p.relative else \
+                f"{fmt_ms(p.best_score)} (geomean time; no baseline was measured)"
+            best = f"best so far {what}, {p.best_key}"
         counts = f"{p.ok} valid, {p.failed} failed, {p.pruned} pruned, {p.duplicates} duplicates"
         lines = [escape(self.title)]
         if p.budget:

@@ -79,8 +79,9 @@ class Progress:
     failed: int = 0
     pruned: int = 0
     duplicates: int = 0
-    best_score: float = math.inf
+    best_score: float = math.inf     # geomean of time / baseline time, or of plain times (ms) with no baseline
     best_key: str = ""
+    relative: bool = True            # whether best_score is relative to a measured baseline
     last_key: str = ""
     last_status: str = ""
     elapsed_s: float = 0.0
@@ -204,6 +205,7 @@ class Tuner:
             result = self.evaluator.evaluate(self._request(inst, "__baseline__", None), self.settings.timeout_s,
                                              "__baseline__")
             if result.status is not Status.OK and getattr(self.evaluator, "replays", False):
+                self.progress.relative = False
                 return  # a replayed run with no recorded baseline: scores are plain times
             if result.status is not Status.OK:
                 what = "the original kernel" if self.original is not None else "the template's baseline configuration"
@@ -212,6 +214,7 @@ class Tuner:
             self.store.set("baseline", result.model_dump(mode="json"))
         for t in result.timings:
             self.baseline_ms[Shape.of(t.shape).key] = t.stats.median_ms
+        self.progress.relative = bool(self.baseline_ms)
 
     def score(self, result: EvalResult) -> float | None:
         """Geometric mean over tuning shapes of candidate time / baseline time (lower is better)."""

@@ -86,7 +86,10 @@ class RunStore:
         if create:
             run_dir.mkdir(parents=True, exist_ok=True)
         elif not run_dir.is_dir():
-            raise KerntuneError(ErrorCode.RUN, f"run directory not found: {run_dir}")
+            raise KerntuneError(ErrorCode.RUN, f"run directory not found: {run_dir}",
+                                hint="give a directory an earlier `kerntune tune` or `optimize` wrote (it holds "
+                                     f"{DB_NAME}), or make one from a Kernel Tuner cache: "
+                                     "`kerntune kt-cache import CACHE --run-dir DIR`")
         return cls(run_dir / DB_NAME, create=create)
 
     # --- meta -----------------------------------------------------------------
