@@ -6,7 +6,8 @@ measurements, scored as bench_strategies.py scores: the median and worst fractio
 seeds at 10%, 25% and 50% of the measurable space, beside the best Kernel Tuner median of the stored
 results. This is the best case of a prior (every other shape measured whole); Kernel Tuner's strategies
 have no such input, so the comparison says what the record of earlier runs is worth, not which search
-is better.
+is better. With --partial P each other shape's prior is what an earlier default run with P% of its measurable
+space measured there instead (the record a user has after tuning those shapes with that budget).
 
     python scripts/sweep_prior.py --results bench/results/strategies-rerecorded-2026-11-28.json --out bench/results/prior-other-shapes
 """
@@ -49,10 +50,32 @@ def measured(name: str, source: str) -> list[tuple[dict, float]]:
     return _MEASURED[name]
 
 
+PRIOR_SEED = 1000   # the earlier runs of --partial use seeds of their own: seed + PRIOR_SEED
+
+
+def partial(name: str, source: str, seed: int, budget: int) -> list[tuple[dict, float]]:
+    """What an earlier default run of ``budget`` measurements on a recorded space measured (its record), once per
+    process and seed."""
+    key = (name, source, seed, budget)
+    if key not in _MEASURED:
+        space, record, _ = sweep._load(name, source)
+        got: list = []
+        sweep._trace(space, record, seed + PRIOR_SEED, {}, budget, measured=got)
+        _MEASURED[key] = got
+    return _MEASURED[key]
+
+
+def prior_of(other: str, sp: dict, seed: int, part: int | None) -> list[tuple[dict, float]]:
+    """An other shape's record: measured whole, or (``part``: the index of one of its budgets) an earlier run's."""
+    if part is None:
+        return measured(other, sp.get("source", ""))
+    return partial(other, sp.get("source", ""), seed, sp["budgets"][part])
+
+
 def replay(job):
-    name, seed, with_prior, spaces = job
+    name, seed, with_prior, spaces, *part = job
     space, record, opt = sweep._load(name, spaces[name].get("source", ""))
-    sources = [measured(o, spaces[o].get("source", "")) for o in spaces
+    sources = [prior_of(o, spaces[o], seed, part[0] if part else None) for o in spaces
                if with_prior and o != name and template_of(o) == template_of(name)]
     found = [min(sweep._trace(space, record, seed, {}, b, sources), default=math.inf) for b in spaces[name]["budgets"]]
     return name, seed, with_prior, [opt / f for f in found]
@@ -85,6 +108,9 @@ def main() -> int:
     ap.add_argument("--seeds", type=int, default=20)
     ap.add_argument("--procs", type=int, default=2)
     ap.add_argument("--out", type=Path, default=None, help="write OUT.md")
+    ap.add_argument("--partial", type=int, choices=[round(100 * f) for f in FRACTIONS], default=None,
+                    help="the prior from each other shape is not its whole space but what an earlier default run "
+                         "with this percentage of its measurable space measured there (its own seeds)")
     ap.add_argument("--transfer-table", action="store_true",
                     help="only print, per space, what the best (and best of five) of each other shape reaches here")
     args = ap.parse_args()
@@ -98,15 +124,21 @@ def main() -> int:
     if args.only:       # the priors come from every space of the same template, selected or not
         wanted = {template_of(n) for n in scored}
         spaces = {n: sp for n, sp in sweep.selected("", args.results).items() if template_of(n) in wanted}
-    jobs = [(n, s, p, spaces) for n in scored for s in range(args.seeds) for p in (False, True)]
+    part = None if args.partial is None else [round(100 * f) for f in FRACTIONS].index(args.partial)
+    # seed-major, so that a process meets the same seed's earlier runs again (--partial caches them)
+    jobs = [(n, s, p, spaces, part) for s in range(args.seeds) for n in scored for p in (False, True)]
     per: dict = {}
     with Pool(args.procs) as pool:
         for name, seed, with_prior, fractions in pool.imap_unordered(replay, jobs, chunksize=2):
             per.setdefault((name, with_prior), {})[seed] = fractions
+    what = "every other recorded shape of the same template, measured whole," if part is None else \
+        (f"what an earlier default run with {args.partial}% of each other recorded shape of the same template "
+         f"measured there (seeds {PRIOR_SEED} on)")
     lines = ["# The default strategy with and without the other shapes as a prior (`tune --prior`)", "",
-             f"`scripts/sweep_prior.py`, {args.seeds} seeds per space; each cell: median / worst fraction of the "
-             "optimum without a prior, then with every other recorded shape of the same template as one, then the "
-             "best Kernel Tuner median (stored results); + the median is at least Kernel Tuner's.", "",
+             f"`scripts/sweep_prior.py{'' if part is None else f' --partial {args.partial}'}`, {args.seeds} seeds "
+             "per space; each cell: median / worst fraction of the optimum without a prior, then with "
+             f"{what} as one, then the best Kernel Tuner median (stored results); + the median is at least "
+             "Kernel Tuner's.", "",
              "| space | 10% | 25% | 50% |", "| --- | --- | --- | --- |"]
     totals = {False: [0, 0], True: [0, 0]}
     for name, sp in scored.items():

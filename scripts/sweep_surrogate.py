@@ -113,9 +113,11 @@ def _replay(job: tuple) -> tuple[str, int, list[float], float]:
     return name, seed, [opt / f for f in found], time.process_time() - started
 
 
-def _trace(space: Space, record: dict, seed: int, options: dict, budget: int, sources: list | None = None) -> list[float]:
+def _trace(space: Space, record: dict, seed: int, options: dict, budget: int, sources: list | None = None,
+           measured: list | None = None) -> list[float]:
     """The best score after each measured evaluation of one run with ``budget``, told what is left of it
-    before each proposal as the tuner tells it (and given ``sources`` as earlier measurements first)."""
+    before each proposal as the tuner tells it (and given ``sources`` as earlier measurements first); each
+    measured (configuration, score) is appended to ``measured`` when one is given (what the run's record holds)."""
     strategy = make_strategy(DEFAULT_STRATEGY, space, seed, options)
     if sources:
         strategy.learn(sources)
@@ -131,6 +133,8 @@ def _trace(space: Space, record: dict, seed: int, options: dict, budget: int, so
             seen.add(renders_to)
             best = min(best, score)
             trace.append(best)
+            if measured is not None and math.isfinite(score):
+                measured.append((config, score))
         strategy.tell(config, score)
     return trace
 

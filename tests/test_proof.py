@@ -478,3 +478,28 @@ def test_the_confirmation_span_comes_from_the_environment_and_a_bad_value_is_an_
                 str(tmp_path / "run"))
     assert r.returncode == 2 and CONFIRM_SPAN_ENV in r.stderr and "hint" in r.stderr.lower()
     assert "Traceback" not in r.stderr
+
+
+def test_a_general_kernel_ahead_of_a_shapes_pick_is_explained():
+    """The picks are made on screening and reported with confirmation's numbers (no winner's curse), so
+    a shape's pick can come out behind the general kernel: the report says so instead of leaving a
+    'best per shape' slower than the general one unexplained (seen in the README's run, 2026-12-02)."""
+    from kerntune.agents.tester import _general_ahead
+    from kerntune.record.outcome import CandidateResult, ShapeWinner
+    from kerntune.speedup import Interval
+
+    iv = lambda r, lo, hi: Interval(ratio=r, lo=lo, hi=hi, n=60, method="sign-test")  # noqa: E731
+    general = CandidateResult(round=2, key="A=1", config={"A": 1}, confirmed=True,
+                              intervals={"s1": iv(1.52, 1.41, 1.65), "s2": iv(2.2, 2.0, 2.4), "s3": iv(1.9, 1.85, 1.95)})
+    win = lambda label, rnd, key, i: ShapeWinner(label=label, shape={"T": 1}, baseline_ms=1.0, winner=key,  # noqa: E731
+                                                 round=rnd, best_ms=0.7, speedup=i.ratio, interval=i)
+    winners = [win("s1", 1, "B=2", iv(1.46, 1.35, 1.58)),     # behind the general, overlapping
+               win("s2", 2, "A=1", iv(2.2, 2.0, 2.4)),        # the general itself
+               win("s3", 1, "C=3", iv(2.1, 2.0, 2.2))]        # ahead of the general
+    (note,) = _general_ahead(general, winners)
+    assert "on 1 shape (s1: general 1.52x [1.41, 1.65], the shape's pick 1.46x [1.35, 1.58])" in note
+    assert "neither kernel is shown to be faster" in note
+    winners[0] = win("s1", 1, "B=2", iv(1.30, 1.25, 1.35))    # behind and apart: said plainly
+    assert "screening ranked them wrongly" in _general_ahead(general, winners)[0]
+    assert _general_ahead(general, winners[1:]) == []
+    assert _general_ahead(general.model_copy(update={"confirmed": False}), winners) == []

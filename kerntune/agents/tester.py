@@ -300,7 +300,8 @@ class Tester:
                           general=general, improved=bool(general and general.verdict is sp.Verdict.FASTER),
                           per_shape=winners, fresh_shapes=[s.as_dict() for s in fresh], checker=checker,
                           host_load=load, process_spread=spread,
-                          notes=[load.note()] if load is not None and load.busy else [])
+                          notes=([load.note()] if load is not None and load.busy else []) +
+                          _general_ahead(general, winners))
 
     def _blocks(self, kernels: list[KernelInstance], seed: int, final_repeats: int):
         """The confirmation sessions (blocks), each timing every kernel on every shape: at least
@@ -405,3 +406,28 @@ def _failure_of(check) -> str:
 
 
 __all__ = ["Candidate", "CandidateResult", "ShapeWinner", "TestReport", "Tester"]
+
+
+def _general_ahead(general: Optional[CandidateResult], winners: list[ShapeWinner]) -> list[str]:
+    """A note for the shapes where the general configuration's confirmed speedup is above the shape's own
+    pick's: the picks are made on the screening numbers and reported with confirmation's (so the numbers shown
+    are not the ones the pick favoured), and the two then disagree only within the noise."""
+    if general is None or not general.confirmed:
+        return []
+    ahead = []
+    for w in winners:
+        g = general.intervals.get(w.label)
+        if w.winner == "original" or (w.round, w.winner) == (general.round, general.key) or g is None or \
+                w.interval is None or g.ratio <= w.interval.ratio:
+            continue
+        ahead.append((w, g))
+    if not ahead:
+        return []
+    overlap = all(g.lo <= w.interval.hi and w.interval.lo <= g.hi for w, g in ahead)
+    shown = "; ".join(f"{w.label}: general {g.text()}, the shape's pick {w.interval.text()}" for w, g in ahead)
+    return [f"the general configuration measured faster in confirmation than the shape's own pick on "
+            f"{len(ahead)} shape{'s' if len(ahead) > 1 else ''} ({shown}). Each shape's pick is made on the screening session and reported with "
+            "the confirmation sessions' numbers, so that no number shown is the one a pick favoured; "
+            + ("the intervals overlap: neither kernel is shown to be faster there." if overlap else
+               "the intervals do not overlap: screening ranked them wrongly there.")]
+

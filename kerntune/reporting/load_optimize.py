@@ -40,9 +40,12 @@ def load_optimize(path: Path) -> RunReport:
         rounds.append(Round(rec=rec, store=store, proposal=run.proposal(rec.round)))
     notes = _notes(path, m, base, test, result, rounds)
     partial = bool(notes)
+    said = list(test.notes) if test is not None else []         # the test's own notes and the run's (inputs left
+    said += list(result.notes) if result is not None else []     # out, a general kernel ahead of a shape's pick)
     if test is not None and test.host_load is not None and test.host_load.busy:
-        note = test.host_load.note()
-        notes.append(note[0].upper() + note[1:] + ".")
+        said.append(test.host_load.note())
+    for note in dict.fromkeys(said):
+        notes.append(note[0].upper() + note[1:] + ("" if note.endswith(".") else "."))
     copy = copy_gbs(base)
     rows, general = confirmed_rows(test, copy) if test is not None else _estimated_rows(base, rounds, copy)
     g_round, g_key, g_config, g_speedup = general
