@@ -65,6 +65,31 @@ def test_optimize_end_to_end(kernel, tmp_path):
 
 
 @pytest.mark.host   # host-side behaviour: .ci/run's PoCL pass leaves it out
+def test_a_run_starts_from_an_earlier_one(kernel, tmp_path):
+    """optimize --prior: each round starts from the earlier run's rounds whose template declares the same
+    parameters and values (round 1's here: the same kernel gives the same first template), and says so."""
+    from kerntune.tuner.store import RunStore
+
+    first, second = tmp_path / "first", tmp_path / "second"
+    args = ["--device", "cpu", "--rounds", "1", "--evaluations", "6", *FAST]
+    r = run_cli("optimize", str(kernel), *args, "--run-dir", str(first))
+    assert r.returncode == 0, r.stderr
+    store = RunStore.in_dir(first / "rounds/01")
+    valid = sum(1 for e in store.evaluations() if e.score is not None)
+    store.close()
+    r = run_cli("optimize", str(kernel), *args, "--run-dir", str(second), "--prior", str(first))
+    assert r.returncode == 0, r.stderr
+    assert f"starting from earlier runs: {first} (1 round)" in r.stderr
+    assert f"round 1: starting from {valid} earlier measurements ({(first / 'rounds/01').resolve()})" in r.stderr
+    store = RunStore.in_dir(second / "rounds/01")
+    assert store.get("prior") == {"paths": [str((first / "rounds/01").resolve())], "used": valid}
+    store.close()
+    assert json.loads((second / "run.json").read_text())["settings"]["priors"] == [str(first.resolve())]
+    r = run_cli("optimize", str(kernel), *args, "--run-dir", str(tmp_path / "third"), "--prior", str(tmp_path))
+    assert r.returncode == 2 and "no run here" in r.stderr and not (tmp_path / "third").exists()
+
+
+@pytest.mark.host   # host-side behaviour: .ci/run's PoCL pass leaves it out
 def test_resume_after_kill_redoes_nothing(kernel, tmp_path):
     run = tmp_path / "run"
     cmd = [*KERNTUNE, "optimize", str(kernel), "--device", "cpu", "--rounds", "1",

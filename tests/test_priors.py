@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from kerntune.errors import KerntuneError
-from kerntune.tuner.priors import in_space, load_priors, read_prior
+from kerntune.tuner.priors import expand, in_space, load_priors, matching, read_prior
 from kerntune.tuner.space import Space
 from kerntune.tuner.strategies import make_strategy
 from tests.conftest import REPO, run_cli
@@ -143,3 +143,28 @@ def test_a_bad_prior_is_named_before_anything_runs(silu_run, tmp_path, args, mes
     r = run_cli("tune", "--device", f"replay:{silu_run}", "--budget", "3", "--run-dir", str(tmp_path / "t"), *args)
     assert r.returncode != 0 and message in r.stderr and "Traceback" not in r.stderr
     assert not (tmp_path / "t").exists()
+
+
+def test_an_optimize_run_stands_for_its_rounds_of_the_same_template(silu_run, tmp_path):
+    """optimize --prior: an optimize run directory is its rounds; a round is used where its template declares
+    the same parameters and values as this one's, a cache file where it holds a configuration of this space."""
+    import shutil
+
+    from kerntune.tuner.run import template_from_store
+    from kerntune.tuner.store import RunStore
+
+    opt = tmp_path / "opt"
+    shutil.copytree(silu_run, opt / "rounds/01")
+    r = run_cli("kt-cache", "import", str(SGEMM), "--run-dir", str(opt / "rounds/02"))
+    assert r.returncode == 0, r.stderr
+    assert expand(opt) == [opt / "rounds/01", opt / "rounds/02"] and expand(SILU) == [SILU]
+    store = RunStore.in_dir(silu_run)
+    space = Space.of(template_from_store(store)[0])
+    store.close()
+    assert matching([opt], space) == ([opt / "rounds/01"], [])
+    assert matching([opt, SILU_OTHER, SGEMM], space) == ([opt / "rounds/01", SILU_OTHER], [])
+    found, problems = matching([tmp_path / "gone"], space)
+    assert found == [] and "no such file or run directory" in problems[0]
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(KerntuneError, match="no run here"):
+        expand(tmp_path / "empty")

@@ -360,6 +360,8 @@ class Optimizer:
                                     timeout_s=s.timeout_s,
                                     shape_set=s.shape_set, distributions=self.distributions,
                                     memcheck="all" if s.memcheck == "all" else "best")
+            if create and s.priors:
+                settings = replace(settings, priors=self._round_priors(r, template, plan.strategy))
             if not create:
                 settings = TuneSettings.from_meta(store.get("settings", {}), budget=plan.evaluations)
             tuner = Tuner(template, self.kf.loaded, LiveEvaluator(self.worker), store, settings, self.original,
@@ -373,6 +375,21 @@ class Optimizer:
         if summary.general is not None:
             self._round_best_kernel(r, summary.general.config)   # writes rounds/NN/best.<ext>
         return summary
+
+    def _round_priors(self, r: int, template: Template, strategy: str) -> tuple[str, ...]:
+        """The earlier runs of --prior this round's template starts from: their rounds (or runs) whose template
+        declares the same parameters and values; an event says what was found."""
+        from kerntune.tuner.priors import load_priors, matching
+        from kerntune.tuner.strategies import strategy_class
+
+        if not strategy_class(strategy).learns:
+            self.event("prior", round=r, used=0, sources=[], why=f"strategy {strategy} cannot use them")
+            return ()
+        space = Space.of(template)
+        found, problems = matching([Path(p) for p in self.settings.priors], space)
+        used = sum(map(len, load_priors(found, space))) if found else 0
+        self.event("prior", round=r, used=used, sources=[str(p) for p in found], why="; ".join(problems))
+        return tuple(str(p) for p in found)
 
     def _load_round(self, r: int) -> None:
         text = self.run_dir.text(self.run_dir.template_rel(r, self.kf.lang))

@@ -44,6 +44,12 @@ class _View:
             self.round = data["round"]
             self.phase = step = f"round {self.round}/{self.rounds}: " + data["plan"].why
             self.tuning = ""
+        elif kind == "prior":
+            where = ", ".join(data["sources"])
+            step = (f"round {data['round']}: starting from {data['used']} earlier measurements ({where})"
+                    if data["used"] else f"round {data['round']}: no earlier run of this template to start from")
+            if data.get("why"):
+                step += f" ({data['why']})"
         elif kind == "tuning":
             p = data["progress"]
             best = f", best {1 / p.best_score:.3f}x" if p.best_score and p.best_score != float("inf") else ""
@@ -106,6 +112,12 @@ def optimize(
     strategy: Optional[str] = typer.Option(None, "--strategy", help="The tuner's search strategy each round "
                                                                     "(default: surrogate, as `kerntune tune`; "
                                                                     "`kerntune strategies` lists them)."),
+    prior: Optional[list[Path]] = typer.Option(None, "--prior",
+                                               help="Start from earlier measurements: an earlier optimize run "
+                                                    "of this kernel (another shape set or device), a tune run or "
+                                                    "a Kernel Tuner cache; repeatable. Each round starts from "
+                                                    "the earlier rounds whose template declares the same "
+                                                    "parameters and values (surrogate only)."),
     json: bool = typer.Option(False, "--json", help="Print machine-readable JSON."),
 ) -> None:
     """Rewrite a kernel into parameterized templates and search them, verified against the original.
@@ -130,6 +142,9 @@ def optimize(
     from kerntune.record.store import RunDir
 
     if resume is not None:
+        if prior:
+            raise KerntuneError(ErrorCode.USAGE, "--prior is not for a resumed run",
+                                hint="a resumed run goes on with the --prior it was started with")
         if kernel_path is not None:
             raise KerntuneError(ErrorCode.USAGE, "give a KERNEL or --resume RUN_DIR, not both",
                                 hint="a resumed run continues with its own copy of the kernel (RUN_DIR/original/)")
@@ -156,10 +171,12 @@ def optimize(
             from kerntune.tuner.strategies import strategy_class
 
             strategy_class(strategy)     # an unknown name is refused before the run directory exists
+        priors = _priors(prior or [], strategy, json)
         settings = OptimizeSettings(budget=budget, shape_set=shape_set, seed=seed, strategy=strategy, warmup=warmup, repeats=repeats,
                                     precision=precision, final_repeats=final_repeats, timeout_s=timeout,
                                     memcheck=("all" if memcheck_all else "best") if memcheck else "off",
-                                    generator="rules" if llm == "rules" else "llm", llm=llm_settings)
+                                    generator="rules" if llm == "rules" else "llm", llm=llm_settings,
+                                    priors=priors)
         from kerntune.spec.signature import require_fits
 
         ref, info = resolve(device, kf.lang)
@@ -184,6 +201,23 @@ def optimize(
         print_json(result)
     else:
         _render(result)
+
+
+def _priors(paths: list[Path], strategy: Optional[str], json: bool) -> list[str]:
+    """Check --prior up front (before the run directory exists) and say what it holds."""
+    if not paths:
+        return []
+    from kerntune.tuner.priors import expand
+    from kerntune.tuner.strategies import DEFAULT_STRATEGY, strategy_class
+
+    if not strategy_class(strategy or DEFAULT_STRATEGY).learns:
+        raise KerntuneError(ErrorCode.USAGE, f"--prior: strategy {strategy!r} cannot start from earlier measurements",
+                            hint="the default strategy (surrogate) can")
+    runs = [expand(p) for p in paths]
+    if not json:
+        err.print("starting from earlier runs: " + ", ".join(
+            f"{p} ({len(r)} round{'s' if len(r) != 1 else ''})" if r != [p] else str(p) for p, r in zip(paths, runs)))
+    return [str(p.resolve()) for p in paths]
 
 
 def make_generator(settings, run):

@@ -58,6 +58,8 @@ class OptimizeSettings(Record):
     patience: int = 1
     memcheck: Literal["best", "all", "off"] = "best"   # best: would-be bests and final candidates
     strategy: Optional[str] = None            # the tuner's search strategy (None: its default)
+    priors: list[str] = []                    # --prior: earlier runs (absolute paths); each round starts from
+                                              # those whose template declares its parameters and values
     generator: Literal["rules", "llm"] = "rules"
     llm: Optional[LLMSettings] = None         # with generator "llm"
 

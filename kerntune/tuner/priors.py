@@ -1,5 +1,7 @@
-"""Earlier measurements of a template, for `tune --prior`: a run directory an earlier `kerntune tune` or
-`optimize` wrote (another shape set, another device, an interrupted run), or a Kernel Tuner cache file.
+"""Earlier measurements of a template, for `tune --prior` and `optimize --prior`: a run directory an earlier
+`kerntune tune` wrote, a round of an `optimize` run (another shape set, another device, an interrupted run), or
+a Kernel Tuner cache file. An `optimize` run directory stands for its rounds: each round of a new run
+starts from the earlier rounds whose template declares the same parameters and values (`matching`).
 Each gives (configuration, score) pairs; only their ranking matters to the strategy (each source is
 standardized on its own), so a run's scores relative to its baseline and a cache's times in ms mix."""
 
@@ -74,3 +76,58 @@ def load_priors(paths: list[Path] | tuple[Path, ...], space: Space) -> list[Meas
                                      f"this one's parameters are {', '.join(space.params)}")
         sources.append(kept)
     return sources
+
+
+def expand(path: Path) -> list[Path]:
+    """The run directories and cache files a --prior path stands for: an `optimize` run directory for its
+    rounds, anything else for itself. A directory that is neither kind of run is an error."""
+    if path.is_dir() and not (path / "tuning.db").is_file():
+        rounds = sorted(p for p in (path / "rounds").glob("*") if (p / "tuning.db").is_file())
+        if rounds:
+            return rounds
+        raise KerntuneError(ErrorCode.RUN, f"--prior {path}: no run here (no tuning.db, no rounds/*/tuning.db)",
+                            hint="give a run directory an earlier `kerntune tune` or `optimize` wrote, or a "
+                                 "Kernel Tuner cache file (.json)")
+    if not path.exists():
+        raise KerntuneError(ErrorCode.FILE, f"--prior {path}: no such file or run directory",
+                            hint="give a run directory an earlier `kerntune tune` or `optimize` wrote, or a "
+                                 "Kernel Tuner cache file (.json)")
+    return [path]
+
+
+def declared(path: Path) -> dict[str, tuple] | None:
+    """The parameters and values the template of a run directory declares (None: a cache file, or a run that
+    does not record its template)."""
+    if not path.is_dir():
+        return None
+    from kerntune.tuner.store import RunStore
+    from kerntune.tuner.template import parse_template
+
+    store = RunStore.in_dir(path)
+    try:
+        text, lang, origin = store.get("template_text"), store.get("template_lang"), store.get("template_path")
+    finally:
+        store.close()
+    if not text:
+        return None
+    try:
+        return {k: tuple(v) for k, v in Space.of(parse_template(text, lang, origin)).params.items()}
+    except KerntuneError:
+        return None
+
+
+def matching(paths: list[Path] | tuple[Path, ...], space: Space) -> tuple[list[Path], list[str]]:
+    """For one round of `optimize --prior`: the earlier runs (an optimize run's rounds each) whose template
+    declares exactly ``space``'s parameters and values, and the cache files with a measurement in it; and a
+    line for each path that could not be read (gone since the run began)."""
+    want = {k: tuple(v) for k, v in space.params.items()}
+    found, problems = [], []
+    for path in paths:
+        try:
+            for p in expand(Path(path)):
+                params = declared(p)
+                if params == want or (params is None and p.is_file() and in_space(read_prior(p), space)):
+                    found.append(p)
+        except KerntuneError as e:
+            problems.append(e.message)
+    return found, problems
