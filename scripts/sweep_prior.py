@@ -15,6 +15,7 @@ space measured there instead (the record a user has after tuning those shapes wi
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import statistics
 import sys
@@ -39,15 +40,15 @@ def template_of(name: str) -> str:
 
 def measured(name: str, source: str) -> list[tuple[dict, float]]:
     """Every measured configuration of a recorded space with its score, once per process."""
-    if name not in _MEASURED:
+    if (name, source) not in _MEASURED:
         space, record, _ = sweep._load(name, source)
         out = []
         for c in space.configs():
             score, counts, _ = record.get(config_key(c), (math.inf, False, ""))
             if counts and math.isfinite(score):
                 out.append((c, score))
-        _MEASURED[name] = out
-    return _MEASURED[name]
+        _MEASURED[name, source] = out
+    return _MEASURED[name, source]
 
 
 PRIOR_SEED = 1000   # the earlier runs of --partial use seeds of their own: seed + PRIOR_SEED
@@ -73,11 +74,17 @@ def prior_of(other: str, sp: dict, seed: int, part: int | None) -> list[tuple[di
 
 
 def replay(job):
-    name, seed, with_prior, spaces, *part = job
+    name, seed, with_prior, spaces, part, options, elsewhere = job
     space, record, opt = sweep._load(name, spaces[name].get("source", ""))
-    sources = [prior_of(o, spaces[o], seed, part[0] if part else None) for o in spaces
-               if with_prior and o != name and template_of(o) == template_of(name)]
-    found = [min(sweep._trace(space, record, seed, {}, b, sources), default=math.inf) for b in spaces[name]["budgets"]]
+    if not with_prior:
+        sources = []
+    elif elsewhere:      # the same space recorded on another device
+        sources = [prior_of(name, elsewhere[name], seed, part)]
+    else:
+        sources = [prior_of(o, spaces[o], seed, part) for o in spaces
+                   if o != name and template_of(o) == template_of(name)]
+    found = [min(sweep._trace(space, record, seed, options if with_prior else {}, b, sources), default=math.inf)
+             for b in spaces[name]["budgets"]]
     return name, seed, with_prior, [opt / f for f in found]
 
 
@@ -111,6 +118,11 @@ def main() -> int:
     ap.add_argument("--partial", type=int, choices=[round(100 * f) for f in FRACTIONS], default=None,
                     help="the prior from each other shape is not its whole space but what an earlier default run "
                          "with this percentage of its measurable space measured there (its own seeds)")
+    ap.add_argument("--options", type=json.loads, default={},
+                    help='the default strategy\'s options for the runs with the prior, as JSON: \'{"transfer": 1}\'')
+    ap.add_argument("--prior-from", type=Path, nargs="+", default=None,
+                    help="stored benchmark results of the same spaces recorded elsewhere (another device): each "
+                         "space's prior is its own recording there, not its template's other shapes")
     ap.add_argument("--transfer-table", action="store_true",
                     help="only print, per space, what the best (and best of five) of each other shape reaches here")
     args = ap.parse_args()
@@ -121,21 +133,30 @@ def main() -> int:
     if args.transfer_table:
         transfer_table(spaces)
         return 0
-    if args.only:       # the priors come from every space of the same template, selected or not
+    elsewhere = {}
+    if args.prior_from:
+        elsewhere = sweep.selected("", args.prior_from)
+        scored = {n: sp for n, sp in scored.items() if n in elsewhere}
+        if not scored:
+            print("error: no selected space is recorded in --prior-from", file=sys.stderr)
+            return 2
+    elif args.only:       # the priors come from every space of the same template, selected or not
         wanted = {template_of(n) for n in scored}
         spaces = {n: sp for n, sp in sweep.selected("", args.results).items() if template_of(n) in wanted}
     part = None if args.partial is None else [round(100 * f) for f in FRACTIONS].index(args.partial)
     # seed-major, so that a process meets the same seed's earlier runs again (--partial caches them)
-    jobs = [(n, s, p, spaces, part) for s in range(args.seeds) for n in scored for p in (False, True)]
+    jobs = [(n, s, p, spaces, part, args.options, elsewhere) for s in range(args.seeds) for n in scored for p in (False, True)]
     per: dict = {}
     with Pool(args.procs) as pool:
         for name, seed, with_prior, fractions in pool.imap_unordered(replay, jobs, chunksize=2):
             per.setdefault((name, with_prior), {})[seed] = fractions
-    what = "every other recorded shape of the same template, measured whole," if part is None else \
-        (f"what an earlier default run with {args.partial}% of each other recorded shape of the same template "
-         f"measured there (seeds {PRIOR_SEED} on)")
+    where = ("the same space recorded elsewhere (" + ", ".join(map(str, args.prior_from)) + ")") if elsewhere else \
+        "each other recorded shape of the same template"
+    what = f"{where}, measured whole," if part is None else \
+        f"what an earlier default run with {args.partial}% of {where} measured there (seeds {PRIOR_SEED} on)"
     lines = ["# The default strategy with and without the other shapes as a prior (`tune --prior`)", "",
-             f"`scripts/sweep_prior.py{'' if part is None else f' --partial {args.partial}'}`, {args.seeds} seeds "
+             f"`scripts/sweep_prior.py{'' if part is None else f' --partial {args.partial}'}"
+             f"{' --prior-from' if elsewhere else ''}`, {args.seeds} seeds "
              "per space; each cell: median / worst fraction of the optimum without a prior, then with "
              f"{what} as one, then the best Kernel Tuner median (stored results); + the median is at least "
              "Kernel Tuner's.", "",

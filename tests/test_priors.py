@@ -132,6 +132,19 @@ def test_tune_with_a_prior_records_it_and_resumes_with_it(silu_run, tmp_path):
     keys = [e.key for e in store.evaluations()]
     assert keys[:4] == first and len(keys) == len(set(keys)) == 8
     assert store.get("prior")["used"] == 1536
+    # the second look: how the earlier run ranks the 8 measured here (Spearman's rho, recomputed here)
+    assert "configurations measured in both, rank correlation" in r.stdout + r.stderr
+    here = {e.key: e.score for e in store.evaluations() if e.score is not None}
+    store.close()
+    shown = json.loads(run_cli("show", str(out), "--json").stdout)
+    assert shown["prior_used"] == 1536
+    (check,) = shown["priors"]
+    other = {json.dumps(sorted(c.items())): v for c, v in read_prior(SILU_OTHER)}
+    mine = {json.dumps(sorted(e.config.items())): e.score for e in RunStore.in_dir(out).evaluations() if e.score}
+    common = sorted(set(other) & set(mine))
+    rank = lambda xs: np.argsort(np.argsort(xs))      # noqa: E731
+    rho = float(np.corrcoef(rank([other[k] for k in common]), rank([mine[k] for k in common]))[0, 1])
+    assert check["common"] == len(common) == len(here) == 8 and check["rank_correlation"] == pytest.approx(rho)
 
 
 @pytest.mark.parametrize("args, message", [

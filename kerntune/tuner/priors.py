@@ -14,6 +14,7 @@ from kerntune.errors import ErrorCode, KerntuneError
 from kerntune.tuner.space import Config, Space
 
 Measured = list[tuple[Config, float]]
+WHAT = "give a run directory an earlier `kerntune tune` or `optimize` wrote, or a Kernel Tuner cache file (.json)"
 
 
 def read_prior(path: Path) -> Measured:
@@ -23,8 +24,7 @@ def read_prior(path: Path) -> Measured:
 
         if not (path / "tuning.db").is_file():
             raise KerntuneError(ErrorCode.RUN, f"--prior {path}: no run here (no tuning.db)",
-                                hint="give a run directory an earlier `kerntune tune` or `optimize` wrote, or a "
-                                     "Kernel Tuner cache file (.json)")
+                                hint=WHAT)
         store = RunStore.in_dir(path)
         try:
             return [(dict(e.config), float(e.score)) for e in store.evaluations()
@@ -33,8 +33,7 @@ def read_prior(path: Path) -> Measured:
             store.close()
     if not path.is_file():
         raise KerntuneError(ErrorCode.FILE, f"--prior {path}: no such file or run directory",
-                            hint="give a run directory an earlier `kerntune tune` or `optimize` wrote, or a "
-                                 "Kernel Tuner cache file (.json)")
+                            hint=WHAT)
     from kerntune.tuner.kerneltuner import read_cache
 
     doc = read_cache(path)
@@ -86,12 +85,10 @@ def expand(path: Path) -> list[Path]:
         if rounds:
             return rounds
         raise KerntuneError(ErrorCode.RUN, f"--prior {path}: no run here (no tuning.db, no rounds/*/tuning.db)",
-                            hint="give a run directory an earlier `kerntune tune` or `optimize` wrote, or a "
-                                 "Kernel Tuner cache file (.json)")
+                            hint=WHAT)
     if not path.exists():
         raise KerntuneError(ErrorCode.FILE, f"--prior {path}: no such file or run directory",
-                            hint="give a run directory an earlier `kerntune tune` or `optimize` wrote, or a "
-                                 "Kernel Tuner cache file (.json)")
+                            hint=WHAT)
     return [path]
 
 
@@ -131,3 +128,19 @@ def matching(paths: list[Path] | tuple[Path, ...], space: Space) -> tuple[list[P
         except KerntuneError as e:
             problems.append(e.message)
     return found, problems
+
+
+def agreement(path: Path, here: list[tuple[Config, float]]) -> tuple[int, float | None]:
+    """How an earlier run ranks this run's measurements: the configurations measured in both, and Spearman's rank
+    correlation of the two sets of scores over them (None below 3 in common, or with no spread)."""
+    import numpy as np
+
+    key = lambda c: tuple(sorted(c.items()))     # noqa: E731  (parameter order may differ, e.g. in a cache)
+    earlier = {key(c): v for c, v in read_prior(path)}
+    pairs = [(earlier[k], v) for c, v in here if (k := key(c)) in earlier]
+    if len(pairs) < 3:
+        return len(pairs), None
+    a = np.argsort(np.argsort(np.array(pairs), axis=0), axis=0).astype(float)
+    if a[:, 0].std() == 0 or a[:, 1].std() == 0:
+        return len(pairs), None
+    return len(pairs), float(np.corrcoef(a[:, 0], a[:, 1])[0, 1])

@@ -7,6 +7,7 @@ tester's confirmation (``test``), paired and interleaved with the baseline."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Optional
 
 from pydantic import computed_field
@@ -55,6 +56,14 @@ class HandedBack(Record):
     estimate: Optional[float] = None           # the search's own geomean speedup (not confirmed)
 
 
+class PriorCheck(Record):
+    """How one earlier run given with --prior ranked what this run measured (a second look at the prior)."""
+    path: str
+    common: int = 0                            # configurations measured in both
+    rank_correlation: Optional[float] = None   # Spearman's over those (None below 3)
+    missing: str = ""                          # why it could not be read again
+
+
 class TuneSummary(Record):
     run_dir: str
     template: str
@@ -80,6 +89,8 @@ class TuneSummary(Record):
     kernels: list[str] = []                    # files `kerntune tune` wrote: best.<ext>, per_shape/*
     test: Optional[TestReport] = None          # the tester's confirmation (live runs): the speedups to quote
     set_aside: list[SetAsideValue] = []        # parameter values no longer measured: they kept failing verification
+    prior_used: int = 0                        # earlier measurements (--prior) the search started from
+    priors: list[PriorCheck] = []              # and how each earlier run ranked this one's measurements
 
     @computed_field      # type: ignore[prop-decorator]
     @property
@@ -187,7 +198,24 @@ def summarize(store: RunStore, run_dir: str = "", stop_reason: str = "") -> Tune
         baseline=(store.get("original") or {}).get("label", "template baseline configuration"),
         shapes=rows, general=general,
         per_shape_geomean_speedup=geomean(per_shape) if per_shape else None,
-        top=ranked[:10], test=_test(store), set_aside=_set_aside(store))
+        top=ranked[:10], test=_test(store), set_aside=_set_aside(store),
+        prior_used=(store.get("prior") or {}).get("used", 0), priors=_priors(store, real))
+
+
+def _priors(store: RunStore, real: list[Evaluation]) -> list[PriorCheck]:
+    """For each --prior of the run: how its scores rank this run's measured configurations."""
+    from kerntune.tuner.priors import agreement
+
+    here = [(dict(e.config), float(e.score)) for e in real if e.score is not None and e.score > 0]
+    out = []
+    for path in (store.get("prior") or {}).get("paths", []):
+        try:
+            common, rho = agreement(Path(path), here)
+        except KerntuneError as e:
+            out.append(PriorCheck(path=path, missing=e.message))
+            continue
+        out.append(PriorCheck(path=path, common=common, rank_correlation=rho))
+    return out
 
 
 def _test(store: RunStore) -> Optional[TestReport]:
@@ -211,4 +239,4 @@ def _set_aside(store: RunStore) -> list[SetAsideValue]:
     return SetAside.from_store(params, store).entries()
 
 
-__all__ = ["Ranked", "ShapeResult", "TuneSummary", "summarize"]
+__all__ = ["PriorCheck", "Ranked", "ShapeResult", "TuneSummary", "summarize"]
