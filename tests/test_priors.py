@@ -145,6 +145,8 @@ def test_tune_with_a_prior_records_it_and_resumes_with_it(silu_run, tmp_path):
     rank = lambda xs: np.argsort(np.argsort(xs))      # noqa: E731
     rho = float(np.corrcoef(rank([other[k] for k in common]), rank([mine[k] for k in common]))[0, 1])
     assert check["common"] == len(common) == len(here) == 8 and check["rank_correlation"] == pytest.approx(rho)
+    assert run_cli("report", str(out)).returncode == 0
+    assert f"rank correlation {rho:.2f} with this run's scores" in (out / "report.md").read_text()
 
 
 @pytest.mark.parametrize("args, message", [

@@ -10,7 +10,7 @@ from rich.markup import escape
 from kerntune.cli.output import Progress as OutputProgress
 from kerntune.cli.output import fmt_interval, fmt_ms, fmt_pct, fmt_x, grid, out, print_table
 from kerntune.tuner.run import Progress
-from kerntune.tuner.summary import TuneSummary
+from kerntune.tuner.summary import TuneSummary, prior_notes
 
 
 def _bar(done: float, total: float, width: int = 30) -> str:
@@ -78,16 +78,8 @@ def render_summary(s: TuneSummary) -> None:
     if s.failed_by_status:
         out.print(escape("failed: " + ", ".join(f"{k} {v}" for k, v in sorted(s.failed_by_status.items(),
                                                                                 key=lambda x: -x[1]))))
-    for p in s.priors:
-        if p.missing:
-            out.print(escape(f"prior {p.path}: not read again ({p.missing})"))
-        elif p.rank_correlation is None:
-            out.print(escape(f"prior {p.path}: {p.common} configuration(s) measured in both, too few to say how well "
-                             "it ranked this run"))
-        else:
-            out.print(escape(f"prior {p.path}: {p.common} configurations measured in both, rank correlation "
-                             f"{p.rank_correlation:.2f} with this run's scores (1: the same order, 0: unrelated, "
-                             "below 0: reversed)"))
+    for note in prior_notes(s):
+        out.print(escape(note))
     for v in s.set_aside:
         out.print(f"[yellow]set aside[/] {escape(v.describe())}; {v.answered} later proposal(s) answered without measuring")
     if not s.shapes:

@@ -11,7 +11,7 @@ from kerntune.reporting.model import Param, RunReport, Source
 from kerntune.reporting.rows import (confirmed_rows, copy_gbs, failures, per_shape_geomean, series, shape_row,
                                      timing)
 from kerntune.reporting.tuning import StoreData, read_store
-from kerntune.tuner.summary import TuneSummary
+from kerntune.tuner.summary import TuneSummary, prior_notes
 
 IMPORTED = "imported"      # the strategy name `kerntune kt-cache import` records
 
@@ -33,6 +33,7 @@ def load_tune(path: Path) -> RunReport:
         notes.append("No configuration has been evaluated yet.")
     if base is None and not imported:
         notes.append("No baseline was measured: the run reports times, not speedups.")
+    notes += prior_notes(s)
     general = data.result(s.general.key) if s.general else None
     copy = copy_gbs(base, general, *(e.result for e in data.evals))
     rows = []
@@ -107,3 +108,4 @@ def _template_parts(data: StoreData, s: TuneSummary, notes: list[str], source: b
 
 
 __all__ = ["IMPORTED", "load_tune"]
+

@@ -239,4 +239,22 @@ def _set_aside(store: RunStore) -> list[SetAsideValue]:
     return SetAside.from_store(params, store).entries()
 
 
-__all__ = ["PriorCheck", "Ranked", "ShapeResult", "TuneSummary", "summarize"]
+def prior_notes(s: TuneSummary) -> list[str]:
+    """What the search started from (--prior) and how each earlier run ranked this one's measurements."""
+    if not s.priors:
+        return []
+    out = [f"The search started from {s.prior_used} earlier measurements (`--prior`)."]
+    for p in s.priors:
+        if p.missing:
+            out.append(f"Prior {p.path}: not read again ({p.missing}).")
+        elif p.rank_correlation is None:
+            out.append(f"Prior {p.path}: {p.common} configuration(s) measured in both, too few to say how well it "
+                       "ranked this run.")
+        else:
+            out.append(f"Prior {p.path}: {p.common} configurations measured in both, rank correlation "
+                       f"{p.rank_correlation:.2f} with this run's scores (1: the same order, 0: unrelated, below 0: "
+                       "reversed).")
+    return out
+
+
+__all__ = ["PriorCheck", "Ranked", "ShapeResult", "TuneSummary", "prior_notes", "summarize"]
