@@ -87,6 +87,10 @@ def test_a_run_starts_from_an_earlier_one(kernel, tmp_path):
     assert json.loads((second / "run.json").read_text())["settings"]["priors"] == [str(first.resolve())]
     r = run_cli("optimize", str(kernel), *args, "--run-dir", str(tmp_path / "third"), "--prior", str(tmp_path))
     assert r.returncode == 2 and "no run here" in r.stderr and not (tmp_path / "third").exists()
+    (tmp_path / "corrupt").mkdir()
+    write(tmp_path / "corrupt", "tuning.db", "not a database")
+    r = run_cli("optimize", str(kernel), *args, "--run-dir", str(tmp_path / "third"), "--prior", str(tmp_path / "corrupt"))
+    assert r.returncode == 2 and "not a readable kerntune database" in r.stderr and not (tmp_path / "third").exists()
 
 
 @pytest.mark.host   # host-side behaviour: .ci/run's PoCL pass leaves it out

@@ -207,13 +207,15 @@ def _priors(paths: list[Path], strategy: Optional[str], json: bool) -> list[str]
     """Check --prior up front (before the run directory exists) and say what it holds."""
     if not paths:
         return []
-    from kerntune.tuner.priors import expand
+    from kerntune.tuner.priors import declared, expand, read_prior
     from kerntune.tuner.strategies import DEFAULT_STRATEGY, strategy_class
 
     if not strategy_class(strategy or DEFAULT_STRATEGY).learns:
         raise KerntuneError(ErrorCode.USAGE, f"--prior: strategy {strategy!r} cannot start from earlier measurements",
                             hint="the default strategy (surrogate) can")
     runs = [expand(p) for p in paths]
+    for p in (q for r in runs for q in r):      # every database and cache readable, before anything runs
+        declared(p) if p.is_dir() else read_prior(p)
     if not json:
         err.print("starting from earlier runs: " + ", ".join(
             f"{p} ({len(r)} round{'s' if len(r) != 1 else ''})" if r != [p] else str(p) for p, r in zip(paths, runs)))
