@@ -283,6 +283,26 @@ def test_progress_of_a_replay_with_no_baseline_claims_no_speedup(tmp_path):
     assert "over the baseline" not in shown
 
 
+@pytest.mark.host   # host-side behaviour: .ci/run's PoCL pass leaves it out
+def test_a_malformed_kernel_tuner_cache_is_refused_or_read_around(tmp_path):
+    """Entries that are not objects or whose parameter values are not plain values are left out, bad timing
+    fields fall back to the time; a file with no usable entry, or not a cache at all, is refused in one line."""
+    junk = {"tune_params_keys": ["a"], "cache": {
+        "1": 5, "2": {"a": 2, "time": 1.0, "times": 3}, "3": {"a": [1], "time": 2},
+        "4": {"a": 4, "time": -1}, "5": {"a": 5, "time": 0.5, "kerntune_stats": {"x": 1}}}}
+    assert import_cache(write(tmp_path, "junk.json", json.dumps(junk)), tmp_path / "run") == 3
+    got = {e.key: e for e in RunStore.in_dir(tmp_path / "run").evaluations()}
+    assert set(got) == {"a=2", "a=4", "a=5"} and got["a=4"].status != "ok"
+    assert got["a=5"].result.timings[0].stats.median_ms == 0.5
+    for text, message in [(json.dumps({"tune_params_keys": ["a"], "cache": {"1": 5}}), "holds no usable entry"),
+                          ("[1, 2]", "a JSON list, not an object"),
+                          (json.dumps({"tune_params_keys": ["a"], "cache": 3}), "'cache' must be an object"),
+                          ('{"a": 1', "invalid JSON")]:
+        r = run_cli("kt-cache", "import", str(write(tmp_path, "bad.json", text)), "--run-dir", str(tmp_path / "b"))
+        assert r.returncode == 2 and message in r.stderr and "Traceback" not in r.stderr
+        assert not (tmp_path / "b").exists()
+
+
 def test_kernel_tuner_cache_written_by_kernel_tuner(tmp_path):
     # the shape of a cache Kernel Tuner leaves behind when interrupted: no closing braces, a trailing comma
     text = ('{\n"device_name": "NVIDIA A100",\n"kernel_name": "vector_add",\n"problem_size": [1000000],\n'

@@ -18,8 +18,11 @@ from __future__ import annotations
 
 import datetime
 import json
+import math
 from pathlib import Path
 from typing import Any
+
+from pydantic import ValidationError
 
 from kerntune.errors import ErrorCode, KerntuneError
 from kerntune.results import (
@@ -107,15 +110,22 @@ def read_cache(path: Path) -> dict[str, Any]:
             text = path.read_text().strip()
     except (OSError, EOFError) as e:
         raise KerntuneError(ErrorCode.FILE, f"cannot read {path}: {e}") from None
-    if text and not text.endswith("}\n}") and not text.endswith("}}"):
-        text = text.rstrip(",") + "}\n}"     # a cache left open by an interrupted Kernel Tuner run
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as e:
-        raise KerntuneError(ErrorCode.FILE, f"{path} is not a Kernel Tuner cache (invalid JSON: {e})") from None
+        try:    # a cache left open by an interrupted Kernel Tuner run: no closing braces, a trailing comma
+            doc = json.loads(text.rstrip(",") + "}\n}")
+        except json.JSONDecodeError:
+            raise KerntuneError(ErrorCode.FILE, f"{path} is not a Kernel Tuner cache (invalid JSON: {e})") from None
+    if not isinstance(doc, dict):
+        raise KerntuneError(ErrorCode.FILE, f"{path} is not a Kernel Tuner cache: a JSON {type(doc).__name__}, "
+                                            "not an object")
     missing = [k for k in ("tune_params_keys", "cache") if k not in doc]
     if missing:
         raise KerntuneError(ErrorCode.FILE, f"{path} is not a Kernel Tuner cache: missing {', '.join(missing)}")
+    if not isinstance(doc["cache"], dict) or not isinstance(doc["tune_params_keys"], list):
+        raise KerntuneError(ErrorCode.FILE, f"{path} is not a Kernel Tuner cache: 'cache' must be an object and "
+                                            "'tune_params_keys' a list")
     return doc
 
 
@@ -137,9 +147,16 @@ def import_cache(src: Path, run_dir: Path) -> int:
     """Create a replayable run from a Kernel Tuner cache; returns the entry count."""
     doc = read_cache(src)
     keys = list(doc["tune_params_keys"])
+    # an entry is an object holding every parameter, each a number, a string or a boolean; others are left out
+    entries = {raw: e for raw, e in doc["cache"].items() if isinstance(e, dict) and
+               all(isinstance(e.get(k), (int, float, str, bool)) for k in keys)}
+    if not entries:
+        raise KerntuneError(ErrorCode.FILE, f"{src} holds no usable entry: each must be an object with a value "
+                                            f"for every one of {', '.join(map(str, keys)) or '(no parameters)'}")
     params = doc.get("tune_params") or {}
-    if set(params) != set(keys):   # older caches: rebuild the value lists from the entries
-        params = {k: sorted({e[k] for e in doc["cache"].values()}, key=lambda v: (str(type(v)), v)) for k in keys}
+    if not isinstance(params, dict) or set(params) != set(keys) or \
+            not all(isinstance(v, list) for v in params.values()):   # older caches: rebuild from the entries
+        params = {k: sorted({e[k] for e in entries.values()}, key=lambda v: (str(type(v)), v)) for k in keys}
     params = {k: list(params[k]) for k in keys}
     problem = doc.get("problem_size") or [1]
     if not isinstance(problem, list):
@@ -169,17 +186,21 @@ def import_cache(src: Path, run_dir: Path) -> int:
     store.set("settings", {"strategy": "imported"})
     store.set("space_size", Space({k: tuple(v) for k, v in params.items()}).size)
     count = 0
-    for raw_key, entry in doc["cache"].items():
-        config = {k: entry.get(k) for k in keys}
-        if any(v is None for v in config.values()):
-            continue
+    for raw_key, entry in entries.items():
+        config = {k: entry[k] for k in keys}
         time_ms = entry.get("time")
         key = config_key(config)
-        if isinstance(time_ms, (int, float)):
-            if isinstance(entry.get("kerntune_stats"), dict):     # written by kerntune: keep the full statistics
-                stats = TimingStats.model_validate(entry["kerntune_stats"])
-            else:
-                times = [float(x) for x in entry.get("times", []) if isinstance(x, (int, float))] or [float(time_ms)]
+        if isinstance(time_ms, (int, float)) and not isinstance(time_ms, bool) and math.isfinite(time_ms) and \
+                time_ms > 0:
+            try:      # written by kerntune: keep the full statistics
+                stats = TimingStats.model_validate(entry["kerntune_stats"]) \
+                    if isinstance(entry.get("kerntune_stats"), dict) else None
+            except ValidationError:
+                stats = None
+            if stats is None:
+                raw = entry.get("times")
+                times = [float(x) for x in (raw if isinstance(raw, list) else [])
+                         if isinstance(x, (int, float)) and math.isfinite(x) and x > 0] or [float(time_ms)]
                 stats = TimingStats.from_samples(times, warmup=0).model_copy(update={"median_ms": float(time_ms)})
             result = EvalResult(status=Status.OK, kernel=key, device=device,
                                 timings=[ShapeTiming(shape=sizes, label=shape.label, stats=stats, bytes_moved=0,
