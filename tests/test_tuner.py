@@ -281,6 +281,12 @@ def test_progress_of_a_replay_with_no_baseline_claims_no_speedup(tmp_path):
     shown = r.stdout + r.stderr
     assert "best so far 250.0 µs (geomean time; no baseline was measured), BLOCK=256" in shown
     assert "over the baseline" not in shown
+    # with no budget, piped progress counts the configurations visited of the space (it said nothing before)
+    r = run_cli("tune", "--device", f"replay:{tmp_path / 'run'}", "--strategy", "exhaustive",
+                "--run-dir", str(tmp_path / "whole"))
+    assert r.returncode == 0, r.stderr
+    assert "1 evaluation, 1 of 2 configurations visited" in r.stderr and "2 of 2 configurations visited" in r.stderr
+    assert "looking up the baseline in the replayed run" in r.stderr
 
 
 @pytest.mark.host   # host-side behaviour: .ci/run's PoCL pass leaves it out

@@ -46,6 +46,9 @@ class LiveProgress:
         lines = [escape(self.title)]
         if p.budget:
             lines.append(f"{_bar(p.measured, p.budget)} {p.measured}/{p.budget} evaluations")
+        elif p.space:
+            seen = p.measured + p.pruned + p.duplicates
+            lines.append(f"{_bar(seen, p.space)} {seen}/{p.space} configurations visited, {p.measured} evaluations")
         else:
             lines.append(f"{p.measured} evaluations")
         if p.time_limit_s:
@@ -56,11 +59,14 @@ class LiveProgress:
             lines.append(escape(best))
         if p.last_key:
             lines.append(f"[dim]last: {escape(p.last_key)} -> {escape(p.last_status)}[/]")
-        tenth = int(10 * p.measured / p.budget) if p.budget else -1
+        seen = p.measured + p.pruned + p.duplicates       # with no budget: configurations visited, of the space
+        tenth = int(10 * p.measured / p.budget) if p.budget else int(10 * seen / p.space) if p.space else -1
         step = ""
         if tenth != self._tenth and p.measured:
             self._tenth = tenth
-            step = escape(f"{p.measured}/{p.budget or '-'} evaluations ({counts})" + (f"; {best}" if best else ""))
+            done = f"{p.measured}/{p.budget} evaluations" if p.budget else \
+                f"{p.measured} evaluation{'s' if p.measured != 1 else ''}, {seen} of {p.space} configurations visited"
+            step = escape(f"{done} ({counts})" + (f"; {best}" if best else ""))
         elif p.phase not in ("searching", "starting"):
             step = escape(p.phase)
         self.progress.show(lines, step)

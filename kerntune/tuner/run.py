@@ -87,6 +87,7 @@ class Progress:
     elapsed_s: float = 0.0
     time_limit_s: Optional[float] = None
     phase: str = "starting"
+    space: int = 0                   # configurations in the space (what a run with no budget counts against)
 
 
 def instance_hash(inst: KernelInstance, launches: list[tuple]) -> str:
@@ -114,7 +115,7 @@ class Tuner:
         # inputs on the others (the final test verifies everything everywhere)
         smallest = min(self.time_shapes, key=lambda sh: math.prod(v for _, v in sh.sizes))
         self.all_distributions_on = tuple(sh.key for sh in self.verify_shapes if sh.holdout) + (smallest.key,)
-        self.progress = Progress(budget=settings.budget, time_limit_s=settings.time_limit_s)
+        self.progress = Progress(budget=settings.budget, time_limit_s=settings.time_limit_s, space=self.space.size)
         self.known: dict[str, Evaluation] = {}
         # parameter values that failed verification the same way too often (see tuner.setaside)
         self.set_aside = SetAside(self.space.params, store.get(EARLIER_KEY, []) or [])
@@ -196,7 +197,8 @@ class Tuner:
         if stored is not None:
             result = EvalResult.model_validate(stored)
         else:
-            self.progress.phase = "measuring the baseline"
+            replays = getattr(self.evaluator, "replays", False)
+            self.progress.phase = "looking up the baseline in the replayed run" if replays else "measuring the baseline"
             self.on_progress(self.progress)
             if self.original is not None:
                 inst = self.original
@@ -204,7 +206,7 @@ class Tuner:
                 inst = self.template.instance(self.space.baseline(), self.spec, label="baseline")
             result = self.evaluator.evaluate(self._request(inst, "__baseline__", None), self.settings.timeout_s,
                                              "__baseline__")
-            if result.status is not Status.OK and getattr(self.evaluator, "replays", False):
+            if result.status is not Status.OK and replays:
                 self.progress.relative = False
                 return  # a replayed run with no recorded baseline: scores are plain times
             if result.status is not Status.OK:
