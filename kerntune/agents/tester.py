@@ -405,9 +405,6 @@ def _failure_of(check) -> str:
     return f"{check.label}: {bad.name}: {bad.reason}" if bad else check.label
 
 
-__all__ = ["Candidate", "CandidateResult", "ShapeWinner", "TestReport", "Tester"]
-
-
 def _general_ahead(general: Optional[CandidateResult], winners: list[ShapeWinner]) -> list[str]:
     """A note for the shapes where the general configuration's confirmed speedup is above the shape's own
     pick's: the picks are made on the screening numbers and reported with confirmation's (so the numbers shown
@@ -426,8 +423,11 @@ def _general_ahead(general: Optional[CandidateResult], winners: list[ShapeWinner
     overlap = all(g.lo <= w.interval.hi and w.interval.lo <= g.hi for w, g in ahead)
     shown = "; ".join(f"{w.label}: general {g.text()}, the shape's pick {w.interval.text()}" for w, g in ahead)
     return [f"the general configuration measured faster in confirmation than the shape's own pick on "
-            f"{len(ahead)} shape{'s' if len(ahead) > 1 else ''} ({shown}). Each shape's pick is made on the screening session and reported with "
-            "the confirmation sessions' numbers, so that no number shown is the one a pick favoured; "
+            f"{len(ahead)} shape{'s' if len(ahead) > 1 else ''} ({shown}). Each shape's pick is made on the "
+            "screening session and reported with the confirmation sessions' numbers, so that no number shown "
+            "is the one a pick favoured; "
             + ("the intervals overlap: neither kernel is shown to be faster there." if overlap else
                "the intervals do not overlap: screening ranked them wrongly there.")]
 
+
+__all__ = ["Candidate", "CandidateResult", "ShapeWinner", "TestReport", "Tester"]

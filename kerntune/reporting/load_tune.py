@@ -108,4 +108,3 @@ def _template_parts(data: StoreData, s: TuneSummary, notes: list[str], source: b
 
 
 __all__ = ["IMPORTED", "load_tune"]
-
