@@ -445,3 +445,19 @@ def test_plot_values_are_finite(opt_run):
         for v in (s.baseline_ms, s.general_ms, s.best_ms, s.floor_ms, s.best_pct):
             assert v is not None and math.isfinite(v) and v > 0
     assert [p.n for series in r.convergence for p in series.points] == list(range(1, r.measured + 1))
+
+
+def test_the_speedup_caption_says_how_the_numbers_were_taken():
+    """A confirmed run's (optimize or tune) numbers come from confirmation blocks in several processes with a
+    pooled spread; the caption said 'interleaved with the original in one session' until 2026-12-02, and a tune
+    run's confirmed numbers were called 'measured while tuning'."""
+    from kerntune.agents.tester import CONFIRM_PROCESSES
+    from kerntune.reporting.model import RunReport
+    from kerntune.reporting.sections import caption
+
+    for kind in ("optimize", "tune"):
+        text = caption("speedup", RunReport(kind=kind, run_dir="r", kernel="k", confirmed=True))
+        assert f"blocks spread over {CONFIRM_PROCESSES} new worker processes" in text
+        assert "same relative width on every shape" in text and "one session" not in text
+    assert "not yet re-timed" in caption("speedup", RunReport(kind="optimize", run_dir="r", kernel="k"))
+    assert "measured while tuning" in caption("speedup", RunReport(kind="tune", run_dir="r", kernel="k"))

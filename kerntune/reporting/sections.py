@@ -27,13 +27,19 @@ def plot_ids(r: RunReport) -> list[str]:
 
 
 def caption(pid: str, r: RunReport) -> str:
-    tested = r.kind == "optimize" and r.confirmed
+    tested = r.confirmed
     if pid == "speedup":
-        how = ("re-timed by the tester, interleaved with the original in one session" if tested else
+        from kerntune.agents.tester import CONFIRM_PROCESSES
+
+        how = (f"picked on a screening session, then re-timed by the tester interleaved with the original in "
+               f"blocks spread over {CONFIRM_PROCESSES} new worker processes" if tested else
                "tuning measurements, not yet re-timed by the final test" if r.kind == "optimize" else
                "measured while tuning")
+        spread = (" Each interval's width comes from the block-to-block spread pooled over every pick and shape "
+                  "(docs/proof.md, \"No winner's curse\"), so the intervals have about the same relative width on "
+                  "every shape." if tested else "")
         return (f"Baseline time / candidate time per shape ({how}). The general configuration is one kernel for "
-                "every shape; the per-shape best is the fastest verified kernel for each shape on its own.")
+                "every shape; the per-shape best is the fastest verified kernel for each shape on its own." + spread)
     if pid == "times":
         copy = f" ({r.copy_gbs:.1f} GB/s, read + write)" if r.copy_gbs else ""
         return ("Median run time, log scale. The dashed line is the copy-speed floor: the bytes the kernel must "
