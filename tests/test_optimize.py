@@ -85,6 +85,9 @@ def test_a_run_starts_from_an_earlier_one(kernel, tmp_path):
     assert store.get("prior") == {"paths": [str((first / "rounds/01").resolve())], "used": valid}
     store.close()
     assert json.loads((second / "run.json").read_text())["settings"]["priors"] == [str(first.resolve())]
+    report = (second / "report.md").read_text()
+    assert f"Round 1: the search started from {valid} earlier measurements (`--prior`)." in report
+    assert f"Round 1: prior {(first / 'rounds/01').resolve()}: " in report
     r = run_cli("optimize", str(kernel), *args, "--run-dir", str(tmp_path / "third"), "--prior", str(tmp_path))
     assert r.returncode == 2 and "no run here" in r.stderr and not (tmp_path / "third").exists()
     (tmp_path / "corrupt").mkdir()

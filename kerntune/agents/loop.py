@@ -39,7 +39,7 @@ from kerntune.tuner.run import TuneSettings, Tuner
 from kerntune.tuner.setaside import EARLIER_KEY
 from kerntune.tuner.space import Space
 from kerntune.tuner.store import RunStore
-from kerntune.tuner.summary import TuneSummary, summarize
+from kerntune.tuner.summary import TuneSummary, prior_notes, summarize
 from kerntune.tuner.template import Template, TemplateRenderError, check_against_spec, parse_template
 
 
@@ -267,6 +267,7 @@ class Optimizer:
         speedup = best.geomean_speedup if best and best.geomean_speedup else None
         rec = rec.model_copy(update={
             "set_aside": [v.describe() for v in summary.set_aside],
+            "priors": prior_notes(summary),
             "status": RoundStatus.DONE, "measured": summary.measured, "tuner_stop": summary.stop_reason,
             "best_key": best.key if best else "", "best_config": best.config if best else {},
             "best_speedup": speedup, "seconds": time.monotonic() - t0,

@@ -120,6 +120,7 @@ class RoundRecord(Record):
     message: str = ""
     seconds: float = 0.0
     set_aside: list[str] = []                 # parameter values the tuner stopped measuring, and why
+    priors: list[str] = []                    # what the search started from (--prior) and how each prior ranked it
 
 
 class LLMUsage(Record):

@@ -151,6 +151,7 @@ def _details(r: RunReport) -> str:
     plans = [f"<li>{esc(plan_line(rd))}</li>" for rd in r.rounds if rd.plan]
     plans += [f"<li>{esc(f'Round {rd.round} set aside {v}; later proposals with it were answered without measuring.')}</li>"
               for rd in r.rounds for v in rd.set_aside]
+    plans += [f"<li>{esc(f'Round {rd.round}: {n[0].lower()}{n[1:]}')}</li>" for rd in r.rounds for n in rd.priors]
     if plans:
         parts.append(f'<ul class="plans">{"".join(plans)}</ul>')
     if r.test is not None:

@@ -89,6 +89,7 @@ def _details(r: RunReport) -> list[str]:
             lines += [plan_line(rd), ""]
         for v in rd.set_aside:
             lines += [f"Round {rd.round} set aside {v}; later proposals with it were answered without measuring.", ""]
+        lines += [line for note in rd.priors for line in (f"Round {rd.round}: {note[0].lower()}{note[1:]}", "")]
     if r.test is not None:
         fresh = ", ".join(str(s) for s in r.test.fresh_shapes)
         lines += ["## Final test", "",
