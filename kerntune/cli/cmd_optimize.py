@@ -207,12 +207,10 @@ def _priors(paths: list[Path], strategy: Optional[str], json: bool) -> list[str]
     """Check --prior up front (before the run directory exists) and say what it holds."""
     if not paths:
         return []
-    from kerntune.tuner.priors import declared, expand, read_prior
-    from kerntune.tuner.strategies import DEFAULT_STRATEGY, strategy_class
+    from kerntune.tuner.priors import declared, expand, read_prior, require_learning
+    from kerntune.tuner.strategies import DEFAULT_STRATEGY
 
-    if not strategy_class(strategy or DEFAULT_STRATEGY).learns:
-        raise KerntuneError(ErrorCode.USAGE, f"--prior: strategy {strategy!r} cannot start from earlier measurements",
-                            hint="the default strategy (surrogate) can")
+    require_learning(strategy or DEFAULT_STRATEGY)
     runs = [expand(p) for p in paths]
     for p in (q for r in runs for q in r):      # every database and cache readable, before anything runs
         declared(p) if p.is_dir() else read_prior(p)

@@ -177,11 +177,9 @@ def tune(
 
 def _priors(paths: list[Path], strategy, space, json: bool) -> tuple[str, ...]:
     """Check --prior up front (before a run directory is made) and say what it gives."""
-    from kerntune.tuner.priors import load_priors
+    from kerntune.tuner.priors import load_priors, require_learning
 
-    if not strategy.learns:
-        raise KerntuneError(ErrorCode.USAGE, f"--prior: strategy {strategy.name!r} cannot start from earlier "
-                                             "measurements", hint="the default strategy (surrogate) can")
+    require_learning(strategy.name)
     sources = load_priors(paths, space)
     if not json:
         err.print(f"starting from {sum(map(len, sources))} earlier measurements: " +

@@ -43,11 +43,11 @@ class LiveProgress:
                 f"{fmt_ms(p.best_score)} (geomean time; no baseline was measured)"
             best = f"best so far {what}, {p.best_key}"
         counts = f"{p.ok} valid, {p.failed} failed, {p.pruned} pruned, {p.duplicates} duplicates"
+        seen = p.measured + p.pruned + p.duplicates       # with no budget: configurations visited, of the space
         lines = [escape(self.title)]
         if p.budget:
             lines.append(f"{_bar(p.measured, p.budget)} {p.measured}/{p.budget} evaluations")
         elif p.space:
-            seen = p.measured + p.pruned + p.duplicates
             lines.append(f"{_bar(seen, p.space)} {seen}/{p.space} configurations visited, {p.measured} evaluations")
         else:
             lines.append(f"{p.measured} evaluations")
@@ -59,7 +59,6 @@ class LiveProgress:
             lines.append(escape(best))
         if p.last_key:
             lines.append(f"[dim]last: {escape(p.last_key)} -> {escape(p.last_status)}[/]")
-        seen = p.measured + p.pruned + p.duplicates       # with no budget: configurations visited, of the space
         tenth = int(10 * p.measured / p.budget) if p.budget else int(10 * seen / p.space) if p.space else -1
         step = ""
         if tenth != self._tenth and p.measured:

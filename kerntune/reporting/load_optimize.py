@@ -40,10 +40,8 @@ def load_optimize(path: Path) -> RunReport:
         rounds.append(Round(rec=rec, store=store, proposal=run.proposal(rec.round)))
     notes = _notes(path, m, base, test, result, rounds)
     partial = bool(notes)
-    said = list(test.notes) if test is not None else []         # the test's own notes and the run's (inputs left
-    said += list(result.notes) if result is not None else []     # out, a general kernel ahead of a shape's pick)
-    if test is not None and test.host_load is not None and test.host_load.busy:
-        said.append(test.host_load.note())
+    said = list(test.notes) if test is not None else []         # the test's own notes (a busy host, a general
+    said += list(result.notes) if result is not None else []     # kernel ahead of a shape's pick) and the run's
     for note in dict.fromkeys(said):
         notes.append(note[0].upper() + note[1:] + ("" if note.endswith(".") else "."))
     copy = copy_gbs(base)

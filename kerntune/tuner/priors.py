@@ -17,6 +17,15 @@ Measured = list[tuple[Config, float]]
 WHAT = "give a run directory an earlier `kerntune tune` or `optimize` wrote, or a Kernel Tuner cache file (.json)"
 
 
+def require_learning(strategy: str) -> None:
+    """--prior is for a strategy that can start from earlier measurements: refuse any other."""
+    from kerntune.tuner.strategies import strategy_class
+
+    if not strategy_class(strategy).learns:
+        raise KerntuneError(ErrorCode.USAGE, f"--prior: strategy {strategy!r} cannot start from earlier "
+                                             "measurements", hint="the default strategy (surrogate) can")
+
+
 def read_prior(path: Path) -> Measured:
     """The measured configurations of one earlier run or cache, with their scores (failures left out)."""
     if path.is_dir():
