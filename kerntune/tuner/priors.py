@@ -107,19 +107,16 @@ def declared(path: Path) -> dict[str, tuple] | None:
     if not path.is_dir():
         return None
     from kerntune.tuner.store import RunStore
-    from kerntune.tuner.template import parse_template
+    from kerntune.tuner.template import stored_template
 
     store = RunStore.in_dir(path)
     try:
-        text, lang, origin = store.get("template_text"), store.get("template_lang"), store.get("template_path")
-    finally:
-        store.close()
-    if not text:
-        return None
-    try:
-        return {k: tuple(v) for k, v in Space.of(parse_template(text, lang, origin)).params.items()}
+        template = stored_template(store)
     except KerntuneError:
         return None
+    finally:
+        store.close()
+    return None if template is None else {k: tuple(v) for k, v in Space.of(template).params.items()}
 
 
 def matching(paths: list[Path] | tuple[Path, ...], space: Space) -> tuple[list[Path], list[str]]:

@@ -445,13 +445,12 @@ class Tuner:
 def template_from_store(store: RunStore) -> tuple[Template, LoadedSpec]:
     """The exact template and spec a recorded run used (for resume and replay)."""
     from kerntune.spec.load import parse
-    from kerntune.tuner.template import parse_template
+    from kerntune.tuner.template import stored_template
 
-    text, lang, origin = store.get("template_text"), store.get("template_lang"), store.get("template_path")
     spec_text, spec_path = store.get("spec_text"), store.get("spec_path")
-    if not text or not spec_text:
+    template = stored_template(store)
+    if template is None or not spec_text:
         raise KerntuneError(ErrorCode.RUN, f"{store.path} does not record its template and spec")
-    template = parse_template(text, lang, origin)
     spec_origin = Path(spec_path)   # spec_text is the YAML itself, also for an inline spec
     loaded = parse(spec_text, origin=spec_origin, base_dir=spec_origin.parent, inline=bool(store.get("spec_inline")))
     return template, loaded

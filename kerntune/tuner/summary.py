@@ -227,16 +227,15 @@ def _test(store: RunStore) -> Optional[TestReport]:
 
 def _set_aside(store: RunStore) -> list[SetAsideValue]:
     """The values the tuner set aside, re-derived from the run database as the tuner derives them."""
-    text, lang = store.get("template_text"), store.get("template_lang")
-    if not text or not lang:
-        return []
-    from kerntune.tuner.template import parse_template
+    from kerntune.tuner.template import stored_template
 
     try:
-        params = {k: tuple(v) for k, v in parse_template(text, lang, "recorded template").decl.params.items()}
+        template = stored_template(store, "recorded template")
     except KerntuneError:
         return []
-    return SetAside.from_store(params, store).entries()
+    if template is None:
+        return []
+    return SetAside.from_store({k: tuple(v) for k, v in template.decl.params.items()}, store).entries()
 
 
 def prior_notes(s: TuneSummary) -> list[str]:

@@ -417,6 +417,15 @@ def parse_template(text: str, lang: str, origin: str = "<template>") -> Template
     return t
 
 
+def stored_template(store: Any, origin: Optional[str] = None) -> Optional[Template]:
+    """The template a run database records (its text, language and path), parsed; None where it records none.
+    A recorded template that no longer parses raises, as any template would."""
+    text, lang = store.get("template_text"), store.get("template_lang")
+    if not text or not lang:
+        return None
+    return parse_template(text, lang, origin or store.get("template_path") or "recorded template")
+
+
 def load_template(path: Path) -> Template:
     lang = language_of(path)
     return parse_template(read_text(path, "template"), lang, str(path))
