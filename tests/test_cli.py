@@ -227,3 +227,14 @@ def test_the_gpu_scripts_answer_a_missing_device_with_a_message(script, args):
                        cwd=REPO, timeout=300)
     assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
     assert "error: no device cuda:7" in r.stderr and "hint:" in r.stderr
+
+
+def test_tune_without_a_spec_says_where_the_templates_spec_is(tmp_path):
+    r = run_cli("tune", "templates/classic/histogram.cl.j2")
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert "--spec kernels/classic/histogram/spec.yaml" in r.stderr        # the spec under kernels/, named
+    r = run_cli("tune", str(tmp_path / "gone.cl.j2"))
+    assert r.returncode == 2 and "template not found" in r.stderr           # the missing template comes first
+    t = write(tmp_path, "lonely.cl.j2", (REPO / "templates/examples/vector_add.cl.j2").read_text())
+    r = run_cli("tune", str(t))
+    assert r.returncode == 2 and "kerntune init KERNEL" in r.stderr

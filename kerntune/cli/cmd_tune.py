@@ -136,8 +136,10 @@ def tune(
             template, loaded = template_from_store(source)   # the replayed run's own template and spec
             original = original_from_store(source)
         elif template_path is None or spec is None:
+            if template_path is not None and not template_path.exists():
+                load_template(template_path)     # says the template is not there, before what else is missing
             raise KerntuneError(ErrorCode.USAGE, "tune needs a TEMPLATE and --spec (or --resume RUN_DIR, or "
-                                                 "--device replay:RUN_DIR alone)")
+                                                 "--device replay:RUN_DIR alone)", hint=_spec_hint(template_path))
         else:
             template = load_template(template_path)
             loaded = load_file(spec)
@@ -173,6 +175,24 @@ def tune(
                    final_repeats, memcheck, top_k)
     if json:
         print_json(outcome)
+
+
+def _spec_hint(template_path: Optional[Path]) -> str:
+    """Where the spec of a template may be: beside it, or under kernels/ where the template sits under templates/."""
+    if template_path is None:
+        return ("for example: kerntune tune templates/examples/vector_add.cl.j2 --spec kernels/examples/vector_add.yaml")
+    from kerntune.spec.load import sidecar_for
+
+    stem = template_path.name.split(".")[0]
+    found = sidecar_for(template_path)
+    parts = template_path.parts
+    if found is None and "templates" in parts:
+        i = len(parts) - 1 - parts[::-1].index("templates")
+        mirror = Path(*parts[:i], "kernels", *parts[i + 1:-1])
+        found = next((c for c in (mirror / f"{stem}.yaml", mirror / stem / "spec.yaml") if c.is_file()), None)
+    if found is not None:
+        return f"the spec of this template is probably {found}: add --spec {found}"
+    return "--spec names the spec of the kernel the template rewrites; `kerntune init KERNEL` writes one for a kernel"
 
 
 def _priors(paths: list[Path], strategy, space, json: bool) -> tuple[str, ...]:
