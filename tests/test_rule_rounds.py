@@ -70,6 +70,9 @@ CASES = {
     "naive_gelu_tanh_rows": ("kernels/naive/gelu_tanh_and_mul_rows/gelu_tanh_and_mul_rows",
                              "kernels/naive/gelu_tanh_and_mul_rows/spec.yaml",
                              {"launch-config", "vectorize", "hoist-invariants", "unroll"}),
+    # a kernel whose body is a macro (expand-macros), walking four rows as one flattened range (row-loop)
+    "scale_rows": ("tests/data/scale_rows", "tests/data/scale_rows.yaml",
+                   {"expand-macros", "launch-config", "row-loop", "unroll", "restrict"}),
 }
 EXT = {"opencl": ".cl", "cuda": ".cu"}
 EXHAUSTIVE_UP_TO = 48
@@ -153,7 +156,7 @@ def winners(space: Space, trace, shapes) -> list[tuple[str, dict]]:
 # number or a flag, which the all-rules winner covers)
 WINNERS = {"shuffle-reduction", "vectorize", "elements-per-thread", "privatize-atomics", "unroll",
            "launch-bounds", "cooperative-rows", "online-softmax", "row-column-grid", "vector-accumulators",
-           "hoist-invariants", "all"}
+           "hoist-invariants", "row-loop", "all"}
 
 
 def next_rounds(name: str, lang: str, labels: set[str] | None = None, subgroups: bool = True):

@@ -20,3 +20,7 @@ def poly(c, x, n, degree):
     for k in range(degree - 1, -1, -1):
         acc = acc * x.astype(np.float64) + c[k]
     return acc
+
+
+def scale_rows(x, scale, bias, rows, cols):
+    return x.reshape(rows, cols).astype(np.float64) * scale.astype(np.float64)[:, None] + bias.astype(np.float64)

@@ -21,14 +21,16 @@ _JINJA = ("{{", "{%", "{#", "}}", "%}", "#}")
 def default_rules() -> list[Rule]:
     """Structural rewrites first (they need the code as it is), decorations last."""
     from kerntune.agents.rules.hoist import HoistInvariants
+    from kerntune.agents.rules.macros import ExpandMacros
     from kerntune.agents.rules.online import OnlineSoftmax
+    from kerntune.agents.rules.rowloop import RowLoop
     from kerntune.agents.rules.rows import CooperativeRows
     from kerntune.agents.rules.split import RowColumnGrid
     from kerntune.agents.rules.structural import ElementsPerThread, PrivatizeAtomics, ShuffleReduction, Vectorize
     from kerntune.agents.rules.vacc import VectorAccumulators
     from kerntune.agents.rules.vcols import VectorColumns
 
-    return [LaunchConfig(), VectorColumns(), RowColumnGrid(), OnlineSoftmax(), CooperativeRows(), VectorAccumulators(), ShuffleReduction(),
+    return [ExpandMacros(), LaunchConfig(), VectorColumns(), RowColumnGrid(), RowLoop(), OnlineSoftmax(), CooperativeRows(), VectorAccumulators(), ShuffleReduction(),
             PrivatizeAtomics(), ElementsPerThread(), Vectorize(), HoistInvariants(), Unroll(), Restrict(), FastMath(),
             LaunchBounds(), CompilerFlags()]
 

@@ -475,37 +475,46 @@ class ElementsPerThread(Rule):
 
 # --- vectorized accesses -------------------------------------------------------------------
 
+def block_strided(st: RewriteState, fn, loop):
+    """(variable, bound node) of ``for (T i = thread x; i < bound; i += block size x)`` (the bound
+    free of ``i``), else None."""
+    init, cond, upd = (loop.child_by_field_name(k) for k in ("initializer", "condition", "update"))
+    if init is None or cond is None or upd is None or init.type != "declaration":
+        return None
+    d = init.child_by_field_name("declarator")
+    if d is None or d.type != "init_declarator" or not _is_thread_x(st, fn, d.child_by_field_name("value")):
+        return None
+    var = st.text(d.child_by_field_name("declarator"))
+    c = unwrap(cond)
+    if c.type != "binary_expression" or st.text(c.child_by_field_name("operator")) != "<" or \
+            st.text(unwrap(c.child_by_field_name("left"))) != var:
+        return None
+    bound_node = c.child_by_field_name("right")
+    if any(n.type == "identifier" and st.text(n) == var for n in walk(bound_node)):
+        return None
+    u = unwrap(upd)
+    if not (u.type == "assignment_expression" and st.text(u.child_by_field_name("operator")) == "+="
+            and st.text(u.child_by_field_name("left")) == var
+            and _is_block_dim_x(st, u.child_by_field_name("right"), fn)):
+        return None
+    return var, bound_node
+
+
 def _strided_loops(st: RewriteState):
     """Loops `for (int i = tid; i < N; i += blockDim)` whose body touches memory only as P[i]."""
     out, reasons = [], []
     for fn in st.functions():
         for loop in (n for n in walk(fn) if n.type == "for_statement" and not is_generated(st, n)):
-            init, cond, upd = (loop.child_by_field_name(k) for k in ("initializer", "condition", "update"))
-            if init is None or cond is None or upd is None or init.type != "declaration":
+            head = block_strided(st, fn, loop)
+            if head is None:
                 continue
-            d = init.child_by_field_name("declarator")
-            if d is None or d.type != "init_declarator" or not _is_thread_x(st, fn, d.child_by_field_name("value")):
-                continue
-            var = st.text(d.child_by_field_name("declarator"))
-            c = unwrap(cond)
-            if c.type != "binary_expression" or st.text(c.child_by_field_name("operator")) != "<" or \
-                    st.text(unwrap(c.child_by_field_name("left"))) != var:
-                continue
-            bound_node = c.child_by_field_name("right")
-            bound = st.text(bound_node)
-            if any(n.type == "identifier" and st.text(n) == var for n in walk(bound_node)):
-                continue
-            u = unwrap(upd)
-            if not (u.type == "assignment_expression" and st.text(u.child_by_field_name("operator")) == "+="
-                    and st.text(u.child_by_field_name("left")) == var
-                    and _is_block_dim_x(st, u.child_by_field_name("right"), fn)):
-                continue
+            var, bound_node = head
             body = loop.child_by_field_name("body")
             why = _vectorizable_body(st, body, var)
             if why:
                 reasons.append(why)
                 continue
-            out.append((fn, loop, var, bound, body))
+            out.append((fn, loop, var, st.text(bound_node), body))
     return out, reasons
 
 

@@ -1,0 +1,293 @@
+"""row-loop: a block-strided loop over a flattened ``rows x cols`` range that
+recovers the row and the column by division,
+
+    for (int i = tid; i < rows * cols; i += block) {
+        const int r = i / cols;
+        const int c = i % cols;          // or i - r * cols
+        ...
+    }
+
+becomes a loop over the rows around a block-strided loop over the columns,
+
+    for (int r = 0; r < rows; ++r)
+        for (int c = tid; c < cols; c += block) { ... }
+
+as a parameter (``ROW_LOOP``, off first). No integer division is left per
+element, and what the body computes from the row alone (a row's scale, the
+weights of a (token, head) pair) is loop-invariant in the inner loop, where a
+compiler computes it once per row and thread instead of once per element;
+with a block smaller than the row, a thread then takes several elements of
+each row.
+
+Every thread visits its elements in the same increasing flat order as before
+(row by row), but which thread takes which element changes when the row
+length is not a multiple of the block. The rule therefore holds only where
+that cannot matter: no barrier, atomic, exit or jump in the loop; no value
+carried from one element to the next (no variable declared outside the loop
+is assigned in it, or has its address taken there); an array the loop writes
+is read in it only at the index it writes, and is not touched elsewhere in
+the function; an array the loop reads is not written elsewhere in the
+function; and when the loop both reads and writes arrays, the spec says that
+arrays never overlap (``noalias``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kerntune.agents.rules.access import (
+    accesses, assigned_names, declared_names, identifiers, line_start, local_pointers, reindent, squash, synchronizes,
+)
+from kerntune.agents.rules.base import (
+    Applied, Edit, Param, Rule, RuleDeclined, RewriteState, apply_edits, pragma_start, unwrap,
+)
+from kerntune.agents.rules.generic import is_generated
+from kerntune.agents.rules.split import _binary, _col_of, _decl_parts, _row_of, _rows_of_bound
+from kerntune.agents.rules.structural import _decl_value, block_strided
+from kerntune.source.parse import walk
+
+
+@dataclass
+class RowLoopPlan:
+    fn: object
+    loop: object
+    var: str                # the flat index
+    rows: str               # the number of rows (expression text)
+    cols: str               # the row length (expression text)
+    row: tuple[str, str]    # (name, type) of the row variable
+    col: tuple[str, str]    # (name, type) of the column variable
+    decls: tuple            # the two declarations the nested loops replace
+    rest: list              # the body's other statements
+
+
+def _type_of(st: RewriteState, decl) -> str:
+    t = st.text(decl.child_by_field_name("type"))
+    quals = [st.text(q) for q in decl.children if q.type == "type_qualifier" and st.text(q) != "const"]
+    return " ".join([*quals, *t.split()])
+
+
+def _rows_and_bound(st: RewriteState, fn, bound, cols: str) -> str | None:
+    """The number of rows when the loop's bound is ``rows * cols`` (written out, or a local variable
+    declared once as that and never assigned)."""
+    rows = _rows_of_bound(st, bound, cols)
+    if rows is not None:
+        return rows
+    b = unwrap(bound)
+    if b is not None and b.type == "identifier" and st.text(b) not in assigned_names(st, fn):
+        value = _decl_value(st, fn, st.text(b))
+        if value is not None:
+            return _rows_of_bound(st, value, cols)
+    return None
+
+
+def _roots(st: RewriteState, node, skip: tuple[int, int] = (0, 0)) -> set[str]:
+    """Names of arrays subscripted in ``node`` (outside the byte range ``skip``)."""
+    out = set()
+    for n in walk(node):
+        if n.type == "subscript_expression" and not skip[0] <= n.start_byte < skip[1]:
+            a = unwrap(n.child_by_field_name("argument"))
+            if a is not None and a.type == "identifier":
+                out.add(st.text(a))
+    return out
+
+
+def _written(st: RewriteState, node, skip: tuple[int, int] = (0, 0)) -> dict[str, list[str]]:
+    """Array -> the index texts it is written at in ``node`` (outside the byte range ``skip``)."""
+    out: dict[str, list[str]] = {}
+    for n in walk(node):
+        if skip[0] <= n.start_byte < skip[1]:
+            continue
+        target = None
+        if n.type == "assignment_expression":
+            target = unwrap(n.child_by_field_name("left"))
+        elif n.type == "update_expression":
+            target = unwrap(n.child_by_field_name("argument"))
+        if target is not None and target.type == "subscript_expression":
+            a = unwrap(target.child_by_field_name("argument"))
+            idx = target.child_by_field_name("indices")
+            if a is not None and a.type == "identifier":
+                out.setdefault(st.text(a), []).append(squash(st.text(idx)) if idx is not None else "")
+        elif target is not None and target.type == "pointer_expression":
+            raise RuleDeclined(f"the loop writes through a pointer ({st.text(target)[:40]})")
+    return out
+
+
+def _check_independent(st: RewriteState, fn, loop, body) -> None:
+    """Raise RuleDeclined unless the loop's elements may be dealt to the threads differently."""
+    for n in walk(body):
+        if n.type in ("return_statement", "break_statement", "continue_statement", "goto_statement"):
+            raise RuleDeclined("the loop body leaves the loop (return, break, continue or goto)")
+    if synchronizes(st, body):
+        raise RuleDeclined("the loop body synchronizes or uses atomics")
+    inside = declared_names(st, body)
+    carried = sorted(set(assigned_names(st, body)) - inside)
+    if carried:
+        raise RuleDeclined(f"the loop carries {', '.join(carried)} from one element to the next")
+    for n in walk(body):
+        if n.type == "pointer_expression" and st.text(n).lstrip().startswith("&"):
+            target = unwrap(n.named_children[0]) if n.named_children else None
+            if target is None or target.type != "identifier" or st.text(target) not in inside:
+                raise RuleDeclined(f"the loop takes the address of {st.text(n)[1:].strip()[:40]}, declared outside it")
+    ptrs = local_pointers(st, fn)
+    _, why = accesses(st, body, ptrs)
+    if why:
+        raise RuleDeclined(why)
+    written = _written(st, body)
+    read = {}
+    for n in walk(body):
+        if n.type != "subscript_expression":
+            continue
+        a = unwrap(n.child_by_field_name("argument"))
+        p = n.parent
+        if a is None or a.type != "identifier" or (p is not None and p.type == "assignment_expression"
+                                                   and p.child_by_field_name("left") == n
+                                                   and st.text(p.child_by_field_name("operator")) == "="):
+            continue
+        read.setdefault(st.text(a), set()).add(squash(st.text(n.child_by_field_name("indices"))))
+
+    def root(name: str) -> str:
+        r = ptrs.resolve(name)
+        return r[0] if r else name
+
+    written_roots = {root(a) for a in written if a not in inside}
+    read_roots = {root(a) for a in read if a not in inside}
+    for a, at in written.items():
+        if a in inside:
+            continue                # a private array of one element's own
+        if len(set(at)) > 1 or any(ix != at[0] for ix in read.get(a, set())):
+            raise RuleDeclined(f"{a} is written at one index in the loop and accessed at another")
+    if written_roots and read_roots - written_roots and not st.spec.noalias:
+        raise RuleDeclined("the loop reads and writes arrays, and the spec does not say they never overlap "
+                           "(noalias: true)")
+    lo, hi = loop.start_byte, loop.end_byte
+    fbody = fn.child_by_field_name("body")
+    outside_any = {root(a) for a in _roots(st, fbody, (lo, hi))}
+    outside_written = {root(a) for a in _written(st, fbody, (lo, hi))}
+    if written_roots & outside_any:
+        raise RuleDeclined(f"{', '.join(sorted(written_roots & outside_any))} is written in the loop and accessed "
+                           "elsewhere in the function")
+    if read_roots & outside_written:
+        raise RuleDeclined(f"{', '.join(sorted(read_roots & outside_written))} is read in the loop and written "
+                           "elsewhere in the function")
+
+
+def plan(st: RewriteState, fn, loop) -> RowLoopPlan:
+    head = block_strided(st, fn, loop)
+    if head is None:
+        raise RuleDeclined("no block-strided loop (for (i = threadIdx.x; i < n; i += blockDim.x))")
+    var, bound = head
+    body = loop.child_by_field_name("body")
+    if body is None or body.type != "compound_statement":
+        raise RuleDeclined("the loop body is not a block")
+    stmts = [c for c in body.named_children if c.type != "comment"]
+    if len(stmts) < 3:
+        raise RuleDeclined("the loop body is not a row and a column, then the element's code")
+    first = [(_decl_parts(st, s), s) for s in stmts[:2]]
+    if any(p is None for p, _ in first):
+        raise RuleDeclined(f"the loop body does not begin with the row and the column of {var} (r = {var} / cols)")
+    row = col = None
+    cols = None
+    for (name, value), s in first:
+        d = _row_of(st, value, var)
+        if d is not None and row is None:
+            row, cols = (name, s), d
+    if row is None:
+        raise RuleDeclined(f"the loop body does not begin with the row of {var} ({var} / cols)")
+    for (name, value), s in first:
+        if s is row[1]:
+            continue
+        d = _col_of(st, value, var, row[0])
+        if d is not None and d == cols:
+            col = (name, s)
+    if col is None:
+        raise RuleDeclined(f"the loop body does not begin with the column of {var} ({var} % {cols})")
+    rows = _rows_and_bound(st, fn, bound, cols)
+    if rows is None:
+        raise RuleDeclined(f"the bound on {var} ({st.text(bound)}) is not rows * {cols}")
+    rest = [s for s in stmts if s is not row[1] and s is not col[1]]
+    in_body, in_fn = assigned_names(st, body), assigned_names(st, fn)
+    for name in {var, row[0], col[0]}:
+        if name in in_body:
+            raise RuleDeclined(f"{name} is modified in the loop")
+    for name in identifiers(st, unwrap(bound)) | set(_names(rows)) | set(_names(cols)):
+        if name in in_fn:
+            raise RuleDeclined(f"{name} (in the loop's bound) is modified")
+    for name in set(_names(rows)) | set(_names(cols)):
+        if name in declared_names(st, body):
+            raise RuleDeclined(f"{name} is declared again in the loop")
+    _check_independent(st, fn, loop, body)
+    return RowLoopPlan(fn, loop, var, rows, cols, (row[0], _type_of(st, row[1])), (col[0], _type_of(st, col[1])),
+                   (row[1], col[1]), rest)
+
+
+def _names(text: str) -> list[str]:
+    import re
+
+    return re.findall(r"[A-Za-z_][A-Za-z0-9_]*", text)
+
+
+def _loops(st: RewriteState) -> tuple[list[RowLoopPlan], list[str]]:
+    found, reasons = [], []
+    for fn in st.functions():
+        for loop in (n for n in walk(fn) if n.type == "for_statement" and not is_generated(st, n)):
+            if block_strided(st, fn, loop) is None:
+                continue
+            try:
+                found.append(plan(st, fn, loop))
+            except RuleDeclined as e:
+                reasons.append(str(e))
+    return found, reasons
+
+
+def _nested(st: RewriteState, p: RowLoopPlan, indent: str) -> str:
+    raw = st.raw
+    upd = unwrap(p.loop.child_by_field_name("update"))
+    init = p.loop.child_by_field_name("initializer").child_by_field_name("declarator")
+    tid, step = st.text(init.child_by_field_name("value")), st.text(upd.child_by_field_name("right"))
+    start, end = line_start(raw, p.rest[0].start_byte), p.rest[-1].end_byte
+    flat = f"({p.row[0]} * {p.cols} + {p.col[0]})"
+    edits = [Edit(n.start_byte - start, n.end_byte - start, flat)
+             for s in p.rest for n in walk(s) if n.type == "identifier" and st.text(n) == p.var]
+    # the statements between the rest's first and last that are the row and column declarations go
+    for d in p.decls:
+        if start <= d.start_byte < end:
+            s0 = line_start(raw, d.start_byte)
+            e0 = d.end_byte + 1 if raw[d.end_byte:d.end_byte + 1] == b"\n" else d.end_byte
+            edits.append(Edit(s0 - start, e0 - start, ""))
+    text = reindent(apply_edits(raw[start:end], edits), indent + "        ")
+    (r, rt), (c, ct) = p.row, p.col
+    return (f"{indent}for ({rt} {r} = 0; {r} < {p.rows}; ++{r}) {{\n"
+            f"{indent}    for ({ct} {c} = {tid}; {c} < {p.cols}; {c} += {step}) {{\n"
+            f"{text}\n{indent}    }}\n{indent}}}")
+
+
+class RowLoop(Rule):
+    name = "row-loop"
+    summary = ("a block-strided loop over rows * cols that recovers row and column by division -> a loop over "
+               "the rows around a block-strided loop over the columns, as a parameter")
+
+    def check(self, st: RewriteState) -> str:
+        found, reasons = _loops(st)
+        if found:
+            return ""
+        return reasons[0] if reasons else "no block-strided loop (for (i = threadIdx.x; i < n; i += blockDim.x))"
+
+    def apply(self, st: RewriteState) -> Applied:
+        found, _ = _loops(st)
+        edits = []
+        for p in found:
+            start = pragma_start(st, p.loop)
+            ls = st.raw.rfind(b"\n", 0, start) + 1
+            lead = st.raw[ls:start].decode()
+            indent = lead if not lead.strip() else "    "
+            original = st.raw[start:p.loop.end_byte].decode()
+            new = f"#if KT_ROW_LOOP == 0\n{indent}{original}\n#else\n{_nested(st, p, indent)}\n#endif\n"
+            end = p.loop.end_byte + 1 if st.raw[p.loop.end_byte:p.loop.end_byte + 1] == b"\n" else p.loop.end_byte
+            edits.append(Edit(ls, end, new))
+        st.source = apply_edits(st.raw, edits)
+        st.add_param(Param("ROW_LOOP", (False, True), "#define KT_ROW_LOOP {{ 1 if ROW_LOOP else 0 }}",
+                           why="rows outside, columns block-strided inside: no division per element, row values "
+                               "computed once per row"))
+        what = "; ".join(f"{p.var} < {p.rows} * {p.cols} -> rows {p.row[0]}, columns {p.col[0]}" for p in found)
+        return Applied(self.name, f"{len(found)} flattened loop(s) split into a row loop and a column loop ({what})",
+                       ("ROW_LOOP",))

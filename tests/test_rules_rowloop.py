@@ -1,0 +1,285 @@
+"""expand-macros and row-loop: a kernel whose body is a macro invocation is written out so that the
+rules see it (SGLang's merge_attn_states_lse in OpenCL is one body for three dtypes), and a
+block-strided loop over a flattened rows x cols range becomes a loop over the rows around a
+block-strided loop over the columns.
+
+The macro expansion against the C preprocessor's semantics (argument pre-expansion, rescanning, no
+expansion inside its own expansion, literals untouched) and the cases it leaves alone; row-loop's
+preconditions, each decline with its reason; the rewrites verified on the CPU against the original
+kernel on every input distribution, with a row length that the block does not divide; the split
+merge kernel clean under Oclgrind; a CUDA instance compiled with nvcc."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from kerntune.agents.rules.base import RewriteState
+from kerntune.agents.rules.catalog import apply_catalog
+from kerntune.agents.rules.macros import expand, function_macros
+from kerntune.engine.evaluate import EvalRequest, KernelInstance
+from kerntune.results import Status
+from kerntune.source.parse import parse
+from kerntune.spec.load import load_file
+from kerntune.spec.shapes import holdout_shapes, spec_shapes
+from kerntune.tuner.space import Space
+from kerntune.tuner.template import parse_template
+from tests.conftest import REPO
+
+MERGE = REPO / "kernels/sglang/merge_attn_states_lse"
+
+
+def _state(source: str, spec_path: Path = MERGE / "spec.yaml") -> RewriteState:
+    spec = load_file(spec_path).spec
+    return RewriteState(lang="opencl", source=textwrap.dedent(source), kernel=spec.kernel, spec=spec,
+                        launch=spec.launch)
+
+
+# --- expand-macros -----------------------------------------------------------------------------------
+
+def test_expansion_follows_the_preprocessor():
+    """Arguments expanded first, the result scanned again, a macro not expanded inside itself, string
+    and character literals and comments left alone, a name without '(' not an invocation."""
+    st = _state("""
+        #define SQ(x) ((x) * (x))
+        #define TWICE(f, y) (f(y) + f(y))
+        #define SELF(x) (SELF + (x))
+        #define NAMED(x) "x is " x
+        void k(float* p) {}
+    """)
+    macros, bad = function_macros(st)
+    assert set(macros) == {"SQ", "TWICE", "SELF", "NAMED"} and bad == {}
+    assert expand("SQ(a + 1)", macros) == "((a + 1) * (a + 1))"
+    assert expand("SQ(SQ(b))", macros) == "((((b) * (b))) * (((b) * (b))))"
+    assert expand("TWICE(SQ, c)", macros) == "(((c) * (c)) + ((c) * (c)))"
+    assert expand("SELF(SELF(1))", macros) == "(SELF + ((SELF + (1))))"
+    assert expand('NAMED(q) "SQ(2)" /* SQ(3) */ SQ', macros) == '"x is " q "SQ(2)" /* SQ(3) */ SQ'
+    assert expand("f(a, (b, c))", {**macros}) == "f(a, (b, c))"
+
+
+@pytest.mark.parametrize("defs, why", [
+    ("#define CAT(a, b) a ## b\n", "CAT: uses # or ##"),
+    ("#define STR(a) #a\n", "STR: uses # or ##"),
+    ("#define VA(...) f(__VA_ARGS__)\n", "VA: variadic"),
+    ("#define TWO(a) (a)\n#undef TWO\n#define TWO(a) (a + 1)\n", "TWO: defined more than once"),
+    ("#define GONE(a) (a)\n#undef GONE\n", "GONE: #undef-ined in the file"),
+])
+def test_macros_that_do_not_expand_the_same_everywhere_are_left(defs, why):
+    st = _state(defs + "__kernel void merge_attn_states_lse_bf16(__global float* v) { v[0] = 1.0f; }\n")
+    macros, bad = function_macros(st)
+    assert macros == {} and why in ", ".join(f"{k}: {v}" for k, v in bad.items())
+
+
+def test_a_use_before_the_definition_and_a_wrong_count_are_not_expansions():
+    spec = MERGE / "spec.yaml"
+    early = """
+        __kernel void merge_attn_states_lse_bf16(__global float* v) { v[0] = LATE(1.0f); }
+        #define LATE(x) (x)
+    """
+    st = _state(early, spec)
+    result = apply_catalog(st.source, "opencl", st.spec)
+    assert "expand-macros" not in result.applied_names
+    assert "invokes no function-like macro" in dict(result.skipped)["expand-macros"]
+    wrong = """
+        #define ONE(x) (x)
+        __kernel void merge_attn_states_lse_bf16(__global float* v) { v[0] = ONE(1.0f, 2.0f); }
+    """
+    result = apply_catalog(textwrap.dedent(wrong), "opencl", st.spec)
+    assert "invoked with 2 argument(s); it takes 1" in dict(result.skipped)["expand-macros"]
+
+
+def test_merge_attn_states_is_written_out_and_its_loop_split():
+    """The OpenCL merge kernel's body is one macro invocation (the same body for three dtypes): before
+    the expansion no rule found the kernel; after it the bf16 kernel parses, its flattened loop over
+    heads x head_dim is split, and the fp32 and fp16 kernels still invoke the macro."""
+    loaded = load_file(MERGE / "spec.yaml")
+    source = (MERGE / "merge_attn_states_lse.cl").read_text()
+    assert loaded.spec.kernel not in [k.name for k in parse(source, "opencl").kernels]
+    result = apply_catalog(source, "opencl", loaded.spec)
+    assert result.applied_names[:3] == ["expand-macros", "launch-config", "row-loop"], result.skipped
+    assert "ROW_LOOP" in result.params and result.params["ROW_LOOP"] == (False, True)
+    t = parse_template(result.template, "opencl", "merge")
+    text = t.render(Space.of(t).baseline(), loaded.spec)
+    assert loaded.spec.kernel in [k.name for k in parse(text, "opencl").kernels]
+    assert text.count("MERGE_BASELINE(") == 3      # the definition and the fp32 and fp16 kernels
+    assert "for (int h = 0; h < num_heads; ++h)" in result.template
+
+
+# --- row-loop's preconditions ---------------------------------------------------------------------------
+
+FLAT_SPEC = """
+kernel: k
+args:
+  - {name: out, dtype: fp32, shape: [rows, cols], intent: out}
+  - {name: x, dtype: fp32, shape: [rows, cols], intent: in}
+  - {name: scale, dtype: fp32, shape: [rows], intent: in}
+  - {name: rows, dtype: int32, value: rows}
+  - {name: cols, dtype: int32, value: cols}
+launch: {grid: [1], block: [64]}
+shapes: [{rows: 7, cols: 100}]
+holdout_shapes: [{rows: 3, cols: 37}]
+noalias: NOALIAS
+"""
+
+FLAT_KERNEL = """
+__kernel void k(__global float* out, __global const float* x, __global const float* scale, const int rows,
+                const int cols)
+{
+PRE
+    for (int i = get_local_id(0); i < rows * cols; i += get_local_size(0)) {
+        const int r = i / cols;
+        const int c = i % cols;
+BODY
+    }
+POST
+}
+"""
+
+
+def _flat(body: str, pre: str = "", post: str = "") -> str:
+    return FLAT_KERNEL.replace("PRE", pre).replace("BODY", body).replace("POST", post)
+
+
+def _rowloop(tmp_path: Path, kernel: str, noalias: bool = True, lang: str = "opencl"):
+    p = tmp_path / "spec.yaml"
+    p.write_text(textwrap.dedent(FLAT_SPEC).replace("NOALIAS", "true" if noalias else "false"))
+    loaded = load_file(p)
+    result = apply_catalog(textwrap.dedent(kernel), lang, loaded.spec)
+    return loaded, result
+
+
+ELEMENT = "        out[i] = x[r * cols + c] * scale[r];"
+
+
+@pytest.mark.parametrize("kernel, why", [
+    # a running sum: element i + 1 of a thread starts from what element i left
+    (_flat("        acc += x[i];\n        out[i] = acc;", pre="    float acc = 0.0f;"), "carries acc"),
+    # the address of a variable declared outside the loop goes to a function
+    (_flat("        out[i] = x[i];\n        f(&acc);", pre="    float acc = 0.0f;"), "address of acc"),
+    # element i reads what another element wrote
+    (_flat("        out[i] = x[i] + out[i > 0 ? i - 1 : 0];"), "out is written at one index"),
+    # the same thread reads before the loop what it writes in it (no barrier in between)
+    (_flat(ELEMENT, post="    x2 = out[get_local_id(0)];", pre="    float x2;"), "written in the loop and accessed"),
+    (_flat("        out[i] = x[i];\n        barrier(CLK_LOCAL_MEM_FENCE);"), "synchronizes"),
+    (_flat("        if (x[i] < 0.0f) break;\n        out[i] = x[i];"), "leaves the loop"),
+    # the loop's bound is not rows * cols
+    (FLAT_KERNEL.replace("rows * cols", "rows * cols + 1").replace("PRE", "").replace("POST", "")
+     .replace("BODY", ELEMENT), "is not rows * cols"),
+    # the column is not recovered with the row's divisor
+    (FLAT_KERNEL.replace("i % cols", "i % rows").replace("PRE", "").replace("POST", "").replace("BODY", ELEMENT),
+     "column of i"),
+])
+def test_row_loop_declines(tmp_path, kernel, why):
+    _, result = _rowloop(tmp_path, kernel)
+    assert "row-loop" not in result.applied_names
+    reason = dict(result.skipped)["row-loop"]
+    assert why in reason, reason
+
+
+def test_row_loop_needs_noalias_when_the_loop_reads_and_writes(tmp_path):
+    _, result = _rowloop(tmp_path, _flat(ELEMENT), noalias=False)
+    assert "noalias" in dict(result.skipped)["row-loop"]
+    _, result = _rowloop(tmp_path, _flat(ELEMENT), noalias=True)
+    assert "row-loop" in result.applied_names
+
+
+def test_row_loop_takes_a_bound_held_in_a_variable_and_keeps_other_uses_of_the_index(tmp_path):
+    kernel = _flat("        out[i] = x[r * cols + c] * scale[r] + (float)i;",
+                   pre="    const int n = rows * cols;").replace("i < rows * cols", "i < n")
+    _, result = _rowloop(tmp_path, kernel)
+    assert "row-loop" in result.applied_names, result.skipped
+    assert "out[(r * cols + c)]" in result.template and "(float)(r * cols + c)" in result.template
+
+
+# --- the rewrites, run ------------------------------------------------------------------------------------
+
+
+@pytest.mark.runtime
+def test_row_loop_instances_verify_against_the_original(worker, tmp_path):
+    """Both values of ROW_LOOP at block sizes that divide the row length and do not (100 and 37
+    columns, blocks of 16 to 256), against the original kernel on every input distribution."""
+    kernel = _flat("        const float s = scale[r] * 2.0f;\n        out[i] = x[r * cols + c] * s + (float)c;")
+    loaded, result = _rowloop(tmp_path, kernel)
+    assert "row-loop" in result.applied_names, result.skipped
+    spec = loaded.spec
+    t = parse_template(result.template, "opencl", "flat")
+    space = Space.of(t)
+    original = KernelInstance(textwrap.dedent(kernel), spec.kernel, "opencl", label="original")
+    shapes = (*spec_shapes(spec), *holdout_shapes(spec))
+    bad = []
+    for block in [b for b in (16, 64, 256) if b in space.params["BLOCK"]]:
+        for row_loop in (False, True):
+            c = {**space.baseline(), "BLOCK": block, "ROW_LOOP": row_loop}
+            r = worker.evaluate(EvalRequest(t.instance(c, spec), spec, str(loaded.base_dir), shapes, (), seed=7,
+                                            reference=original, timing=None), 300)
+            if r.status is not Status.OK:
+                bad.append((c, r.status.value, r.message))
+    assert bad == [], bad[:3]
+
+
+@pytest.mark.runtime
+def test_merge_attn_states_split_verifies_against_the_original(worker):
+    """The rule catalog's merge_attn_states template: the row loop at block sizes that take one, two
+    and eight columns of a head per thread (restrict on for the last), against the original kernel
+    (all three dtypes' kernels in the file still compile)."""
+    loaded = load_file(MERGE / "spec.yaml")
+    spec = loaded.spec
+    source = (MERGE / "merge_attn_states_lse.cl").read_text()
+    result = apply_catalog(source, "opencl", spec)
+    t = parse_template(result.template, "opencl", "merge")
+    space = Space.of(t)
+    original = KernelInstance(source, spec.kernel, "opencl", label="original")
+    shapes = (min(spec_shapes(spec, "cpu"), key=lambda s: dict(s.sizes)["N"]), *holdout_shapes(spec))
+    bad = []
+    for c in [space.baseline(),
+              {**space.baseline(), "ROW_LOOP": True},
+              {**space.baseline(), "ROW_LOOP": True, "BLOCK": 64},
+              {**space.baseline(), "ROW_LOOP": True, "BLOCK": 16, "RESTRICT": True}]:
+        if space.violated(c, shapes):
+            continue
+        r = worker.evaluate(EvalRequest(t.instance(c, spec), spec, str(loaded.base_dir), shapes, (), seed=3,
+                                        reference=original, timing=None), 300)
+        if r.status is not Status.OK:
+            bad.append((c, r.status.value, r.message))
+    assert bad == [], bad[:3]
+
+
+@pytest.mark.runtime
+@pytest.mark.skipif(__import__("kerntune.engine.checker", fromlist=["x"]).oclgrind_library() is None,
+                    reason="Oclgrind is not installed (apt-get install oclgrind; .ci/run does)")
+def test_merge_attn_states_split_is_clean_under_the_memory_checker(worker):
+    from kerntune.engine.checker import MemoryChecker, check_shapes
+    from kerntune.results import CheckStatus
+
+    loaded = load_file(MERGE / "spec.yaml")
+    spec = loaded.spec
+    result = apply_catalog((MERGE / "merge_attn_states_lse.cl").read_text(), "opencl", spec)
+    t = parse_template(result.template, "opencl", "merge")
+    c = {**Space.of(t).baseline(), "ROW_LOOP": True, "BLOCK": 32}
+    report = MemoryChecker(worker.info).check(t.instance(c, spec), spec, str(loaded.base_dir), check_shapes(spec), 5)
+    assert report.status is CheckStatus.CLEAN, report.message
+
+
+@pytest.mark.nvcc
+def test_a_cuda_row_loop_compiles_with_nvcc(tmp_path):
+    from kerntune.backends.nvcc import compile_offline
+
+    kernel = """
+    extern "C" __global__ void k(float* out, const float* x, const float* scale, int rows, int cols)
+    {
+        for (int i = threadIdx.x; i < rows * cols; i += blockDim.x) {
+            const int r = i / cols;
+            const int c = i - r * cols;
+            out[i] = x[r * cols + c] * scale[r];
+        }
+    }
+    """
+    loaded, result = _rowloop(tmp_path, kernel, lang="cuda")
+    assert "row-loop" in result.applied_names, result.skipped
+    t = parse_template(result.template, "cuda", "flat")
+    c = {**Space.of(t).baseline(), "ROW_LOOP": True, "BLOCK": 32}
+    inst = t.instance(c, loaded.spec)
+    assert "for (int r = 0; r < rows; ++r)" in inst.source
+    compile_offline(inst.source, inst.name, "sm_90", inst.options)
