@@ -5,9 +5,10 @@ block-strided loop over the columns.
 
 The macro expansion against the C preprocessor's semantics (argument pre-expansion, rescanning, no
 expansion inside its own expansion, literals untouched) and the cases it leaves alone; row-loop's
-preconditions, each decline with its reason; the rewrites verified on the CPU against the original
-kernel on every input distribution, with a row length that the block does not divide; the split
-merge kernel clean under Oclgrind; a CUDA instance compiled with nvcc."""
+preconditions, each decline with its reason; vectorize through an index the body names
+(``idx = row * cols + c``) and row constants it declares; the rewrites verified on the CPU against
+the original kernel on every input distribution, with a row length that the block does not divide;
+the split merge kernel clean under Oclgrind; a CUDA instance compiled with nvcc."""
 
 from __future__ import annotations
 
@@ -222,8 +223,10 @@ def test_row_loop_instances_verify_against_the_original(worker, tmp_path):
 @pytest.mark.runtime
 def test_merge_attn_states_split_verifies_against_the_original(worker):
     """The rule catalog's merge_attn_states template: the row loop at block sizes that take one, two
-    and eight columns of a head per thread (restrict on for the last), against the original kernel
-    (all three dtypes' kernels in the file still compile)."""
+    and eight columns of a head per thread (restrict on for the last), and vectorized through its
+    ``idx`` at widths 8, 4 (offsets hoisted) and 2 (256 threads for 136 columns on the held-out shape:
+    some threads take no whole vector), against the original kernel (all three dtypes' kernels in the
+    file still compile)."""
     loaded = load_file(MERGE / "spec.yaml")
     spec = loaded.spec
     source = (MERGE / "merge_attn_states_lse.cl").read_text()
@@ -236,7 +239,10 @@ def test_merge_attn_states_split_verifies_against_the_original(worker):
     for c in [space.baseline(),
               {**space.baseline(), "ROW_LOOP": True},
               {**space.baseline(), "ROW_LOOP": True, "BLOCK": 64},
-              {**space.baseline(), "ROW_LOOP": True, "BLOCK": 16, "RESTRICT": True}]:
+              {**space.baseline(), "ROW_LOOP": True, "BLOCK": 16, "RESTRICT": True},
+              {**space.baseline(), "ROW_LOOP": True, "VEC": 8},
+              {**space.baseline(), "ROW_LOOP": True, "VEC": 4, "HOIST": True, "BLOCK": 16},
+              {**space.baseline(), "ROW_LOOP": True, "VEC": 2, "BLOCK": 256}]:
         if space.violated(c, shapes):
             continue
         r = worker.evaluate(EvalRequest(t.instance(c, spec), spec, str(loaded.base_dir), shapes, (), seed=3,
@@ -257,7 +263,7 @@ def test_merge_attn_states_split_is_clean_under_the_memory_checker(worker):
     spec = loaded.spec
     result = apply_catalog((MERGE / "merge_attn_states_lse.cl").read_text(), "opencl", spec)
     t = parse_template(result.template, "opencl", "merge")
-    c = {**Space.of(t).baseline(), "ROW_LOOP": True, "BLOCK": 32}
+    c = {**Space.of(t).baseline(), "ROW_LOOP": True, "BLOCK": 32, "VEC": 8}
     report = MemoryChecker(worker.info).check(t.instance(c, spec), spec, str(loaded.base_dir), check_shapes(spec), 5)
     assert report.status is CheckStatus.CLEAN, report.message
 
@@ -283,3 +289,55 @@ def test_a_cuda_row_loop_compiles_with_nvcc(tmp_path):
     inst = t.instance(c, loaded.spec)
     assert "for (int r = 0; r < rows; ++r)" in inst.source
     compile_offline(inst.source, inst.name, "sm_90", inst.options)
+
+
+# --- vectorize through a named index ------------------------------------------------------------------------
+
+ALIAS_KERNEL = """
+__kernel void k(__global float* out, __global const float* x, __global const float* scale, const int rows,
+                const int cols)
+{
+    const int r = get_group_id(0);
+    for (int c = get_local_id(0); c < cols; c += get_local_size(0)) {
+        const long row = (long)r * cols;
+        const long idx = row + c;
+        const float s = scale[r];
+        out[idx] = x[idx] * s + (float)c;
+    }
+}
+"""
+
+
+def test_vectorize_reads_through_a_named_index_and_row_constants(tmp_path):
+    """``idx = row + c`` with ``row`` a constant of the row: the streams are out and x at
+    ``((long)((long)r * cols)) + c``; a name computed from a load is no constant (its value could
+    differ per element), so an index built on it is not taken."""
+    _, result = _rowloop(tmp_path, ALIAS_KERNEL)
+    assert "vectorize" in result.applied_names, result.skipped
+    assert "out[(((long)((long)r * cols))) + kt_i0 + kt_v]" in result.template
+    loaded_from_memory = ALIAS_KERNEL.replace("const long row = (long)r * cols;", "const long row = (long)scale[0];")
+    _, result = _rowloop(tmp_path, loaded_from_memory)
+    assert "vectorize" not in result.applied_names
+
+
+@pytest.mark.runtime
+def test_vectorized_named_index_verifies_against_the_original(worker, tmp_path):
+    p = tmp_path / "spec.yaml"
+    p.write_text(textwrap.dedent(FLAT_SPEC).replace("NOALIAS", "true").replace('grid: [1]', 'grid: [rows]'))
+    loaded = load_file(p)
+    spec = loaded.spec
+    source = textwrap.dedent(ALIAS_KERNEL)
+    result = apply_catalog(source, "opencl", spec)
+    assert "vectorize" in result.applied_names, result.skipped
+    t = parse_template(result.template, "opencl", "alias")
+    space = Space.of(t)
+    original = KernelInstance(source, spec.kernel, "opencl", label="original")
+    shapes = (*spec_shapes(spec), *holdout_shapes(spec))
+    bad = []
+    for vec in space.params["VEC"]:
+        c = {**space.baseline(), "VEC": vec, "BLOCK": 16}
+        r = worker.evaluate(EvalRequest(t.instance(c, spec), spec, str(loaded.base_dir), shapes, (), seed=5,
+                                        reference=original, timing=None), 300)
+        if r.status is not Status.OK:
+            bad.append((c, r.status.value, r.message))
+    assert bad == [], bad[:3]

@@ -11,6 +11,7 @@ original kernel.
 from __future__ import annotations
 
 import ast
+import re
 
 from kerntune.agents.rules.access import affine_base, identifiers, squash
 from kerntune.agents.rules.base import (
@@ -533,12 +534,62 @@ class Stream:
         return f"{self.array}[{self.base} + {start}]" if self.base else f"{self.array}[{start}]"
 
 
+_IMPURE = ("call_expression", "subscript_expression", "assignment_expression", "update_expression",
+           "pointer_expression", "comma_expression")
+
+
+def _substituted(text: str, consts: dict[str, str]) -> str:
+    if not consts:
+        return text
+    return re.sub(r"\b(" + "|".join(map(re.escape, consts)) + r")\b", lambda m: consts[m.group(1)], text)
+
+
+def _local_constants(st: RewriteState, body, var: str, assigned: set[str]):
+    """What the body's leading declarations compute: (constants, aliases). A constant is a name declared
+    once at the top of the body from names the loop does not change, with no load or call (the same
+    value for every element): name -> its definition, cast to its type and parenthesized, to be used
+    outside the body. An alias is a name declared once as ``base + var`` (``idx = row * cols + c``):
+    name -> base, the constants in it written out."""
+    counts: dict[str, int] = {}
+    for n in walk(body):
+        if n.type == "init_declarator" and n.child_by_field_name("declarator").type == "identifier":
+            name = st.text(n.child_by_field_name("declarator"))
+            counts[name] = counts.get(name, 0) + 1
+    consts: dict[str, str] = {}
+    aliases: dict[str, str] = {}
+    for stmt in body.named_children if body.type == "compound_statement" else []:
+        if stmt.type != "declaration":
+            continue
+        ds = [d for d in stmt.named_children if d.type == "init_declarator"]
+        if len(ds) != 1 or ds[0].child_by_field_name("declarator").type != "identifier":
+            continue
+        name, value = st.text(ds[0].child_by_field_name("declarator")), ds[0].child_by_field_name("value")
+        if value is None or name in assigned or counts.get(name) != 1 or any(n.type in _IMPURE for n in walk(value)):
+            continue
+        names = identifiers(st, value)
+        locals_ = {x for x in names if x in counts} - {var}
+        if not locals_ <= consts.keys():
+            continue
+        if var not in names:
+            ctype = " ".join(st.text(stmt.child_by_field_name("type")).split())
+            consts[name] = f"(({ctype})({_substituted(st.text(value), consts)}))"
+        else:
+            base = affine_base(st, value, var)
+            if base is not None:
+                aliases[name] = _substituted(base, consts)
+    return consts, aliases
+
+
 def _accesses(st: RewriteState, body, var: str):
     """The streams (one per array and base) the body touches as ``p[base + var]``, with ``base`` loop
-    invariant, and whether ``var`` has other uses; None (with why) when an access is of another form."""
+    invariant, and whether ``var`` has other uses; None (with why) when an access is of another form.
+    An index may also be a name the body declares as ``base + var`` (``p[idx]`` after
+    ``const long idx = row * cols + c;``), and a base may use names the body declares from values the
+    loop does not change (:func:`_local_constants`: they are written out in the stream's address)."""
     assigned = {st.text(unwrap(n.child_by_field_name("left") or n.child_by_field_name("argument")))
                 for n in walk(body) if n.type in ("assignment_expression", "update_expression")}
     declared = {st.text(n.child_by_field_name("declarator")) for n in walk(body) if n.type == "init_declarator"}
+    consts, aliases = _local_constants(st, body, var, assigned)
     streams: dict[tuple[str, str], Stream] = {}
     other_uses = False
     subs = set()
@@ -546,14 +597,23 @@ def _accesses(st: RewriteState, body, var: str):
         if n.type != "subscript_expression":
             continue
         idx = n.child_by_field_name("indices")
-        if idx is None or len(idx.named_children) != 1 or var not in identifiers(st, idx.named_children[0]):
+        if idx is None or len(idx.named_children) != 1:
+            continue
+        index = idx.named_children[0]
+        alias = unwrap(index)
+        alias = aliases.get(st.text(alias)) if alias is not None and alias.type == "identifier" else None
+        if alias is None and var not in identifiers(st, index):
             continue
         arr = n.child_by_field_name("argument")
         if arr is None or arr.type != "identifier":
             return None, f"{st.text(n)} indexes something other than an array with the loop index {var}"
-        base = affine_base(st, idx.named_children[0], var)
-        if base is None or (identifiers(st, idx.named_children[0]) - {var}) & (assigned | declared):
-            return None, f"the loop index {var} is used in {st.text(n)}, not as p[base + {var}]"
+        if alias is not None:
+            base = alias
+        else:
+            base = affine_base(st, index, var)
+            if base is None or ((identifiers(st, index) - {var}) & (assigned | declared)) - consts.keys():
+                return None, f"the loop index {var} is used in {st.text(n)}, not as p[base + {var}]"
+            base = _substituted(base, consts)
         key = (st.text(arr), squash(base))
         if key not in streams:
             streams[key] = Stream(st.text(arr), base, f"kt_v_{st.text(arr)}{len([k for k in streams if k[0] == key[0]]) or ''}")
