@@ -62,6 +62,15 @@ def test_optimize_end_to_end(kernel, tmp_path):
     assert [d["label"] for d in dispatch] == ["4K", "256K"]
     report = (run / "report.md").read_text()
     assert "## Per shape" in report and "## Rounds" in report and "fresh shapes" in report
+    # `kerntune show` of the run prints its result (not "no tuning database"), and names each round's search
+    s = run_cli("show", str(run))
+    assert s.returncode == 0, s.stderr
+    assert result.headline in " ".join(s.stdout.split()) and f"kerntune show {run}/rounds/01" in s.stdout
+    s = run_cli("show", str(run), "--json")
+    assert s.returncode == 0 and OptimizeResult.model_validate(json.loads(s.stdout)).headline == result.headline
+    (run / "results.json").unlink()
+    s = run_cli("show", str(run))
+    assert s.returncode == 2 and "no result yet" in s.stderr and f"--resume {run}" in s.stderr
 
 
 @pytest.mark.host   # host-side behaviour: .ci/run's PoCL pass leaves it out

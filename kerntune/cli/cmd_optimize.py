@@ -245,8 +245,9 @@ def _run(opt, run):
         raise
 
 
-def _render(r) -> None:
-    """The result first (the sentence of report.md), then the numbers behind it."""
+def _render(r, wrote: str = "wrote") -> None:
+    """The result first (the sentence of report.md), then the numbers behind it (``wrote``: how the last
+    line names the files, as the run writes them or as `kerntune show` finds them)."""
     out.print(f"[bold]{escape(r.headline)}[/]" if r.headline else f"[bold]{escape(r.kernel)}[/]")
     rows = [[w.label, fmt_ms(w.baseline_ms), fmt_ms(w.best_ms), fmt_interval(w.interval), fmt_pct(w.pct_of_copy),
              w.winner if w.winner == "original" else f"round {w.round}: {w.winner}"] for w in r.per_shape]
@@ -271,7 +272,7 @@ def _render(r) -> None:
             out.print(f"[yellow]round {rd.round} set aside[/] {escape(v)}")
     out.print(f"memory checker: {escape(r.checker)}")
     out.print(f"stopped: {escape(r.stop_reason)}")
-    out.print(f"wrote {escape(r.run_dir)}/{r.files.best}, per_shape/, report.md, results.json")
+    out.print(f"{wrote} {escape(r.run_dir)}/{r.files.best}, per_shape/, report.md, results.json")
 
 
 def register(app: typer.Typer) -> None:

@@ -344,21 +344,48 @@ def _dry_run(template_path, spec, target, arch, shape_set, reject_spills, json):
 
 
 def show(
-    run_dir: Path = typer.Argument(..., help="A run directory written by `kerntune tune`."),
+    run_dir: Path = typer.Argument(..., help="A run directory written by `kerntune tune`, or by `kerntune optimize` "
+                                             "(its result; each round's search is RUN_DIR/rounds/NN)."),
     json: bool = typer.Option(False, "--json", help="Print machine-readable JSON."),
 ) -> None:
-    """Per-shape best, the general configuration, failures and prunings by reason."""
+    """Per-shape best, the general configuration, failures and prunings by reason.
+
+    Of an optimize run: its result as the run printed it (the final test's
+    per-shape table); `kerntune show RUN_DIR/rounds/01` shows round 1's search.
+    """
     set_json(json)
     from kerntune.cli.render_tune import render_summary
+    from kerntune.record.store import RunDir
     from kerntune.tuner.store import RunStore
     from kerntune.tuner.summary import summarize
 
+    if RunDir.is_run(run_dir):
+        _show_optimize(RunDir.open(run_dir), json)
+        return
     store = RunStore.in_dir(run_dir)
     summary = summarize(store, str(run_dir))
     if json:
         print_json(summary)
     else:
         render_summary(summary)
+
+
+def _show_optimize(run, json: bool) -> None:
+    from kerntune.cli.cmd_optimize import _render
+
+    result = run.results()
+    rounds = sorted(p.name for p in (run.path / "rounds").glob("[0-9]*") if (p / "tuning.db").exists())
+    each = f"`kerntune show {run.path}/rounds/{rounds[0]}`" if rounds else "none has a search yet"
+    if result is None:
+        status = run.manifest().status.value
+        raise KerntuneError(ErrorCode.RUN, f"{run.path} is a `kerntune optimize` run with no result yet ({status}, "
+                                           f"{len(rounds)} round(s) searched)",
+                            hint=f"continue it with `kerntune optimize --resume {run.path}`; each round's search: {each}")
+    if json:
+        print_json(result)
+        return
+    _render(result, wrote="files:")
+    out.print(f"each round's search: {escape(each)}" + (f" ... rounds/{rounds[-1]}" if len(rounds) > 1 else ""))
 
 
 def strategies(json: bool = typer.Option(False, "--json", help="Print machine-readable JSON.")) -> None:
