@@ -341,3 +341,115 @@ def test_vectorized_named_index_verifies_against_the_original(worker, tmp_path):
         if r.status is not Status.OK:
             bad.append((c, r.status.value, r.message))
     assert bad == [], bad[:3]
+
+
+# --- CUDA: accessor functions (load_value(p, i), store_value(p, i, x)) -----------------------------------------
+
+def test_accessor_functions_are_recognized_only_when_every_overload_is_one():
+    from kerntune.agents.rules.access import Accessor, accessor_functions
+
+    src = (MERGE / "merge_attn_states_lse.cu").read_text()
+    spec = load_file(MERGE / "spec.yaml").spec
+    st = RewriteState(lang="cuda", source=src, kernel=spec.kernel, spec=spec, launch=spec.launch)
+    found = accessor_functions(st)
+    assert found["load_value"] == Accessor(0, 1, read=True, write=False)
+    assert found["store_value"] == Accessor(0, 1, read=False, write=True)
+    assert "merge_weights" not in found          # reference parameters, no pointer
+    neighbour = src.replace("{ return __half2float(p[i]); }", "{ return __half2float(p[i + 1]); }")
+    st = RewriteState(lang="cuda", source=neighbour, kernel=spec.kernel, spec=spec, launch=spec.launch)
+    assert "load_value" not in accessor_functions(st)      # one overload reads another element
+
+
+def test_a_reference_to_a_variable_outside_the_loop_declines(tmp_path):
+    kernel = """
+    __device__ void add(float& acc, float x) { acc += x; }
+    extern "C" __global__ void k(float* out, const float* x, const float* scale, int rows, int cols)
+    {
+        float acc = 0.0f;
+        for (int i = threadIdx.x; i < rows * cols; i += blockDim.x) {
+            const int r = i / cols;
+            const int c = i % cols;
+            add(acc, x[r * cols + c]);
+            out[i] = acc;
+        }
+    }
+    """
+    _, result = _rowloop(tmp_path, kernel, lang="cuda")
+    assert "binds a reference to a variable declared outside the loop" in dict(result.skipped)["row-loop"]
+
+
+def test_cuda_merge_attn_states_goes_through_its_accessors():
+    """merge_attn_states_lse.cu loads and stores through load_value / store_value: row-loop splits its
+    loop, and vectorize loads VEC elements per thread into a buffer the accessors then index."""
+    spec = load_file(MERGE / "spec.yaml").spec
+    result = apply_catalog((MERGE / "merge_attn_states_lse.cu").read_text(), "cuda", spec)
+    assert {"row-loop", "vectorize"} <= set(result.applied_names), result.skipped
+    assert "load_value(kt_v_v_a.v, kt_v)" in result.template and "store_value(kt_v_v.v, kt_v," in result.template
+
+
+@pytest.mark.nvcc
+def test_cuda_merge_attn_states_instances_compile_with_nvcc():
+    from concurrent.futures import ThreadPoolExecutor
+
+    from kerntune.backends.base import CompileFailed
+    from kerntune.backends.nvcc import compile_offline
+
+    spec = load_file(MERGE / "spec.yaml").spec
+    result = apply_catalog((MERGE / "merge_attn_states_lse.cu").read_text(), "cuda", spec)
+    t = parse_template(result.template, "cuda", "merge")
+    base = Space.of(t).baseline()
+    configs = [base, {**base, "ROW_LOOP": True}, {**base, "ROW_LOOP": True, "VEC": 8, "BLOCK": 32},
+               {**base, "ROW_LOOP": True, "VEC": 4, "HOIST": True, "RESTRICT": True, "LAUNCH_BOUNDS": True}]
+
+    def build(c):
+        inst = t.instance(c, spec)
+        try:
+            compile_offline(inst.source, inst.name, "sm_90", inst.options)
+        except CompileFailed as e:
+            return c, str(e)[:400]
+        return None
+
+    with ThreadPoolExecutor(2) as pool:
+        failures = [f for f in pool.map(build, configs) if f is not None]
+    assert failures == [], failures[:2]
+
+
+ACCESSOR_KERNEL = """
+inline float load_value(__global const float* p, long i) { return p[i]; }
+inline void store_value(__global float* p, long i, float x) { p[i] = x; }
+
+__kernel void k(__global float* out, __global const float* x, __global const float* scale, const int rows,
+                const int cols)
+{
+    for (int i = get_local_id(0); i < rows * cols; i += get_local_size(0)) {
+        const int r = i / cols;
+        const int c = i - r * cols;
+        const long idx = (long)r * cols + c;
+        store_value(out, idx, load_value(x, idx) * scale[r] + 1.0f);
+    }
+}
+"""
+
+
+@pytest.mark.runtime
+def test_accessor_rewrites_verify_against_the_original(worker, tmp_path):
+    """The CUDA merge kernel's accessors, in OpenCL so that they run here: row-loop through
+    load_value / store_value, at blocks that divide the row length and do not, against the original on
+    100 and 37 columns. (Vectorize takes accessors in CUDA only: an OpenCL accessor's pointer has an
+    address space, and a lane's buffer is private; the CUDA rewrite is compiled with nvcc above.)"""
+    loaded, result = _rowloop(tmp_path, ACCESSOR_KERNEL)
+    assert "row-loop" in result.applied_names, result.skipped
+    assert "vectorize" not in result.applied_names
+    spec = loaded.spec
+    t = parse_template(result.template, "opencl", "accessors")
+    space = Space.of(t)
+    original = KernelInstance(textwrap.dedent(ACCESSOR_KERNEL), spec.kernel, "opencl", label="original")
+    shapes = (*spec_shapes(spec), *holdout_shapes(spec))
+    bad = []
+    for block in [b for b in (16, 64, 256) if b in space.params["BLOCK"]]:
+        c = {**space.baseline(), "ROW_LOOP": True, "BLOCK": block}
+        r = worker.evaluate(EvalRequest(t.instance(c, spec), spec, str(loaded.base_dir), shapes, (), seed=9,
+                                        reference=original, timing=None), 300)
+        if r.status is not Status.OK:
+            bad.append((c, r.status.value, r.message))
+    assert bad == [], bad[:3]

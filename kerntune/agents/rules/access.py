@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass, field
 
 from kerntune.agents.rules.base import RewriteState, RuleDeclined, builtin_dim, int_literal, unwrap
+from kerntune.source import calls
 from kerntune.source.parse import walk
 
 LOOPS = ("for_statement", "while_statement", "do_statement")
@@ -384,10 +385,98 @@ def local_pointers(st: RewriteState, fn) -> Pointers:
     return ptrs
 
 
-def accesses(st: RewriteState, node, ptrs: Pointers) -> tuple[list[Access], str]:
-    """Every array access in ``node`` (subscripts of parameters and local pointers into them), and
-    why they cannot be analyzed ('' when they can): a dereference, a pointer passed to a
-    function, a pointer we cannot resolve."""
+@dataclass(frozen=True)
+class Accessor:
+    """A function of the file that touches memory only as ``p[i]`` for its one pointer parameter ``p``
+    and an integer parameter ``i`` (``load_value(p, i)``, ``store_value(p, i, x)``): a call is the
+    access ``P[I]`` of its arguments at those positions."""
+
+    pointer: int
+    index: int
+    read: bool
+    write: bool
+
+
+def _accessor(st: RewriteState, fn) -> Accessor | None:
+    d = fn.child_by_field_name("declarator")
+    while d is not None and d.type != "function_declarator":
+        d = d.child_by_field_name("declarator")
+    plist = d.child_by_field_name("parameters") if d is not None else None
+    if plist is None:
+        return None
+    names, pointers = [], []
+    for k, p in enumerate(c for c in plist.named_children if c.type == "parameter_declaration"):
+        pd = p.child_by_field_name("declarator")
+        inner = pd
+        while inner is not None and inner.type != "identifier":
+            inner = inner.child_by_field_name("declarator")
+        if inner is None or (pd is not None and pd.type == "reference_declarator"):
+            return None             # an unnamed or a reference parameter: not a plain accessor
+        names.append(st.text(inner))
+        if pd is not None and pd.type == "pointer_declarator":
+            pointers.append(k)
+    body = fn.child_by_field_name("body")
+    if len(pointers) != 1 or body is None:
+        return None
+    ptr = names[pointers[0]]
+    if ptr in assigned_names(st, body):
+        return None
+    index, read, write = None, False, False
+    for n in walk(body):
+        if n.type == "pointer_expression":
+            return None
+        if n.type == "identifier" and st.text(n) == ptr:
+            sub = n.parent
+            if sub is None or sub.type != "subscript_expression" or sub.child_by_field_name("argument") != n:
+                return None
+            idx = sub.child_by_field_name("indices")
+            at = unwrap(idx.named_children[0]) if idx is not None and len(idx.named_children) == 1 else None
+            if at is None or at.type != "identifier" or st.text(at) not in names or \
+                    (index is not None and names.index(st.text(at)) != index):
+                return None
+            index = names.index(st.text(at))
+            up = sub.parent
+            if up is not None and up.type == "assignment_expression" and up.child_by_field_name("left") == sub:
+                write = True
+                read = read or st.text(up.child_by_field_name("operator")) != "="
+            elif up is not None and up.type == "update_expression":
+                read = write = True
+            else:
+                read = True
+    if index is None or names[index] in assigned_names(st, body):
+        return None
+    return Accessor(pointers[0], index, read, write)
+
+
+def accessor_functions(st: RewriteState) -> dict[str, Accessor]:
+    """The file's accessor functions by name; every definition of the name (overloads for each element
+    type) must be one, alike."""
+    found: dict[str, set] = {}
+    for n in walk(st.parsed.tree.root_node):
+        if n.type == "function_definition":
+            name = calls.function_name(n, st.raw)
+            if name:
+                found.setdefault(name, set()).add(_accessor(st, n))
+    return {k: next(iter(v)) for k, v in found.items() if len(v) == 1 and None not in v}
+
+
+def accessor_call(st: RewriteState, node, accessors: dict[str, Accessor]):
+    """(accessor, pointer argument, index argument) when ``node`` is a call of an accessor function."""
+    if node is None or node.type != "call_expression" or not accessors:
+        return None
+    f = node.child_by_field_name("function")
+    acc = accessors.get(st.text(f)) if f is not None and f.type == "identifier" else None
+    args = node.child_by_field_name("arguments")
+    if acc is None or args is None or len(args.named_children) <= max(acc.pointer, acc.index):
+        return None
+    return acc, args.named_children[acc.pointer], args.named_children[acc.index]
+
+
+def accesses(st: RewriteState, node, ptrs: Pointers,
+             accessors: dict[str, Accessor] | None = None) -> tuple[list[Access], str]:
+    """Every array access in ``node`` (subscripts of parameters and local pointers into them, and, with
+    ``accessors``, calls of those with a pointer), and why they cannot be analyzed ('' when they can):
+    a dereference, a pointer passed to another function, a pointer we cannot resolve."""
     out: list[Access] = []
     for n in walk(node):
         if n.type == "pointer_expression" and st.text(n).lstrip().startswith("*"):
@@ -395,6 +484,14 @@ def accesses(st: RewriteState, node, ptrs: Pointers) -> tuple[list[Access], str]
         if n.type == "identifier" and (st.text(n) in ptrs.params or st.text(n) in ptrs.local
                                        or st.text(n) in ptrs.unknown):
             parent = n.parent
+            call = accessor_call(st, parent.parent, accessors or {}) if parent is not None else None
+            if call is not None and call[1] == n:
+                root = ptrs.resolve(st.text(n))
+                if root is None:
+                    return out, f"cannot tell which array the pointer {st.text(n)} points into"
+                acc = call[0]
+                out.append(Access(root[0], st.text(n), root[1], call[2], acc.write, acc.read, parent.parent))
+                continue
             if parent is not None and parent.type == "subscript_expression" and \
                     parent.child_by_field_name("argument") == n:
                 continue

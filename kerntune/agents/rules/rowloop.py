@@ -36,7 +36,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kerntune.agents.rules.access import (
-    accesses, assigned_names, declared_names, identifiers, line_start, local_pointers, reindent, squash, synchronizes,
+    accesses, accessor_call, accessor_functions, assigned_names, declared_names, identifiers, line_start,
+    local_pointers, reindent, squash, synchronizes,
 )
 from kerntune.agents.rules.base import (
     Applied, Edit, Param, Rule, RuleDeclined, RewriteState, apply_edits, pragma_start, unwrap,
@@ -44,6 +45,7 @@ from kerntune.agents.rules.base import (
 from kerntune.agents.rules.generic import is_generated
 from kerntune.agents.rules.split import _binary, _col_of, _decl_parts, _row_of, _rows_of_bound
 from kerntune.agents.rules.structural import _decl_value, block_strided
+from kerntune.source import calls
 from kerntune.source.parse import walk
 
 
@@ -80,36 +82,66 @@ def _rows_and_bound(st: RewriteState, fn, bound, cols: str) -> str | None:
     return None
 
 
-def _roots(st: RewriteState, node, skip: tuple[int, int] = (0, 0)) -> set[str]:
-    """Names of arrays subscripted in ``node`` (outside the byte range ``skip``)."""
-    out = set()
-    for n in walk(node):
-        if n.type == "subscript_expression" and not skip[0] <= n.start_byte < skip[1]:
-            a = unwrap(n.child_by_field_name("argument"))
-            if a is not None and a.type == "identifier":
-                out.add(st.text(a))
-    return out
-
-
-def _written(st: RewriteState, node, skip: tuple[int, int] = (0, 0)) -> dict[str, list[str]]:
-    """Array -> the index texts it is written at in ``node`` (outside the byte range ``skip``)."""
-    out: dict[str, list[str]] = {}
+def _touches(st: RewriteState, node, ptrs, accessors, skip: tuple[int, int] = (0, 0)):
+    """(array, name, index text, read, write) for every subscript in ``node`` (outside the byte range
+    ``skip``) and every call of an accessor function (``load_value(p, i)``): the array is what a local
+    pointer points into, the name as written."""
+    out = []
     for n in walk(node):
         if skip[0] <= n.start_byte < skip[1]:
             continue
-        target = None
-        if n.type == "assignment_expression":
-            target = unwrap(n.child_by_field_name("left"))
-        elif n.type == "update_expression":
-            target = unwrap(n.child_by_field_name("argument"))
-        if target is not None and target.type == "subscript_expression":
-            a = unwrap(target.child_by_field_name("argument"))
-            idx = target.child_by_field_name("indices")
-            if a is not None and a.type == "identifier":
-                out.setdefault(st.text(a), []).append(squash(st.text(idx)) if idx is not None else "")
-        elif target is not None and target.type == "pointer_expression":
-            raise RuleDeclined(f"the loop writes through a pointer ({st.text(target)[:40]})")
-    return out
+        call = accessor_call(st, n, accessors)
+        if call is not None:
+            acc, ptr, idx = call
+            p = unwrap(ptr)
+            if p is None or p.type != "identifier":
+                raise RuleDeclined(f"{st.text(n)[:40]} is not given an array by name")
+            out.append((st.text(p), squash(st.text(idx)), acc.read, acc.write))
+            continue
+        if n.type != "subscript_expression":
+            continue
+        a = unwrap(n.child_by_field_name("argument"))
+        if a is None or a.type != "identifier":
+            continue
+        up = n.parent
+        write = up is not None and ((up.type == "assignment_expression" and up.child_by_field_name("left") == n)
+                                    or up.type == "update_expression")
+        read = not write or up.type == "update_expression" or st.text(up.child_by_field_name("operator")) != "="
+        out.append((st.text(a), squash(st.text(n.child_by_field_name("indices"))), read, write))
+    resolved = []
+    for a, ix, r, w in out:
+        root = ptrs.resolve(a)
+        resolved.append((root[0] if root else a, a, ix, r, w))
+    return resolved
+
+
+def _references_outside(st: RewriteState, body, inside: set[str]) -> str:
+    """A call that binds a C++ reference parameter to a variable declared outside ``body`` (it can
+    write it, as ``&x`` could): its text, else ''."""
+    defs: dict[str, set[int]] = {}
+    for n in walk(st.parsed.tree.root_node):
+        if n.type != "function_definition":
+            continue
+        d = n.child_by_field_name("declarator")
+        while d is not None and d.type != "function_declarator":
+            d = d.child_by_field_name("declarator")
+        plist = d.child_by_field_name("parameters") if d is not None else None
+        params = [c for c in (plist.named_children if plist is not None else []) if c.type == "parameter_declaration"]
+        refs = {k for k, p in enumerate(params) if p.child_by_field_name("declarator") is not None
+                and p.child_by_field_name("declarator").type == "reference_declarator"}
+        defs.setdefault(calls.function_name(n, st.raw), set()).update(refs)
+    for n in walk(body):
+        if n.type != "call_expression":
+            continue
+        f = n.child_by_field_name("function")
+        refs = defs.get(st.text(f), set()) if f is not None and f.type == "identifier" else set()
+        args = n.child_by_field_name("arguments")
+        for k in refs:
+            if args is not None and k < len(args.named_children):
+                a = unwrap(args.named_children[k])
+                if a is None or a.type != "identifier" or st.text(a) not in inside:
+                    return st.text(n)
+    return ""
 
 
 def _check_independent(st: RewriteState, fn, loop, body) -> None:
@@ -128,46 +160,37 @@ def _check_independent(st: RewriteState, fn, loop, body) -> None:
             target = unwrap(n.named_children[0]) if n.named_children else None
             if target is None or target.type != "identifier" or st.text(target) not in inside:
                 raise RuleDeclined(f"the loop takes the address of {st.text(n)[1:].strip()[:40]}, declared outside it")
+    bound = _references_outside(st, body, inside)
+    if bound:
+        raise RuleDeclined(f"{bound[:50]} binds a reference to a variable declared outside the loop")
     ptrs = local_pointers(st, fn)
-    _, why = accesses(st, body, ptrs)
+    accessors = accessor_functions(st)
+    _, why = accesses(st, body, ptrs, accessors)
     if why:
         raise RuleDeclined(why)
-    written = _written(st, body)
-    read = {}
-    for n in walk(body):
-        if n.type != "subscript_expression":
-            continue
-        a = unwrap(n.child_by_field_name("argument"))
-        p = n.parent
-        if a is None or a.type != "identifier" or (p is not None and p.type == "assignment_expression"
-                                                   and p.child_by_field_name("left") == n
-                                                   and st.text(p.child_by_field_name("operator")) == "="):
-            continue
-        read.setdefault(st.text(a), set()).add(squash(st.text(n.child_by_field_name("indices"))))
-
-    def root(name: str) -> str:
-        r = ptrs.resolve(name)
-        return r[0] if r else name
-
-    written_roots = {root(a) for a in written if a not in inside}
-    read_roots = {root(a) for a in read if a not in inside}
-    for a, at in written.items():
-        if a in inside:
+    written: dict[str, set[str]] = {}
+    read: dict[str, set[str]] = {}
+    for root, name, ix, r, w in _touches(st, body, ptrs, accessors):
+        if name in inside:
             continue                # a private array of one element's own
-        if len(set(at)) > 1 or any(ix != at[0] for ix in read.get(a, set())):
+        if w:
+            written.setdefault(root, set()).add(ix)
+        if r:
+            read.setdefault(root, set()).add(ix)
+    for a, at in written.items():
+        if len(at) > 1 or read.get(a, at) != at:
             raise RuleDeclined(f"{a} is written at one index in the loop and accessed at another")
-    if written_roots and read_roots - written_roots and not st.spec.noalias:
+    if written and set(read) - set(written) and not st.spec.noalias:
         raise RuleDeclined("the loop reads and writes arrays, and the spec does not say they never overlap "
                            "(noalias: true)")
-    lo, hi = loop.start_byte, loop.end_byte
-    fbody = fn.child_by_field_name("body")
-    outside_any = {root(a) for a in _roots(st, fbody, (lo, hi))}
-    outside_written = {root(a) for a in _written(st, fbody, (lo, hi))}
-    if written_roots & outside_any:
-        raise RuleDeclined(f"{', '.join(sorted(written_roots & outside_any))} is written in the loop and accessed "
+    others = _touches(st, fn.child_by_field_name("body"), ptrs, accessors, (loop.start_byte, loop.end_byte))
+    touched = {root for root, *_ in others}
+    changed = {root for root, _, _, _, w in others if w}
+    if set(written) & touched:
+        raise RuleDeclined(f"{', '.join(sorted(set(written) & touched))} is written in the loop and accessed "
                            "elsewhere in the function")
-    if read_roots & outside_written:
-        raise RuleDeclined(f"{', '.join(sorted(read_roots & outside_written))} is read in the loop and written "
+    if set(read) & changed:
+        raise RuleDeclined(f"{', '.join(sorted(set(read) & changed))} is read in the loop and written "
                            "elsewhere in the function")
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import ast
 import re
 
-from kerntune.agents.rules.access import affine_base, identifiers, squash
+from kerntune.agents.rules.access import accessor_call, accessor_functions, affine_base, identifiers, squash
 from kerntune.agents.rules.base import (
     Applied, Edit, Param, Rule, RuleDeclined, RewriteState, apply_edits, builtin_dim, int_literal, opencl_space,
     pragma_start, unwrap,
@@ -525,7 +525,8 @@ class Stream:
     def __init__(self, array: str, base: str, name: str):
         self.array, self.base, self.name = array, base, name
         self.read = self.write = self.cond_write = False
-        self.nodes: list = []
+        self.nodes: list = []           # subscripts p[base + i]
+        self.calls: list = []           # accessor calls' (pointer, index) arguments
 
     def address(self, start: str) -> str:
         return f"{self.array} + {self.base} + {start}" if self.base else f"{self.array} + {start}"
@@ -580,6 +581,16 @@ def _local_constants(st: RewriteState, body, var: str, assigned: set[str]):
     return consts, aliases
 
 
+def _conditional(node, body) -> bool:
+    """Whether ``node`` runs under a condition (or a loop) inside ``body``."""
+    p = node.parent
+    while p is not None and p != body:
+        if p.type in ("if_statement", "conditional_expression", "while_statement", "for_statement"):
+            return True
+        p = p.parent
+    return False
+
+
 def _accesses(st: RewriteState, body, var: str):
     """The streams (one per array and base) the body touches as ``p[base + var]``, with ``base`` loop
     invariant, and whether ``var`` has other uses; None (with why) when an access is of another form.
@@ -590,21 +601,26 @@ def _accesses(st: RewriteState, body, var: str):
                 for n in walk(body) if n.type in ("assignment_expression", "update_expression")}
     declared = {st.text(n.child_by_field_name("declarator")) for n in walk(body) if n.type == "init_declarator"}
     consts, aliases = _local_constants(st, body, var, assigned)
+    # CUDA only: an OpenCL accessor's pointer parameter has an address space, and a lane's buffer is private
+    accessors = accessor_functions(st) if st.lang == "cuda" else {}
     streams: dict[tuple[str, str], Stream] = {}
     other_uses = False
     subs = set()
     for n in walk(body):
-        if n.type != "subscript_expression":
+        call = accessor_call(st, n, accessors)
+        if call is not None:
+            index, arr = call[2], unwrap(call[1])
+        elif n.type == "subscript_expression":
+            idx = n.child_by_field_name("indices")
+            if idx is None or len(idx.named_children) != 1:
+                continue
+            index, arr = idx.named_children[0], n.child_by_field_name("argument")
+        else:
             continue
-        idx = n.child_by_field_name("indices")
-        if idx is None or len(idx.named_children) != 1:
-            continue
-        index = idx.named_children[0]
         alias = unwrap(index)
         alias = aliases.get(st.text(alias)) if alias is not None and alias.type == "identifier" else None
         if alias is None and var not in identifiers(st, index):
             continue
-        arr = n.child_by_field_name("argument")
         if arr is None or arr.type != "identifier":
             return None, f"{st.text(n)} indexes something other than an array with the loop index {var}"
         if alias is not None:
@@ -618,6 +634,14 @@ def _accesses(st: RewriteState, body, var: str):
         if key not in streams:
             streams[key] = Stream(st.text(arr), base, f"kt_v_{st.text(arr)}{len([k for k in streams if k[0] == key[0]]) or ''}")
         stream = streams[key]
+        if call is not None:          # an accessor: its pointer and index arguments become the lane's buffer
+            stream.calls.append((call[1], call[2]))
+            subs.add(call[2].id)
+            stream.read = stream.read or call[0].read
+            if call[0].write:
+                stream.write = True
+                stream.cond_write = stream.cond_write or _conditional(n, body)
+            continue
         stream.nodes.append(n)
         subs.add(n.id)
         parent = n.parent
@@ -625,11 +649,7 @@ def _accesses(st: RewriteState, body, var: str):
             stream.write = True
             if st.text(parent.child_by_field_name("operator")) != "=":
                 stream.read = True
-            p = parent.parent
-            while p is not None and p != body:
-                if p.type in ("if_statement", "conditional_expression", "while_statement", "for_statement"):
-                    stream.cond_write = True
-                p = p.parent
+            stream.cond_write = stream.cond_write or _conditional(parent, body)
         elif parent is not None and parent.type == "update_expression":
             stream.read = stream.write = True
         else:
@@ -736,8 +756,10 @@ class Vectorize(Rule):
             vtype = st.text(loop.child_by_field_name("initializer").child_by_field_name("type"))
             # rewrite each p[base + var] -> kt_v_p[kt_v] inside the body (by byte ranges)
             b0 = body.start_byte
-            sub_edits = [Edit(n.start_byte - b0, n.end_byte - b0, f"{s.name}{'.v' if st.lang == 'cuda' else ''}[kt_v]")
-                         for s in streams for n in s.nodes]
+            buf = ".v" if st.lang == "cuda" else ""
+            sub_edits = [Edit(n.start_byte - b0, n.end_byte - b0, f"{s.name}{buf}[kt_v]") for s in streams for n in s.nodes]
+            sub_edits += [Edit(a.start_byte - b0, a.end_byte - b0, text) for s in streams for ptr, idx in s.calls
+                          for a, text in ((ptr, s.name + buf), (idx, "kt_v"))]
             vec_body = apply_edits(st.raw[body.start_byte:body.end_byte], sub_edits)
             if other_uses:       # the index itself is still needed (a position, a guard): define it per element
                 vec_body = "{ const " + vtype + " " + var + " = kt_i0 + kt_v; " + vec_body + " }"
