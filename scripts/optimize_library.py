@@ -47,7 +47,8 @@ def main() -> int:
     gpu = any(d.backend == "cupy" and not d.problem for d in all_devices())
     device = args.device or ("0" if gpu else "cpu")
     ext = ".cl" if device == "cpu" or device.startswith("opencl") else ".cu"
-    resolve(device, "opencl" if ext == ".cl" else "cuda")     # a device that is not there: one message, exit 1
+    _, info = resolve(device, "opencl" if ext == ".cl" else "cuda")   # a device that is not there: one message, exit 1
+    where = {"id": info.id, "name": info.name, "driver": info.driver, "commit": _commit()}
     stamp = datetime.date.today().isoformat()
     out = args.out or REPO / "bench" / "results" / f"optimize-{'cpu' if ext == '.cl' else 'gpu'}-{stamp}"
     runs = out.with_name(out.name + "-runs")
@@ -55,9 +56,10 @@ def main() -> int:
     rows: list[dict] = []
 
     def write() -> None:       # after every kernel: a run stopped part way keeps what it finished
-        out.with_suffix(".json").write_text(json.dumps({"device": device, "args": vars(args) | {"out": str(out)},
+        out.with_suffix(".json").write_text(json.dumps({"device": device, "where": where,
+                                                        "args": vars(args) | {"out": str(out)},
                                                         "rows": rows}, indent=1, default=str) + "\n")
-        out.with_suffix(".md").write_text(render(rows, device, args))
+        out.with_suffix(".md").write_text(render(rows, device, args, where))
     for name, kernel, spec, cpu_set in LIBRARY:
         if args.only and not any(o in name for o in args.only.split(",")):
             continue
@@ -83,6 +85,7 @@ def main() -> int:
         r = json.loads(p.stdout)
         rows.append({"name": name, "kernel": kernel + ext, "improved": r["improved"],
                      "general_speedup": r["general_speedup"], "general_key": r["general_key"],
+                     "general_interval": r["general_interval"] or _best_candidate(r),
                      "general_round": r["general_round"], "per_shape": r["per_shape"],
                      "rounds": [{"round": x["round"], "space": x["space_size"], "measured": x["measured"],
                                  "rules": [t["rule"] for t in x["transformations"]]} for x in r["rounds"]],
@@ -95,12 +98,42 @@ def main() -> int:
     return 0
 
 
-def render(rows, device, args) -> str:
+def _commit() -> str:
+    """The checkout's commit, with '+ uncommitted changes' when the work tree differs from it."""
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True,
+                              timeout=30).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO,
+                               capture_output=True, text=True, timeout=30).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return (head or "unknown") + (" + uncommitted changes" if dirty else "")
+
+
+def _best_candidate(r: dict):
+    """A run that kept the original: the general candidate's confirmed geomean, which did not clear the bar."""
+    general = ((r.get("test") or {}).get("general") or {})
+    return general.get("geomean")
+
+
+def _interval(iv) -> str:
+    if not iv:
+        return ""
+    hi = "inf" if iv.get("hi") is None else f"{iv['hi']:.2f}"
+    return f" [{iv['lo']:.2f}, {hi}]"
+
+
+def render(rows, device, args, where=None) -> str:
+    w = where or {}
     lines = ["# kerntune optimize (rule catalog) on the kernel library", "",
-             f"Device `{device}`; {args.rounds} rounds, {args.evaluations} measured evaluations per kernel, "
+             f"Device `{device}` ({w.get('name', '?')}, {w.get('driver', '?')}), commit {w.get('commit', '?')}; "
+             f"{args.rounds} rounds, {args.evaluations} measured evaluations per kernel, "
              f"{args.repeats} timed runs per shape while tuning, {args.final_repeats} in the final test. "
              "Speedups are the tester's: the candidates re-verified with fresh inputs on every shape plus fresh "
-             "shapes, and re-timed interleaved with the original in the same session.", "",
+             "shapes, picked on a screening session and re-timed interleaved with the original in confirmation "
+             "blocks over new worker processes; the general speedup with its 95% confidence interval (a kernel not "
+             "improved: the original stays, 1.000x, and the interval is the best candidate's, which did not clear "
+             "1.02x).", "",
              "| kernel | general speedup | improved | per-shape speedups | rules applied (round 1) | time |",
              "| --- | --- | --- | --- | --- | --- |"]
     for r in rows:
@@ -110,7 +143,8 @@ def render(rows, device, args) -> str:
             continue
         per = ", ".join(f"{w['label']} {w['speedup']:.2f}x" for w in r["per_shape"])
         rules = ", ".join(r["rounds"][0]["rules"]) if r["rounds"] else "-"
-        sp = f"{r['general_speedup']:.3f}x" if r["general_speedup"] else "1.000x"
+        iv = _interval(r.get("general_interval"))
+        sp = f"{r['general_speedup']:.3f}x{iv}" if r["general_speedup"] else f"1.000x (best candidate{iv or ' none'})"
         lines.append(f"| {r['name']} | {sp} | {'yes' if r['improved'] else 'no'} | {per} | {rules} | "
                      f"{r['seconds']:.0f} s |")
     return "\n".join(lines) + "\n"
