@@ -144,7 +144,9 @@ def render(rows, device, args, where=None) -> str:
         per = ", ".join(f"{w['label']} {w['speedup']:.2f}x" for w in r["per_shape"])
         rules = ", ".join(r["rounds"][0]["rules"]) if r["rounds"] else "-"
         iv = _interval(r.get("general_interval"))
-        sp = f"{r['general_speedup']:.3f}x{iv}" if r["general_speedup"] else f"1.000x (best candidate{iv or ' none'})"
+        best = r.get("general_interval")
+        sp = f"{r['general_speedup']:.3f}x{iv}" if r["general_speedup"] else \
+            f"1.000x (best candidate {best['ratio']:.2f}x{iv})" if best else "1.000x (no candidate)"
         lines.append(f"| {r['name']} | {sp} | {'yes' if r['improved'] else 'no'} | {per} | {rules} | "
                      f"{r['seconds']:.0f} s |")
     return "\n".join(lines) + "\n"
