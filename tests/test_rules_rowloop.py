@@ -38,6 +38,21 @@ def _state(source: str, spec_path: Path = MERGE / "spec.yaml") -> RewriteState:
                         launch=spec.launch)
 
 
+def _failures(worker, loaded, t, original, configs, shapes, seed: int) -> list:
+    """The configurations of template ``t`` that do not verify against ``original`` on ``shapes``
+    (those a restriction rules out on them are skipped), with the status and message of each."""
+    spec, bad = loaded.spec, []
+    space = Space.of(t)
+    for c in configs:
+        if space.violated(c, shapes):
+            continue
+        r = worker.evaluate(EvalRequest(t.instance(c, spec), spec, str(loaded.base_dir), shapes, (), seed=seed,
+                                        reference=original, timing=None), 300)
+        if r.status is not Status.OK:
+            bad.append((c, r.status.value, r.message))
+    return bad
+
+
 # --- expand-macros -----------------------------------------------------------------------------------
 
 def test_expansion_follows_the_preprocessor():
@@ -209,14 +224,9 @@ def test_row_loop_instances_verify_against_the_original(worker, tmp_path):
     space = Space.of(t)
     original = KernelInstance(textwrap.dedent(kernel), spec.kernel, "opencl", label="original")
     shapes = (*spec_shapes(spec), *holdout_shapes(spec))
-    bad = []
-    for block in [b for b in (16, 64, 256) if b in space.params["BLOCK"]]:
-        for row_loop in (False, True):
-            c = {**space.baseline(), "BLOCK": block, "ROW_LOOP": row_loop}
-            r = worker.evaluate(EvalRequest(t.instance(c, spec), spec, str(loaded.base_dir), shapes, (), seed=7,
-                                            reference=original, timing=None), 300)
-            if r.status is not Status.OK:
-                bad.append((c, r.status.value, r.message))
+    configs = [{**space.baseline(), "BLOCK": block, "ROW_LOOP": row_loop} for row_loop in (False, True)
+               for block in (16, 64, 256) if block in space.params["BLOCK"]]
+    bad = _failures(worker, loaded, t, original, configs, shapes, seed=7)
     assert bad == [], bad[:3]
 
 
@@ -235,20 +245,14 @@ def test_merge_attn_states_split_verifies_against_the_original(worker):
     space = Space.of(t)
     original = KernelInstance(source, spec.kernel, "opencl", label="original")
     shapes = (min(spec_shapes(spec, "cpu"), key=lambda s: dict(s.sizes)["N"]), *holdout_shapes(spec))
-    bad = []
-    for c in [space.baseline(),
+    configs = [space.baseline(),
               {**space.baseline(), "ROW_LOOP": True},
               {**space.baseline(), "ROW_LOOP": True, "BLOCK": 64},
               {**space.baseline(), "ROW_LOOP": True, "BLOCK": 16, "RESTRICT": True},
               {**space.baseline(), "ROW_LOOP": True, "VEC": 8},
               {**space.baseline(), "ROW_LOOP": True, "VEC": 4, "HOIST": True, "BLOCK": 16},
-              {**space.baseline(), "ROW_LOOP": True, "VEC": 2, "BLOCK": 256}]:
-        if space.violated(c, shapes):
-            continue
-        r = worker.evaluate(EvalRequest(t.instance(c, spec), spec, str(loaded.base_dir), shapes, (), seed=3,
-                                        reference=original, timing=None), 300)
-        if r.status is not Status.OK:
-            bad.append((c, r.status.value, r.message))
+              {**space.baseline(), "ROW_LOOP": True, "VEC": 2, "BLOCK": 256}]
+    bad = _failures(worker, loaded, t, original, configs, shapes, seed=3)
     assert bad == [], bad[:3]
 
 
@@ -333,13 +337,8 @@ def test_vectorized_named_index_verifies_against_the_original(worker, tmp_path):
     space = Space.of(t)
     original = KernelInstance(source, spec.kernel, "opencl", label="original")
     shapes = (*spec_shapes(spec), *holdout_shapes(spec))
-    bad = []
-    for vec in space.params["VEC"]:
-        c = {**space.baseline(), "VEC": vec, "BLOCK": 16}
-        r = worker.evaluate(EvalRequest(t.instance(c, spec), spec, str(loaded.base_dir), shapes, (), seed=5,
-                                        reference=original, timing=None), 300)
-        if r.status is not Status.OK:
-            bad.append((c, r.status.value, r.message))
+    configs = [{**space.baseline(), "VEC": vec, "BLOCK": 16} for vec in space.params["VEC"]]
+    bad = _failures(worker, loaded, t, original, configs, shapes, seed=5)
     assert bad == [], bad[:3]
 
 
@@ -445,11 +444,7 @@ def test_accessor_rewrites_verify_against_the_original(worker, tmp_path):
     space = Space.of(t)
     original = KernelInstance(textwrap.dedent(ACCESSOR_KERNEL), spec.kernel, "opencl", label="original")
     shapes = (*spec_shapes(spec), *holdout_shapes(spec))
-    bad = []
-    for block in [b for b in (16, 64, 256) if b in space.params["BLOCK"]]:
-        c = {**space.baseline(), "ROW_LOOP": True, "BLOCK": block}
-        r = worker.evaluate(EvalRequest(t.instance(c, spec), spec, str(loaded.base_dir), shapes, (), seed=9,
-                                        reference=original, timing=None), 300)
-        if r.status is not Status.OK:
-            bad.append((c, r.status.value, r.message))
+    configs = [{**space.baseline(), "ROW_LOOP": True, "BLOCK": block} for block in (16, 64, 256)
+               if block in space.params["BLOCK"]]
+    bad = _failures(worker, loaded, t, original, configs, shapes, seed=9)
     assert bad == [], bad[:3]

@@ -87,18 +87,23 @@ def _skip_blank(text: str, i: int) -> int:
     return i
 
 
+def _code_chars(text: str, start: int):
+    """(offset, character) of ``text`` from ``start`` on, comments and literals left out."""
+    skip = {a: b for a, b, kind in _code_spans(text[start:]) if kind != "code"}
+    i = start
+    while i < len(text):
+        if i - start in skip:
+            i = start + skip[i - start]
+            continue
+        yield i, text[i]
+        i += 1
+
+
 def _arguments(text: str, open_paren: int) -> tuple[list[str], int] | None:
     """The comma-separated arguments of the invocation whose '(' is at ``open_paren`` and the offset
     after its ')'; None when the parentheses do not close."""
     depth, args, start = 0, [], open_paren + 1
-    skip_to = {a: b for a, b, kind in _code_spans(text[open_paren:]) if kind != "code"}
-    i = open_paren
-    while i < len(text):
-        rel = i - open_paren
-        if rel in skip_to:
-            i = open_paren + skip_to[rel]
-            continue
-        c = text[i]
+    for i, c in _code_chars(text, open_paren):
         if c == "(":
             depth += 1
         elif c == ")":
@@ -109,7 +114,6 @@ def _arguments(text: str, open_paren: int) -> tuple[list[str], int] | None:
         elif c == "," and depth == 1:
             args.append(text[start:i])
             start = i + 1
-        i += 1
     return None
 
 
@@ -212,20 +216,14 @@ def _body_span(text: str, name: str) -> tuple[int, int] | None:
         k = _skip_blank(text, parsed[1])
         if k >= len(text) or text[k] != "{":
             continue            # a call or a declaration, not the definition
-        depth, spans = 0, {x: y for x, y, kind in _code_spans(text[k:]) if kind != "code"}
-        i = k
-        while i < len(text):
-            rel = i - k
-            if rel in spans:
-                i = k + spans[rel]
-                continue
-            if text[i] == "{":
+        depth = 0
+        for i, c in _code_chars(text, k):
+            if c == "{":
                 depth += 1
-            elif text[i] == "}":
+            elif c == "}":
                 depth -= 1
                 if depth == 0:
                     return k, i + 1
-            i += 1
         return None
     return None
 
