@@ -448,3 +448,21 @@ def test_accessor_rewrites_verify_against_the_original(worker, tmp_path):
                if block in space.params["BLOCK"]]
     bad = _failures(worker, loaded, t, original, configs, shapes, seed=9)
     assert bad == [], bad[:3]
+
+
+def test_expansion_reaches_the_kernels_helpers_but_not_the_other_entry_points():
+    """A kernel whose body is a macro invocation calls a helper that uses another macro: both are written
+    out, in two steps (the helper is known once the kernel parses); a second entry point of the file that
+    uses the helper's macro keeps it."""
+    spec = load_file(MERGE / "spec.yaml").spec
+    source = textwrap.dedent("""
+        #define TWICE(x) (2.0f * (x))
+        #define BODY(P) P[get_global_id(0)] = helper(P[get_global_id(0)]);
+        inline float helper(float v) { return TWICE(v); }
+        __kernel void merge_attn_states_lse_bf16(__global float* v) { BODY(v) }
+        __kernel void other(__global float* v) { v[0] = TWICE(v[0]); }
+    """)
+    result = apply_catalog(source, "opencl", spec)
+    assert "expand-macros" in result.applied_names, result.skipped
+    assert "2 invocation(s) of BODY, TWICE" in result.trace[0].summary
+    assert "{ return (2.0f * (v)); }" in result.template and "v[0] = TWICE(v[0]);" in result.template

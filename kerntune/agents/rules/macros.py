@@ -245,14 +245,14 @@ def _placed(expansion: str, indent: str) -> str:
 
 
 def _edits(st: RewriteState, macros: dict[str, Macro]) -> tuple[list[Edit], list[str]]:
-    """Expansions of the invocations in the kernel's body and in the functions it calls."""
+    """Expansions of the invocations in the kernel's body and, once the kernel parses, in the functions
+    it calls (until then nothing tells them from the file's other entry points, which stay as they are)."""
     text = st.source
     spans = []
     span = _body_span(text, st.kernel_fn)
     if span is not None:
         spans.append(span)
-    defined = {k.name for k in st.parsed.kernels}
-    if st.kernel_fn in defined or span is not None:
+    if st.kernel_fn in {k.name for k in st.parsed.kernels}:
         for fn in st.functions():
             body = fn.child_by_field_name("body")
             if body is not None and not any(a <= body.start_byte < b for a, b in spans):
@@ -291,7 +291,12 @@ class ExpandMacros(Rule):
 
     def apply(self, st: RewriteState) -> Applied:
         macros, _ = function_macros(st)
-        edits, names = _edits(st, macros)
-        st.source = apply_edits(st.raw, edits)
-        used = ", ".join(sorted(set(names)))
-        return Applied(self.name, f"{len(edits)} invocation(s) of {used} written out in {st.kernel}")
+        count, names = 0, []
+        for _ in range(4):      # the kernel's own body first; once it parses, the functions it calls
+            edits, used = _edits(st, macros)
+            if not edits:
+                break
+            st.source = apply_edits(st.raw, edits)
+            count, names = count + len(edits), names + used
+        return Applied(self.name, f"{count} invocation(s) of {', '.join(sorted(set(names)))} written out in "
+                                  f"{st.kernel}")
