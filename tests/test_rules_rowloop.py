@@ -209,14 +209,34 @@ def test_row_loop_takes_a_bound_held_in_a_variable_and_keeps_other_uses_of_the_i
     assert "out[(r * cols + c)]" in result.template and "(float)(r * cols + c)" in result.template
 
 
+
+def test_row_loop_computes_the_row_constants_once_per_row(tmp_path):
+    """Leading declarations of the row alone (+ - * and casts of the row and names from outside the loop)
+    move before the column loop; one that divides, loads, or uses the column stays, and so does every
+    statement after it."""
+    body = ("        const long base = (long)r * cols;\n"
+            "        const int twice = 2 * r + 1;\n"
+            "        const int half = r / 2;\n"
+            "        const long idx = base + c;\n"
+            "        out[idx] = x[idx] * scale[r] + (float)(twice + half);")
+    _, result = _rowloop(tmp_path, _flat(body))
+    assert "row-loop" in result.applied_names, result.skipped
+    nested = result.template.split("#else", 1)[1]
+    outer, inner = nested.split("for (int c = ", 1)
+    assert "const long base = (long)r * cols;" in outer and "const int twice = 2 * r + 1;" in outer
+    assert "const int half = r / 2;" in inner and "const long idx = base + c;" in inner
+
+
 # --- the rewrites, run ------------------------------------------------------------------------------------
 
 
 @pytest.mark.runtime
 def test_row_loop_instances_verify_against_the_original(worker, tmp_path):
     """Both values of ROW_LOOP at block sizes that divide the row length and do not (100 and 37
-    columns, blocks of 16 to 256), against the original kernel on every input distribution."""
-    kernel = _flat("        const float s = scale[r] * 2.0f;\n        out[i] = x[r * cols + c] * s + (float)c;")
+    columns, blocks of 16 to 256), against the original kernel on every input distribution; the row's
+    offset is computed once per row, its scale (a load) per element."""
+    kernel = _flat("        const long row = (long)r * cols;\n        const float s = scale[r] * 2.0f;\n"
+                   "        out[i] = x[row + c] * s + (float)c;")
     loaded, result = _rowloop(tmp_path, kernel)
     assert "row-loop" in result.applied_names, result.skipped
     spec = loaded.spec

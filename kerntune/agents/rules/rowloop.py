@@ -262,26 +262,64 @@ def _loops(st: RewriteState) -> tuple[list[RowLoopPlan], list[str]]:
     return found, reasons
 
 
+_PURE_OPS = {"+", "-", "*"}
+
+
+def _row_constants(st: RewriteState, p: RowLoopPlan) -> list:
+    """The leading statements of the element's code that declare a value of the row alone
+    (``const long pair = first + h;``): one name, never assigned, computed with + - * and casts from the
+    row and names declared outside the loop. The nested version computes them once per row, before the
+    column loop, where what uses them (a load at ``p[pair]``, the row's weights) becomes loop-invariant
+    for the rules after it and for the compiler. No division (it could trap on a row no column runs for)."""
+    body = p.loop.child_by_field_name("body")
+    inside = declared_names(st, body)
+    assigned = assigned_names(st, body)
+    known: set[str] = set()
+    out = []
+    for stmt in p.rest:
+        ds = [d for d in stmt.named_children if d.type == "init_declarator"] if stmt.type == "declaration" else []
+        if len(ds) != 1 or ds[0].child_by_field_name("declarator").type != "identifier":
+            break
+        name, value = st.text(ds[0].child_by_field_name("declarator")), ds[0].child_by_field_name("value")
+        if value is None or name in assigned:
+            break
+        nodes = list(walk(value))
+        if any(n.type not in ("identifier", "number_literal", "parenthesized_expression", "cast_expression",
+                              "type_descriptor", "primitive_type", "sized_type_specifier", "type_identifier",
+                              "binary_expression", "(", ")", "+", "-", "*") for n in nodes) or \
+                any(n.type == "binary_expression" and st.text(n.child_by_field_name("operator")) not in _PURE_OPS
+                    for n in nodes):
+            break
+        names = identifiers(st, value)
+        if p.var in names or p.col[0] in names or any(x in inside and x not in known and x != p.row[0]
+                                                     for x in names):
+            break
+        out.append(stmt)
+        known.add(name)
+    return out
+
+
 def _nested(st: RewriteState, p: RowLoopPlan, indent: str) -> str:
     raw = st.raw
     upd = unwrap(p.loop.child_by_field_name("update"))
     init = p.loop.child_by_field_name("initializer").child_by_field_name("declarator")
     tid, step = st.text(init.child_by_field_name("value")), st.text(upd.child_by_field_name("right"))
-    start, end = line_start(raw, p.rest[0].start_byte), p.rest[-1].end_byte
     flat = f"({p.row[0]} * {p.cols} + {p.col[0]})"
-    edits = [Edit(n.start_byte - start, n.end_byte - start, flat)
-             for s in p.rest for n in walk(s) if n.type == "identifier" and st.text(n) == p.var]
-    # the statements between the rest's first and last that are the row and column declarations go
-    for d in p.decls:
-        if start <= d.start_byte < end:
-            s0 = line_start(raw, d.start_byte)
-            e0 = d.end_byte + 1 if raw[d.end_byte:d.end_byte + 1] == b"\n" else d.end_byte
-            edits.append(Edit(s0 - start, e0 - start, ""))
-    text = reindent(apply_edits(raw[start:end], edits), indent + "        ")
+
+    def block(stmts, at: str) -> str:
+        start, end = line_start(raw, stmts[0].start_byte), stmts[-1].end_byte
+        edits = [Edit(n.start_byte - start, n.end_byte - start, flat)
+                 for s in stmts for n in walk(s) if n.type == "identifier" and st.text(n) == p.var]
+        return reindent(apply_edits(raw[start:end], edits), at)
+
+    hoisted = _row_constants(st, p)
+    rest = p.rest[len(hoisted):]
     (r, rt), (c, ct) = p.row, p.col
-    return (f"{indent}for ({rt} {r} = 0; {r} < {p.rows}; ++{r}) {{\n"
+    head = f"{block(hoisted, indent + '    ')}\n" if hoisted else ""
+    inner = block(rest, indent + "        ") if rest else ""
+    return (f"{indent}for ({rt} {r} = 0; {r} < {p.rows}; ++{r}) {{\n{head}"
             f"{indent}    for ({ct} {c} = {tid}; {c} < {p.cols}; {c} += {step}) {{\n"
-            f"{text}\n{indent}    }}\n{indent}}}")
+            f"{inner}\n{indent}    }}\n{indent}}}")
 
 
 class RowLoop(Rule):
