@@ -281,8 +281,8 @@ class ExpandMacros(Rule):
             return "the source is not ASCII"
         macros, bad = function_macros(st)
         if not macros:
-            return "no function-like macro" + (f" that expands the same way everywhere ({', '.join(f'{k}: {v}' for k, v in sorted(bad.items()))})"
-                                              if bad else " in the file")
+            why = ", ".join(f"{k}: {v}" for k, v in sorted(bad.items()))
+            return "no function-like macro" + (f" that expands the same way everywhere ({why})" if bad else " in the file")
         try:
             edits, _ = _edits(st, macros)
         except RuleDeclined as e:

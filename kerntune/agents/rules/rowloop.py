@@ -24,11 +24,15 @@ Every thread visits its elements in the same increasing flat order as before
 length is not a multiple of the block. The rule therefore holds only where
 that cannot matter: no barrier, atomic, exit or jump in the loop; no value
 carried from one element to the next (no variable declared outside the loop
-is assigned in it, or has its address taken there); an array the loop writes
-is read in it only at the index it writes, and is not touched elsewhere in
-the function; an array the loop reads is not written elsewhere in the
-function; and when the loop both reads and writes arrays, the spec says that
-arrays never overlap (``noalias``).
+is assigned in it, has its address taken there or is bound to a C++
+reference parameter); an array the loop writes is read in it only at the
+index it writes, and is not touched elsewhere in the function; an array the
+loop reads is not written elsewhere in the function (a call of an accessor
+function, ``load_value(p, i)``, counts as the access it makes); and when the
+loop both reads and writes arrays, the spec says that arrays never overlap
+(``noalias``). The element code's leading declarations of the row alone
+(``const long pair = first + h;``) are computed once per row, before the
+column loop.
 """
 
 from __future__ import annotations
@@ -43,8 +47,8 @@ from kerntune.agents.rules.base import (
     Applied, Edit, Param, Rule, RuleDeclined, RewriteState, apply_edits, pragma_start, unwrap,
 )
 from kerntune.agents.rules.generic import is_generated
-from kerntune.agents.rules.split import _binary, _col_of, _decl_parts, _row_of, _rows_of_bound
-from kerntune.agents.rules.structural import _decl_value, block_strided
+from kerntune.agents.rules.split import col_of, decl_parts, row_of, rows_of_bound
+from kerntune.agents.rules.structural import block_strided, decl_value
 from kerntune.source import calls
 from kerntune.source.parse import walk
 
@@ -71,14 +75,14 @@ def _type_of(st: RewriteState, decl) -> str:
 def _rows_and_bound(st: RewriteState, fn, bound, cols: str) -> str | None:
     """The number of rows when the loop's bound is ``rows * cols`` (written out, or a local variable
     declared once as that and never assigned)."""
-    rows = _rows_of_bound(st, bound, cols)
+    rows = rows_of_bound(st, bound, cols)
     if rows is not None:
         return rows
     b = unwrap(bound)
     if b is not None and b.type == "identifier" and st.text(b) not in assigned_names(st, fn):
-        value = _decl_value(st, fn, st.text(b))
+        value = decl_value(st, fn, st.text(b))
         if value is not None:
-            return _rows_of_bound(st, value, cols)
+            return rows_of_bound(st, value, cols)
     return None
 
 
@@ -205,13 +209,13 @@ def plan(st: RewriteState, fn, loop) -> RowLoopPlan:
     stmts = [c for c in body.named_children if c.type != "comment"]
     if len(stmts) < 3:
         raise RuleDeclined("the loop body is not a row and a column, then the element's code")
-    first = [(_decl_parts(st, s), s) for s in stmts[:2]]
+    first = [(decl_parts(st, s), s) for s in stmts[:2]]
     if any(p is None for p, _ in first):
         raise RuleDeclined(f"the loop body does not begin with the row and the column of {var} (r = {var} / cols)")
     row = col = None
     cols = None
     for (name, value), s in first:
-        d = _row_of(st, value, var)
+        d = row_of(st, value, var)
         if d is not None and row is None:
             row, cols = (name, s), d
     if row is None:
@@ -219,7 +223,7 @@ def plan(st: RewriteState, fn, loop) -> RowLoopPlan:
     for (name, value), s in first:
         if s is row[1]:
             continue
-        d = _col_of(st, value, var, row[0])
+        d = col_of(st, value, var, row[0])
         if d is not None and d == cols:
             col = (name, s)
     if col is None:

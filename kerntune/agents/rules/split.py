@@ -39,7 +39,7 @@ class SplitPlan:
     x_builtin: str              # how the original wrote the global index ('global' or 'group*size+local')
 
 
-def _decl_parts(st: RewriteState, stmt):
+def decl_parts(st: RewriteState, stmt):
     if stmt.type != "declaration":
         return None
     ds = [d for d in stmt.named_children if d.type == "init_declarator"]
@@ -55,7 +55,7 @@ def _binary(st: RewriteState, node, op: str):
     return None
 
 
-def _row_of(st: RewriteState, value, gid: str) -> str | None:
+def row_of(st: RewriteState, value, gid: str) -> str | None:
     """D when ``value`` is ``gid / D``."""
     parts = _binary(st, value, "/")
     if parts and st.text(parts[0]) == gid and gid not in identifiers(st, parts[1]):
@@ -63,7 +63,7 @@ def _row_of(st: RewriteState, value, gid: str) -> str | None:
     return None
 
 
-def _col_of(st: RewriteState, value, gid: str, row: str | None) -> str | None:
+def col_of(st: RewriteState, value, gid: str, row: str | None) -> str | None:
     """D when ``value`` is ``gid % D``, ``gid - row * D``, ``gid - D * row`` or ``gid - (gid / D) * D``."""
     parts = _binary(st, value, "%")
     if parts and st.text(parts[0]) == gid and gid not in identifiers(st, parts[1]):
@@ -75,13 +75,13 @@ def _col_of(st: RewriteState, value, gid: str, row: str | None) -> str | None:
     if not prod:
         return None
     for a, b in (prod, prod[::-1]):
-        if (row is not None and st.text(a) == row) or _row_of(st, a, gid) == squash(st.text(b)):
+        if (row is not None and st.text(a) == row) or row_of(st, a, gid) == squash(st.text(b)):
             if gid not in identifiers(st, b):
                 return squash(st.text(b))
     return None
 
 
-def _rows_of_bound(st: RewriteState, bound, cols: str) -> str | None:
+def rows_of_bound(st: RewriteState, bound, cols: str) -> str | None:
     """A when the bound is ``A * cols`` or ``cols * A``."""
     prod = _binary(st, bound, "*")
     if not prod:
@@ -98,7 +98,7 @@ def plan_split(st: RewriteState) -> SplitPlan:
     kernel, body = independent_kernel(st, "not element-wise", any_preproc_if=True)
     stmts = [c for c in body.named_children if c.type != "comment"]
     for i, s in enumerate(stmts):
-        parts = _decl_parts(st, s)
+        parts = decl_parts(st, s)
         if parts and is_flat_index(st, parts[1]):
             gid = parts[0]
             break
@@ -137,15 +137,15 @@ def plan_split(st: RewriteState) -> SplitPlan:
     row_name = col_name = ""
     cols = None
     for r in rest:
-        parts = _decl_parts(st, r)
+        parts = decl_parts(st, r)
         if parts is None:
             continue
         name, value = parts
-        d = _row_of(st, value, gid)
+        d = row_of(st, value, gid)
         if d is not None and row_decl is None:
             row_decl, row_name, cols = r, name, d
             continue
-        d = _col_of(st, value, gid, row_name or None)
+        d = col_of(st, value, gid, row_name or None)
         if d is not None and col_decl is None and (cols is None or d == cols):
             col_decl, col_name, cols = r, name, d
     inline = []
@@ -164,7 +164,7 @@ def plan_split(st: RewriteState) -> SplitPlan:
     for name in (row_name, col_name):
         if name and name in assigned:
             raise RuleDeclined(f"{name} is modified")
-    rows = _rows_of_bound(st, bound, cols)
+    rows = rows_of_bound(st, bound, cols)
     if rows is None:
         raise RuleDeclined(f"the bound on {gid} ({st.text(bound)}) is not rows * {cols}")
     if set(assigned) & (identifiers(st, bound) | {cols}):
@@ -176,7 +176,7 @@ def plan_split(st: RewriteState) -> SplitPlan:
         col_name = "kt_col"
     if row_name in taken and row_decl is None or col_name in taken and col_decl is None:
         raise RuleDeclined("kt_row or kt_col is taken")
-    value = _decl_parts(st, s)[1]
+    value = decl_parts(st, s)[1]
     x_builtin = "global" if call_name(st, unwrap(value)) == "get_global_id" else "parts"
     gtype = " ".join(t for t in st.text(s.child_by_field_name("type")).split())
     return SplitPlan(kernel, s, gid, gtype, rest, stmts[-1].end_byte, rows, cols, row_decl, col_decl, row_name,

@@ -36,7 +36,7 @@ def _calls(st: RewriteState, node, name: str) -> bool:
                for n in walk(node))
 
 
-def _decl_value(st: RewriteState, fn, name: str):
+def decl_value(st: RewriteState, fn, name: str):
     """The initializer of a local variable ``name`` in function ``fn``, if declared once."""
     found = []
     for n in walk(fn):
@@ -52,7 +52,7 @@ def _is_thread_x(st: RewriteState, fn, node) -> bool:
     if builtin_dim(st, node, "thread") == "x":
         return True
     if node is not None and node.type == "identifier":
-        value = _decl_value(st, fn, st.text(node))
+        value = decl_value(st, fn, st.text(node))
         return value is not None and builtin_dim(st, value, "thread") == "x"
     return False
 
@@ -69,7 +69,7 @@ def _is_block_dim_x(st: RewriteState, node, fn=None) -> bool:
     if st.macro_value(st.text(node)) == "KT_BLOCK":
         return True
     # a local variable holding it (const int threads = get_local_size(0);)
-    value = _decl_value(st, fn, st.text(node)) if fn is not None else None
+    value = decl_value(st, fn, st.text(node)) if fn is not None else None
     return value is not None and builtin_dim(st, value, "block_dim") == "x"
 
 
