@@ -330,13 +330,18 @@ class Pointers:
         return self.local.get(name)
 
 
-def pointer_params(st: RewriteState, fn) -> list[str]:
+def parameter_list(fn) -> list:
+    """The named children of a function definition's parameter list ([] when it has none)."""
     d = fn.child_by_field_name("declarator")
     while d is not None and d.type != "function_declarator":
         d = d.child_by_field_name("declarator")
     params = d.child_by_field_name("parameters") if d is not None else None
+    return list(params.named_children) if params is not None else []
+
+
+def pointer_params(st: RewriteState, fn) -> list[str]:
     out = []
-    for p in params.named_children if params is not None else []:
+    for p in parameter_list(fn):
         pd = p.child_by_field_name("declarator")
         if pd is not None and pd.type == "pointer_declarator":
             inner = pd
@@ -398,14 +403,8 @@ class Accessor:
 
 
 def _accessor(st: RewriteState, fn) -> Accessor | None:
-    d = fn.child_by_field_name("declarator")
-    while d is not None and d.type != "function_declarator":
-        d = d.child_by_field_name("declarator")
-    plist = d.child_by_field_name("parameters") if d is not None else None
-    if plist is None:
-        return None
     names, pointers = [], []
-    for k, p in enumerate(c for c in plist.named_children if c.type == "parameter_declaration"):
+    for k, p in enumerate(c for c in parameter_list(fn) if c.type == "parameter_declaration"):
         pd = p.child_by_field_name("declarator")
         inner = pd
         while inner is not None and inner.type != "identifier":

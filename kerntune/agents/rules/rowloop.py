@@ -41,7 +41,7 @@ from dataclasses import dataclass
 
 from kerntune.agents.rules.access import (
     accesses, accessor_call, accessor_functions, assigned_names, declared_names, identifiers, line_start,
-    local_pointers, reindent, squash, synchronizes,
+    local_pointers, parameter_list, reindent, squash, synchronizes,
 )
 from kerntune.agents.rules.base import (
     Applied, Edit, Param, Rule, RuleDeclined, RewriteState, apply_edits, pragma_start, unwrap,
@@ -126,11 +126,7 @@ def _references_outside(st: RewriteState, body, inside: set[str]) -> str:
     for n in walk(st.parsed.tree.root_node):
         if n.type != "function_definition":
             continue
-        d = n.child_by_field_name("declarator")
-        while d is not None and d.type != "function_declarator":
-            d = d.child_by_field_name("declarator")
-        plist = d.child_by_field_name("parameters") if d is not None else None
-        params = [c for c in (plist.named_children if plist is not None else []) if c.type == "parameter_declaration"]
+        params = [c for c in parameter_list(n) if c.type == "parameter_declaration"]
         refs = {k for k, p in enumerate(params) if p.child_by_field_name("declarator") is not None
                 and p.child_by_field_name("declarator").type == "reference_declarator"}
         defs.setdefault(calls.function_name(n, st.raw), set()).update(refs)
