@@ -46,6 +46,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 PROOF = REPO / "bench" / "proof"
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import provenance  # noqa: E402
 from kernel_library import LIBRARY  # noqa: E402
 from kerntune.speedup import THRESHOLD, Interval, Spread, across_sessions  # noqa: E402
 
@@ -483,8 +484,7 @@ def main() -> int:
     stamp = datetime.date.today().isoformat()
     name = "cpu" if opts.device == "cpu" or opts.device.startswith("opencl") else "gpu"
     out = opts.out or REPO / "bench" / "results" / f"proof-{name}-{stamp}"
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout
-    res: dict = {"device": opts.device, "date": stamp, "argv": sys.argv[1:], "commit": commit.strip(),
+    res: dict = {"device": opts.device, "date": stamp, "argv": sys.argv[1:], "commit": provenance.commit(),
                  "host": f"{platform.processor() or platform.machine()}, {platform.python_version()}"}
     prior = out.with_suffix(".json")
     earlier = json.loads(prior.read_text()) if prior.exists() else {}
@@ -496,7 +496,7 @@ def main() -> int:
             t0 = time.monotonic()
             res[part] = PARTS[part](opts.device, work, opts)
             res[part]["wall_s"] = time.monotonic() - t0
-            res[part]["commit"], res[part]["argv"] = commit.strip(), sys.argv[1:]    # each part says how it ran
+            res[part]["commit"], res[part]["argv"] = res["commit"], sys.argv[1:]    # each part says how it ran
             if opts.kernels and part in earlier and part in ("false_claims", "agreement"):
                 # some kernels redone: the others' rows stay, with how they ran
                 res[part] = merge_rows(part, earlier[part], res[part])

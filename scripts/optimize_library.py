@@ -27,6 +27,7 @@ from kerntune.engine.devices import all_devices, resolve  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from kernel_library import LIBRARY  # noqa: E402
+from provenance import commit  # noqa: E402
 
 
 
@@ -48,7 +49,7 @@ def main() -> int:
     device = args.device or ("0" if gpu else "cpu")
     ext = ".cl" if device == "cpu" or device.startswith("opencl") else ".cu"
     _, info = resolve(device, "opencl" if ext == ".cl" else "cuda")   # a device that is not there: one message, exit 1
-    where = {"id": info.id, "name": info.name, "driver": info.driver, "commit": _commit()}
+    where = {"id": info.id, "name": info.name, "driver": info.driver, "commit": commit(mark_uncommitted=True)}
     stamp = datetime.date.today().isoformat()
     out = args.out or REPO / "bench" / "results" / f"optimize-{'cpu' if ext == '.cl' else 'gpu'}-{stamp}"
     runs = out.with_name(out.name + "-runs")
@@ -96,18 +97,6 @@ def main() -> int:
     write()
     print(f"wrote {out.with_suffix('.md')}", file=sys.stderr)
     return 0
-
-
-def _commit() -> str:
-    """The checkout's commit, with '+ uncommitted changes' when the work tree differs from it."""
-    try:
-        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True,
-                              timeout=30).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO,
-                               capture_output=True, text=True, timeout=30).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
-    return (head or "unknown") + (" + uncommitted changes" if dirty else "")
 
 
 def _best_candidate(r: dict):

@@ -26,7 +26,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import provenance  # noqa: E402
 from kerntune.export.runs import Run  # noqa: E402
 from kerntune.tuner.space import Space  # noqa: E402
 
@@ -137,8 +139,7 @@ def main() -> int:
               f"{row['seconds']:.0f} s; uses {', '.join(row['rules_used']) or '-'}", file=sys.stderr)
     summary = summarize(rows)
     earlier = json.loads(out.with_suffix(".json").read_text()) if out.with_suffix(".json").exists() else {}
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True,
-                            text=True).stdout.strip()
+    commit = provenance.commit()
     meta = {"device": args.device, "device_name": _device_name(runs), "date": stamp, "cpus": os.cpu_count(),
             "command": " ".join(sys.argv),
             "settings": "kerntune optimize defaults (3 rounds, 120 evaluations, 20 warm-up runs and 20 to 100 "

@@ -200,7 +200,7 @@ def optimize(
     if json:
         print_json(result)
     else:
-        _render(result)
+        render_result(result)
 
 
 def _priors(paths: list[Path], strategy: Optional[str], json: bool) -> list[str]:
@@ -245,7 +245,7 @@ def _run(opt, run):
         raise
 
 
-def _render(r, wrote: str = "wrote") -> None:
+def render_result(r, wrote: str = "wrote") -> None:
     """The result first (the sentence of report.md), then the numbers behind it (``wrote``: how the last
     line names the files, as the run writes them or as `kerntune show` finds them)."""
     out.print(f"[bold]{escape(r.headline)}[/]" if r.headline else f"[bold]{escape(r.kernel)}[/]")

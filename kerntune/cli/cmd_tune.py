@@ -371,7 +371,7 @@ def show(
 
 
 def _show_optimize(run, json: bool) -> None:
-    from kerntune.cli.cmd_optimize import _render
+    from kerntune.cli.cmd_optimize import render_result
 
     result = run.results()
     rounds = sorted(p.name for p in (run.path / "rounds").glob("[0-9]*") if (p / "tuning.db").exists())
@@ -384,7 +384,7 @@ def _show_optimize(run, json: bool) -> None:
     if json:
         print_json(result)
         return
-    _render(result, wrote="files:")
+    render_result(result, wrote="files:")
     out.print(f"each round's search: {escape(each)}" + (f" ... rounds/{rounds[-1]}" if len(rounds) > 1 else ""))
 
 
