@@ -202,6 +202,11 @@ def lost_rules(first, config: dict, second, spec, lang: str) -> set[str]:
         # threads, nor a pass online-softmax fuses: the winner chose one row per thread and the
         # passes as they are (docs/rules.md, vector-accumulators)
         again -= {"cooperative-rows", "online-softmax"}
+    if config.get("VEC", 1) > 1:
+        # a vectorized loop is not one split-groups deals out (its body reads and writes through
+        # buffers at other indices than the tail's): the split and the width were chosen together in
+        # the round that offered both (docs/rules.md, split-groups)
+        again -= {"split-groups"}
     again |= {a.rule for a in first.trace if a.rule in ("launch-config", "elements-per-thread")}
     return again - set(second.applied_names)
 

@@ -114,13 +114,14 @@ def test_merge_attn_states_is_written_out_and_its_loop_split():
     source = (MERGE / "merge_attn_states_lse.cl").read_text()
     assert loaded.spec.kernel not in [k.name for k in parse(source, "opencl").kernels]
     result = apply_catalog(source, "opencl", loaded.spec)
-    assert result.applied_names[:3] == ["expand-macros", "launch-config", "row-loop"], result.skipped
+    assert result.applied_names[:5] == ["expand-macros", "private-helpers", "launch-config", "row-loop",
+                                        "split-groups"], result.skipped
     assert "ROW_LOOP" in result.params and result.params["ROW_LOOP"] == (False, True)
     t = parse_template(result.template, "opencl", "merge")
     text = t.render(Space.of(t).baseline(), loaded.spec)
     assert loaded.spec.kernel in [k.name for k in parse(text, "opencl").kernels]
     assert text.count("MERGE_BASELINE(") == 3      # the definition and the fp32 and fp16 kernels
-    assert "for (int h = 0; h < num_heads; ++h)" in result.template
+    assert "for (int h = (get_group_id(0) % KT_SPLIT); h < num_heads; h += KT_SPLIT)" in result.template
 
 
 # --- row-loop's preconditions ---------------------------------------------------------------------------
@@ -403,7 +404,9 @@ def test_cuda_merge_attn_states_goes_through_its_accessors():
     spec = load_file(MERGE / "spec.yaml").spec
     result = apply_catalog((MERGE / "merge_attn_states_lse.cu").read_text(), "cuda", spec)
     assert {"row-loop", "vectorize"} <= set(result.applied_names), result.skipped
-    assert "load_value(kt_v_v_a.v, kt_v)" in result.template and "store_value(kt_v_v.v, kt_v," in result.template
+    own = "_for_merge_attn_states_lse_bf16"          # private-helpers: the bf16 kernel's own accessors
+    assert f"load_value{own}(kt_v_v_a.v, kt_v)" in result.template, result.template
+    assert f"store_value{own}(kt_v_v.v, kt_v," in result.template
 
 
 @pytest.mark.nvcc

@@ -75,6 +75,7 @@ class RewriteState:
     snippets: dict[str, str] = field(default_factory=dict)  # marker id -> Jinja text that replaces it
     trace: list[Applied] = field(default_factory=list)
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (rule, why its precondition failed)
+    clones: dict[str, str] = field(default_factory=dict)   # private-helpers: the kernel's copy -> original
 
     _parsed: ParsedSource | None = field(default=None, repr=False)
 

@@ -11,6 +11,7 @@ import yaml
 from kerntune.agents.rules.base import Applied, Rule, RewriteState
 from kerntune.agents.rules.generic import CompilerFlags, FastMath, Restrict, Unroll
 from kerntune.agents.rules.launch import LaunchBounds, LaunchConfig
+from kerntune.agents.rules.private import prune_copies
 from kerntune.spec.model import KernelSpec, LaunchSpec
 from kerntune.tuner.kernel_files import launch_dict
 
@@ -20,9 +21,11 @@ _JINJA = ("{{", "{%", "{#", "}}", "%}", "#}")
 
 def default_rules() -> list[Rule]:
     """Structural rewrites first (they need the code as it is), decorations last."""
+    from kerntune.agents.rules.groupsplit import SplitGroups
     from kerntune.agents.rules.hoist import HoistInvariants
     from kerntune.agents.rules.macros import ExpandMacros
     from kerntune.agents.rules.online import OnlineSoftmax
+    from kerntune.agents.rules.private import PrivateHelpers
     from kerntune.agents.rules.rowloop import RowLoop
     from kerntune.agents.rules.rows import CooperativeRows
     from kerntune.agents.rules.split import RowColumnGrid
@@ -30,7 +33,7 @@ def default_rules() -> list[Rule]:
     from kerntune.agents.rules.vacc import VectorAccumulators
     from kerntune.agents.rules.vcols import VectorColumns
 
-    return [ExpandMacros(), LaunchConfig(), VectorColumns(), RowColumnGrid(), RowLoop(), OnlineSoftmax(), CooperativeRows(), VectorAccumulators(), ShuffleReduction(),
+    return [ExpandMacros(), PrivateHelpers(), LaunchConfig(), VectorColumns(), RowColumnGrid(), RowLoop(), SplitGroups(), OnlineSoftmax(), CooperativeRows(), VectorAccumulators(), ShuffleReduction(),
             PrivatizeAtomics(), ElementsPerThread(), Vectorize(), HoistInvariants(), Unroll(), Restrict(), FastMath(),
             LaunchBounds(), CompilerFlags()]
 
@@ -88,6 +91,7 @@ def apply_catalog(source: str, lang: str, spec: KernelSpec, kernel: str | None =
                       device_max_threads=min(device_max_threads, 1024), subgroups=subgroups)
     for rule in rules if rules is not None else default_rules():
         rule.run(st)
+    prune_copies(st)
     size = 1
     for p in st.params.values():
         size *= len(p.values)

@@ -86,13 +86,13 @@ def _rows_and_bound(st: RewriteState, fn, bound, cols: str) -> str | None:
     return None
 
 
-def _touches(st: RewriteState, node, ptrs, accessors, skip: tuple[int, int] = (0, 0)):
-    """(array, name, index text, read, write) for every subscript in ``node`` (outside the byte range
+def _touches(st: RewriteState, node, ptrs, accessors, skip=()):
+    """(array, name, index text, read, write) for every subscript in ``node`` (outside the byte ranges
     ``skip``) and every call of an accessor function (``load_value(p, i)``): the array is what a local
     pointer points into, the name as written."""
     out = []
     for n in walk(node):
-        if skip[0] <= n.start_byte < skip[1]:
+        if any(a <= n.start_byte < b for a, b in skip):
             continue
         call = accessor_call(st, n, accessors)
         if call is not None:
@@ -144,8 +144,10 @@ def _references_outside(st: RewriteState, body, inside: set[str]) -> str:
     return ""
 
 
-def _check_independent(st: RewriteState, fn, loop, body) -> None:
-    """Raise RuleDeclined unless the loop's elements may be dealt to the threads differently."""
+def check_independent(st: RewriteState, fn, loop, body, elsewhere=()) -> None:
+    """Raise RuleDeclined unless the loop's elements may be dealt to the threads differently.
+    ``elsewhere``: byte ranges of the function that never run with the loop (the other branch of a
+    rule's ``#if``), left out where the loop's arrays must not be touched elsewhere."""
     for n in walk(body):
         if n.type in ("return_statement", "break_statement", "continue_statement", "goto_statement"):
             raise RuleDeclined("the loop body leaves the loop (return, break, continue or goto)")
@@ -183,7 +185,7 @@ def _check_independent(st: RewriteState, fn, loop, body) -> None:
     if written and set(read) - set(written) and not st.spec.noalias:
         raise RuleDeclined("the loop reads and writes arrays, and the spec does not say they never overlap "
                            "(noalias: true)")
-    others = _touches(st, fn.child_by_field_name("body"), ptrs, accessors, (loop.start_byte, loop.end_byte))
+    others = _touches(st, fn.child_by_field_name("body"), ptrs, accessors, ((loop.start_byte, loop.end_byte), *elsewhere))
     touched = {root for root, *_ in others}
     changed = {root for root, _, _, _, w in others if w}
     if set(written) & touched:
@@ -238,7 +240,7 @@ def plan(st: RewriteState, fn, loop) -> RowLoopPlan:
     for name in set(_names(rows)) | set(_names(cols)):
         if name in declared_names(st, body):
             raise RuleDeclined(f"{name} is declared again in the loop")
-    _check_independent(st, fn, loop, body)
+    check_independent(st, fn, loop, body)
     return RowLoopPlan(fn, loop, var, rows, cols, (row[0], _type_of(st, row[1])), (col[0], _type_of(st, col[1])),
                    (row[1], col[1]), rest)
 

@@ -483,7 +483,11 @@ def block_strided(st: RewriteState, fn, loop):
     if init is None or cond is None or upd is None or init.type != "declaration":
         return None
     d = init.child_by_field_name("declarator")
-    if d is None or d.type != "init_declarator" or not _is_thread_x(st, fn, d.child_by_field_name("value")):
+    if d is None or d.type != "init_declarator":
+        return None
+    start = unwrap(d.child_by_field_name("value"))
+    split = _split_share(st, fn, start)
+    if not _is_thread_x(st, fn, start) and split is None:
         return None
     var = st.text(d.child_by_field_name("declarator"))
     c = unwrap(cond)
@@ -495,10 +499,40 @@ def block_strided(st: RewriteState, fn, loop):
         return None
     u = unwrap(upd)
     if not (u.type == "assignment_expression" and st.text(u.child_by_field_name("operator")) == "+="
-            and st.text(u.child_by_field_name("left")) == var
-            and _is_block_dim_x(st, u.child_by_field_name("right"), fn)):
+            and st.text(u.child_by_field_name("left")) == var):
+        return None
+    step = u.child_by_field_name("right")
+    if not (_is_block_dim_x(st, step, fn) if split is None else squash(st.text(step)) == squash(split[1])):
         return None
     return var, bound_node
+
+
+def _split_share(st: RewriteState, fn, start):
+    """split-groups' start of a block-strided loop, ``tid + (group % K) * block`` stepping ``block * K``
+    (K the parameter KT_SPLIT, or the number a later round baked in): (start, step) as text; else None.
+    The split replaced every other use of the group index by ``group / K``, so the loop is a block of K
+    times as many threads; a number other than 1 counts only where the function's every read of the
+    group index is such a quotient or remainder."""
+    from kerntune.agents.rules.groupsplit import split_factor
+
+    if start is None or start.type != "binary_expression" or st.text(start.child_by_field_name("operator")) != "+":
+        return None
+    k = split_factor(st, start.child_by_field_name("right"))
+    if k is None or not _is_thread_x(st, fn, start.child_by_field_name("left")):
+        return None
+    if k not in ("KT_SPLIT", "1"):
+        from kerntune.agents.rules.groupsplit import group_reads, quotient_or_remainder
+
+        if any(quotient_or_remainder(st, g) != k for g in group_reads(st, fn)):
+            return None
+    b = "blockDim.x" if st.lang == "cuda" else "get_local_size(0)"
+    return st.text(start), f"{b} * {k}"
+
+
+def loop_share(st: RewriteState, fn, loop) -> tuple[str, str] | None:
+    """(start, step) of a block-strided loop split-groups dealt out, else None."""
+    d = loop.child_by_field_name("initializer").child_by_field_name("declarator")
+    return _split_share(st, fn, unwrap(d.child_by_field_name("value")))
 
 
 def _strided_loops(st: RewriteState):
@@ -753,6 +787,7 @@ class Vectorize(Rule):
             (streams, other_uses), _ = _accesses(st, body, var)
             ind = _line_indent(st, loop)
             tid, bdim = ("threadIdx.x", "blockDim.x") if st.lang == "cuda" else ("get_local_id(0)", "get_local_size(0)")
+            tid, bdim = loop_share(st, fn, loop) or (tid, bdim)
             vtype = st.text(loop.child_by_field_name("initializer").child_by_field_name("type"))
             # rewrite each p[base + var] -> kt_v_p[kt_v] inside the body (by byte ranges)
             b0 = body.start_byte

@@ -1,0 +1,302 @@
+"""private-helpers and split-groups.
+
+private-helpers: the spec's kernel gets its own copies of the functions it shares with the file's other
+entry points, so that no rewrite reaches an entry point nobody verified; copies no rule changed are
+dropped again. split-groups: a kernel giving each work-group one item of work (a token) gets SPLIT
+groups per item, as a parameter: its block-strided loop becomes the loop of a block SPLIT times larger,
+its row loop is dealt row by row. Each decline with its reason; the rewrites verified on the CPU against
+the original kernel on every input distribution (row lengths the block does not divide, SPLIT larger
+than the rows); the split merge kernel under Oclgrind; CUDA instances compiled with nvcc."""
+
+from __future__ import annotations
+
+import re
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from kerntune.agents.bake import bake
+from kerntune.agents.rules.catalog import apply_catalog
+from kerntune.engine.evaluate import KernelInstance
+from kerntune.spec.load import load_file
+from kerntune.spec.shapes import holdout_shapes, spec_shapes
+from kerntune.tuner.kernel_files import resolve_launch_params
+from kerntune.tuner.space import Space
+from kerntune.tuner.template import parse_template
+from tests.conftest import REPO
+from tests.test_rules_rowloop import _failures
+
+MERGE = REPO / "kernels/sglang/merge_attn_states_lse"
+SILU = REPO / "kernels/sglang/silu_and_mul"
+
+
+def _definition(text: str, name: str) -> str:
+    """The text of the first definition of function ``name`` in ``text`` (up to its closing brace at
+    the start of a line)."""
+    m = re.search(r"^(?![ \t]*//)[^\n]*\b" + re.escape(name) + r"\s*\([^;{]*\)\s*\{.*?^\}", text, re.S | re.M)
+    assert m is not None, name
+    return m.group(0)
+
+
+# --- private-helpers -------------------------------------------------------------------------------------
+
+def test_the_other_entry_points_keep_the_original_helpers():
+    """CUDA merge: the bf16 kernel calls its own copies of the template and the helpers the rules
+    changed; the fp32 and fp16 kernels call the originals, which are what the file had."""
+    spec = load_file(MERGE / "spec.yaml").spec
+    source = (MERGE / "merge_attn_states_lse.cu").read_text()
+    result = apply_catalog(source, "cuda", spec)
+    assert "private-helpers" in result.applied_names, result.skipped
+    t = parse_template(result.template, "cuda", "merge")
+    c = {**Space.of(t).baseline(), "FAST_MATH": True, "RESTRICT": True, "ROW_LOOP": True, "SPLIT": 4}
+    text = t.render(c, spec)
+    for name in ("merge_weights", "merge_attn_states_lse_baseline"):
+        assert _definition(text, name) == _definition(source, name)
+    assert "merge_attn_states_lse_baseline<float>(v, s" in text
+    assert "merge_attn_states_lse_baseline_for_merge_attn_states_lse_bf16<__nv_bfloat16>(v, s" in text
+    own = _definition(text, "merge_weights_for_merge_attn_states_lse_bf16")
+    assert "KT_FM_EXPF(sa - m)" in own and "#define KT_FM_EXPF __expf" in text
+
+
+def test_a_copy_no_rule_changed_is_dropped():
+    """OpenCL merge: the helpers fast-math and restrict rewrite (merge_weights) are copied, the bf16
+    conversions no rule touches are not; a kernel that shares nothing has the rule skipped."""
+    spec = load_file(MERGE / "spec.yaml").spec
+    result = apply_catalog((MERGE / "merge_attn_states_lse.cl").read_text(), "opencl", spec)
+    assert "merge_weights_for_merge_attn_states_lse_bf16(" in result.template
+    assert "_for_" not in re.sub(r"merge_weights_for_merge_attn_states_lse_bf16", "", result.template)
+    only = textwrap.dedent("""
+        inline float twice(float v) { return 2.0f * v; }
+        __kernel void merge_attn_states_lse_bf16(__global float* v) { v[get_global_id(0)] = twice(1.0f); }
+    """)
+    result = apply_catalog(only, "opencl", spec)
+    assert "shares no function" in dict(result.skipped)["private-helpers"]
+
+
+def test_copies_nobody_changed_are_dropped_and_their_callers_kept():
+    """A shared helper the rules change (a loop: unroll) is copied with the helper calling it; a shared
+    helper no rule changes is dropped and its calls renamed back."""
+    spec = load_file(MERGE / "spec.yaml").spec
+    source = textwrap.dedent("""
+        inline float same(float v) { return v + 1.0f; }
+        inline float sum(__global const float* p, int n) {
+            float acc = 0.0f;
+            for (int i = 0; i < n; ++i) acc += p[i];
+            return same(acc);
+        }
+        inline float outer(__global const float* p, int n) { return sum(p, n); }
+        __kernel void merge_attn_states_lse_bf16(__global float* v, __global const float* p, const int n)
+        { v[get_global_id(0)] = outer(p, n); }
+        __kernel void other(__global float* v, __global const float* p, const int n) { v[0] = outer(p, n); }
+    """)
+    result = apply_catalog(source, "opencl", spec)
+    assert "unroll" in result.applied_names, result.skipped
+    assert "inline float sum_for_merge_attn_states_lse_bf16(" in result.template
+    assert "inline float outer_for_merge_attn_states_lse_bf16(" in result.template
+    assert "same_for_" not in result.template and result.template.count("inline float same(") == 1
+    t = parse_template(result.template, "opencl", "copies")
+    text = t.render({**Space.of(t).baseline(), "UNROLL_0": 4}, spec)
+    assert _definition(text, "sum") == _definition(source, "sum")
+    assert "{ v[0] = outer(p, n); }" in text
+
+
+# --- split-groups: where it applies and where it declines -------------------------------------------------
+
+SPEC = """
+kernel: k
+args:
+  - {name: out, dtype: fp32, shape: [rows, cols], intent: out}
+  - {name: x, dtype: fp32, shape: [rows, cols], intent: in}
+  - {name: cols, dtype: int32, value: cols}
+launch: {grid: [rows], block: [64]}
+shapes: [{rows: 3, cols: 300}]
+holdout_shapes: [{rows: 2, cols: 37}]
+noalias: true
+"""
+
+ROW_KERNEL = """
+__kernel void k(__global float* out, __global const float* x, const int cols)
+{
+PRE
+    const long base = (long)get_group_id(0) * cols;
+    for (int i = get_local_id(0); i < cols; i += get_local_size(0))
+        BODY
+POST
+}
+"""
+ELEMENT = "out[base + i] = x[base + i] * 2.0f + (float)i;"
+
+
+def _kernel(body: str = ELEMENT, pre: str = "", post: str = "") -> str:
+    return ROW_KERNEL.replace("PRE", pre).replace("BODY", body).replace("POST", post)
+
+
+def _catalog(tmp_path: Path, kernel: str, spec: str = SPEC, lang: str = "opencl"):
+    p = tmp_path / "spec.yaml"
+    p.write_text(textwrap.dedent(spec))
+    loaded = load_file(p)
+    return loaded, apply_catalog(textwrap.dedent(kernel), lang, loaded.spec)
+
+
+def test_a_block_per_row_kernel_is_split(tmp_path):
+    _, result = _catalog(tmp_path, _kernel())
+    assert "split-groups" in result.applied_names, result.skipped
+    assert result.params["SPLIT"] == (1, 2, 4, 8, 16, 32)
+    assert "(long)(get_group_id(0) / KT_SPLIT) * cols" in result.template
+    assert "get_local_id(0) + (get_group_id(0) % KT_SPLIT) * get_local_size(0)" in result.template
+    assert "i += get_local_size(0) * KT_SPLIT" in result.template
+    assert "(rows) * SPLIT" in result.template
+    # vectorize takes the split loop: VEC elements per thread of the SPLIT times larger block
+    assert "kt_i0 = (get_local_id(0) + (get_group_id(0) % KT_SPLIT) * get_local_size(0)) * KT_VEC" in \
+        result.template
+
+
+ROWS_SPEC = SPEC.replace("[rows, cols]", "[rows, heads, cols]").replace(
+    "  - {name: cols, dtype: int32, value: cols}",
+    "  - {name: heads, dtype: int32, value: heads}\n  - {name: cols, dtype: int32, value: cols}").replace(
+    "shapes: [{rows: 3, cols: 300}]", "shapes: [{rows: 3, heads: 5, cols: 100}]").replace(
+    "holdout_shapes: [{rows: 2, cols: 37}]", "holdout_shapes: [{rows: 2, heads: 3, cols: 37}]")
+
+ROWS_KERNEL = """
+__kernel void k(__global float* out, __global const float* x, const int heads, const int cols)
+{
+    const long first = (long)get_group_id(0) * heads;
+    for (int h = 0; h < heads; ++h) {
+        const long pair = first + h;
+        for (int c = get_local_id(0); c < cols; c += get_local_size(0))
+            BODY
+    }
+}
+"""
+
+
+@pytest.mark.parametrize("kernel, why", [
+    (_kernel("{ out[base + i] = x[base + i]; barrier(CLK_LOCAL_MEM_FENCE); }"), "synchronizes"),
+    (_kernel(pre="    __local float tile[64];", body="out[base + i] = x[base + i];"), "shared (local) memory"),
+    (_kernel(post="    if (get_local_id(0) == 0) out[base] = 0.0f;"), "out is written in the loop and accessed"),
+    (_kernel(pre="    float keep[2];\n    *(__global float*)x = 0.0f;"), "writes memory outside the loops"),
+    (_kernel("out[get_global_id(0)] = x[base + i];"), "get_global_id(0)"),
+    (_kernel("out[base + i] = x[base + i] + (float)get_num_groups(0);"), "get_num_groups(0)"),
+    (_kernel().replace("get_group_id(0) * cols", "7 * cols"), "does not read its group index"),
+    # the same column of every row accumulated: rows dealt to different groups would race on out[c]
+    (ROWS_KERNEL.replace("BODY", "out[c] += x[pair * cols + c];"), "is not a multiple of the row"),
+    # a row's columns overlap the next row's (row h + 1 at column 0 is row h at column 1)
+    (ROWS_KERNEL.replace("BODY", "out[pair + c] = x[pair * cols + c];"), "a column below it"),
+])
+def test_split_groups_declines(tmp_path, kernel, why):
+    spec = ROWS_SPEC if "heads" in kernel else SPEC
+    _, result = _catalog(tmp_path, kernel, spec)
+    assert "split-groups" not in result.applied_names
+    reason = dict(result.skipped)["split-groups"]
+    assert why in reason, reason
+
+
+def test_a_two_dimensional_launch_is_not_split(tmp_path):
+    _, result = _catalog(tmp_path, _kernel(), SPEC.replace("grid: [rows]", "grid: [rows, 2]"))
+    assert "one-dimensional" in dict(result.skipped)["split-groups"]
+
+
+def test_rows_are_dealt_row_by_row(tmp_path):
+    _, result = _catalog(tmp_path, ROWS_KERNEL.replace("BODY", "out[pair * cols + c] = x[pair * cols + c];"),
+                         ROWS_SPEC)
+    assert "split-groups" in result.applied_names, result.skipped
+    assert "for (int h = (get_group_id(0) % KT_SPLIT); h < heads; h += KT_SPLIT)" in result.template
+
+
+def test_a_baked_split_is_not_split_again(tmp_path):
+    """Round 2 after a winner with SPLIT = 4: the grid is the split one and the rule declines."""
+    loaded, result = _catalog(tmp_path, _kernel())
+    t = parse_template(result.template, "opencl", "split")
+    c = {**Space.of(t).baseline(), "SPLIT": 4}
+    launch = resolve_launch_params(t.decl.launch, c)
+    again = apply_catalog(bake(t.render(c, loaded.spec), "opencl"), "opencl", loaded.spec, launch=launch)
+    assert "split-groups" not in again.applied_names
+    assert "split already" in dict(again.skipped)["split-groups"]
+    assert "vectorize" in again.applied_names          # the split loop is still one vectorize takes
+
+
+def test_a_round_baked_with_split_1_is_split_again(tmp_path):
+    """SPLIT = 1 bakes to the group index divided by 1: the next round offers the split again (and the
+    grid is the original one times 1)."""
+    loaded, result = _catalog(tmp_path, _kernel())
+    t = parse_template(result.template, "opencl", "split")
+    c = Space.of(t).baseline()
+    launch = resolve_launch_params(t.decl.launch, c)
+    assert launch.grid[0] == "rows * 1"
+    again = apply_catalog(bake(t.render(c, loaded.spec), "opencl"), "opencl", loaded.spec, launch=launch)
+    assert {"split-groups", "vectorize"} <= set(again.applied_names), again.skipped
+    assert "(long)(get_group_id(0) / KT_SPLIT) * cols" in again.template
+
+
+# --- the rewrites, run ------------------------------------------------------------------------------------
+
+@pytest.mark.runtime
+def test_split_rows_verify_against_the_original(worker, tmp_path):
+    """A block-per-row kernel at SPLIT 1 to 32 (more groups than a 37-column row has blocks of threads),
+    with and without vectorize, at blocks that divide the row and do not."""
+    kernel = _kernel()
+    loaded, result = _catalog(tmp_path, kernel)
+    assert {"split-groups", "vectorize"} <= set(result.applied_names), result.skipped
+    t = parse_template(result.template, "opencl", "split")
+    space = Space.of(t)
+    original = KernelInstance(textwrap.dedent(kernel), loaded.spec.kernel, "opencl", label="original")
+    shapes = (*spec_shapes(loaded.spec), *holdout_shapes(loaded.spec))
+    configs = [{**space.baseline(), "SPLIT": split, "VEC": vec, "BLOCK": block}
+               for split, vec, block in ((2, 1, 64), (4, 4, 16), (32, 1, 32), (8, 2, 64), (16, 8, 32))]
+    assert _failures(worker, loaded, t, original, configs, shapes, seed=5) == []
+
+
+@pytest.mark.runtime
+def test_merge_attn_states_split_groups_verify_against_the_original(worker):
+    """The catalog's merge_attn_states with SPLIT groups per token: the flat loop and the row loop,
+    vectorized and not, SPLIT beyond the heads of the held-out shape."""
+    loaded = load_file(MERGE / "spec.yaml")
+    spec = loaded.spec
+    source = (MERGE / "merge_attn_states_lse.cl").read_text()
+    result = apply_catalog(source, "opencl", spec)
+    assert "split-groups" in result.applied_names, result.skipped
+    t = parse_template(result.template, "opencl", "merge")
+    base = Space.of(t).baseline()
+    original = KernelInstance(source, spec.kernel, "opencl", label="original")
+    shapes = (min(spec_shapes(spec, "cpu"), key=lambda s: dict(s.sizes)["N"]), *holdout_shapes(spec))
+    configs = [{**base, "SPLIT": 4},
+               {**base, "SPLIT": 2, "ROW_LOOP": True},
+               {**base, "SPLIT": 32, "ROW_LOOP": True, "VEC": 8, "HOIST": True},
+               {**base, "SPLIT": 8, "ROW_LOOP": True, "VEC": 2, "BLOCK": 256, "RESTRICT": True}]
+    assert _failures(worker, loaded, t, original, configs, shapes, seed=11) == []
+
+
+@pytest.mark.runtime
+@pytest.mark.skipif(__import__("kerntune.engine.checker", fromlist=["x"]).oclgrind_library() is None,
+                    reason="Oclgrind is not installed (apt-get install oclgrind; .ci/run does)")
+def test_merge_attn_states_split_groups_are_clean_under_the_memory_checker(worker):
+    from kerntune.engine.checker import MemoryChecker, check_shapes
+    from kerntune.results import CheckStatus
+
+    loaded = load_file(MERGE / "spec.yaml")
+    spec = loaded.spec
+    result = apply_catalog((MERGE / "merge_attn_states_lse.cl").read_text(), "opencl", spec)
+    t = parse_template(result.template, "opencl", "merge")
+    c = {**Space.of(t).baseline(), "ROW_LOOP": True, "BLOCK": 32, "VEC": 4, "SPLIT": 8}
+    report = MemoryChecker(worker.info).check(t.instance(c, spec), spec, str(loaded.base_dir), check_shapes(spec), 5)
+    assert report.status is CheckStatus.CLEAN, report.message
+
+
+@pytest.mark.nvcc
+@pytest.mark.parametrize("kernel_dir", [MERGE, SILU])
+def test_cuda_split_instances_compile_with_nvcc(kernel_dir):
+    """The SGLang CUDA kernels keep their loop in a template shared by three dtypes: the spec's kernel
+    gets its own copy, split; every entry point still compiles."""
+    from kerntune.backends.nvcc import compile_offline
+
+    spec = load_file(kernel_dir / "spec.yaml").spec
+    source = next(kernel_dir.glob("*.cu")).read_text()
+    result = apply_catalog(source, "cuda", spec)
+    assert {"private-helpers", "split-groups"} <= set(result.applied_names), result.skipped
+    t = parse_template(result.template, "cuda", kernel_dir.name)
+    base = Space.of(t).baseline()
+    for c in ({**base, "SPLIT": 8}, {**base, "SPLIT": 4, "VEC": 4, **({"ROW_LOOP": True} if "ROW_LOOP" in base
+                                                                       else {})}):
+        inst = t.instance(c, spec)
+        compile_offline(inst.source, inst.name, "sm_90", inst.options)
