@@ -30,7 +30,6 @@ import statistics
 import sys
 import tempfile
 import time
-from multiprocessing import Pool
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -40,6 +39,7 @@ sys.path.insert(0, str(REPO / "scripts"))
 import kt_replay  # noqa: E402
 from bench_strategies import FRACTIONS, _at, pin_environment, won  # noqa: E402
 from sweep_surrogate import RESULTS, _load, _replay, selected, sweep  # noqa: E402
+import pools  # noqa: E402
 
 FRESH = list(range(20, 40))
 SEEDS = list(range(20))
@@ -94,7 +94,7 @@ def measure(cells: list[dict], orders: list[int], procs: int) -> None:
     our_jobs = {(c["space"], s, c["budget"], o) for c in cells for look in looks for s, o in runs("", look, orders)}
     kt_jobs = {(c["space"], w, s, c["budget"], o) for c in cells for w in c["winners"] for look in looks
                for s, o in runs(w, look, orders)}
-    with Pool(procs) as pool:
+    with pools.pool(procs) as pool:
         got = dict(pool.imap_unordered(_ours_job, sorted(our_jobs, key=str), chunksize=8))
         got.update(pool.imap_unordered(_kt_job, sorted(kt_jobs, key=str), chunksize=2))
     for c in cells:

@@ -19,7 +19,6 @@ import json
 import math
 import statistics
 import sys
-from multiprocessing import Pool
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -29,6 +28,7 @@ sys.path.insert(0, str(REPO / "scripts"))
 import sweep_surrogate as sweep  # noqa: E402
 from bench_strategies import FRACTIONS, pin_environment, won  # noqa: E402
 from kerntune.tuner.template import config_key  # noqa: E402
+import pools  # noqa: E402
 
 _MEASURED: dict[str, list] = {}
 
@@ -147,7 +147,7 @@ def main() -> int:
     # seed-major, so that a process meets the same seed's earlier runs again (--partial caches them)
     jobs = [(n, s, p, spaces, part, args.options, elsewhere) for s in range(args.seeds) for n in scored for p in (False, True)]
     per: dict = {}
-    with Pool(args.procs) as pool:
+    with pools.pool(args.procs) as pool:
         for name, seed, with_prior, fractions in pool.imap_unordered(replay, jobs, chunksize=2):
             per.setdefault((name, with_prior), {})[seed] = fractions
     where = ("the same space recorded elsewhere (" + ", ".join(map(str, args.prior_from)) + ")") if elsewhere else \

@@ -25,7 +25,6 @@ import statistics
 import sys
 import tempfile
 import time
-from multiprocessing import Pool
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -40,6 +39,7 @@ from kerntune.tuner.store import RunStore  # noqa: E402
 from kerntune.tuner.strategies import DEFAULT_STRATEGY, make_strategy, strategy_class  # noqa: E402
 from kerntune.tuner.template import config_key  # noqa: E402
 from kt_replay import permuted  # noqa: E402
+import pools  # noqa: E402
 
 RESULTS = ("strategies-2026-11-28.json", "strategies-heldout-2026-11-28.json")
 _LOADED: dict[tuple[str, str], tuple] = {}      # (name, source) -> what _load read
@@ -144,7 +144,7 @@ def sweep(spaces: dict[str, dict], options: dict, seeds: int, procs: int, first_
             for s in range(first_seed, first_seed + seeds)]
     per: dict[str, dict[int, list[float]]] = {}
     cpu: dict[str, list[float]] = {}
-    with Pool(procs) as pool:
+    with pools.pool(procs) as pool:
         for name, seed, fractions, seconds in pool.imap_unordered(_replay, jobs, chunksize=4):
             per.setdefault(name, {})[seed] = fractions
             cpu.setdefault(name, []).append(seconds)

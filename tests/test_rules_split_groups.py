@@ -300,3 +300,16 @@ def test_cuda_split_instances_compile_with_nvcc(kernel_dir):
                                                                        else {})}):
         inst = t.instance(c, spec)
         compile_offline(inst.source, inst.name, "sm_90", inst.options)
+
+
+def test_the_split_goes_as_far_as_the_device_has_compute_units(tmp_path):
+    """Up to the first power of two that reaches the device's compute units (2 on a 2-core CPU, 32 on an
+    H100's 132 SMs); none on a device of one compute unit."""
+    p = tmp_path / "spec.yaml"
+    p.write_text(textwrap.dedent(SPEC))
+    spec = load_file(p).spec
+    kernel = textwrap.dedent(_kernel())
+    assert apply_catalog(kernel, "opencl", spec, compute_units=2).params["SPLIT"] == (1, 2)
+    assert apply_catalog(kernel, "opencl", spec, compute_units=132).params["SPLIT"] == (1, 2, 4, 8, 16, 32)
+    one = apply_catalog(kernel, "opencl", spec, compute_units=1)
+    assert "SPLIT" not in one.params and "one compute unit" in dict(one.skipped)["split-groups"]

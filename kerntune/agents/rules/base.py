@@ -68,6 +68,7 @@ class RewriteState:
     launch: LaunchSpec                # may reference parameters
     device_max_threads: int = 1024
     subgroups: bool = True            # the device has sub-groups (OpenCL cl_khr_subgroups; CUDA: warps)
+    compute_units: int = 0            # the device's SMs / compute units (0: not known)
     params: dict[str, Param] = field(default_factory=dict)
     restrictions: list[str] = field(default_factory=list)
     flags: dict[str, dict[str, str]] = field(default_factory=dict)

@@ -54,6 +54,15 @@ from kerntune.source.parse import walk
 from kerntune.source.poly import Poly
 
 SPLITS = (1, 2, 4, 8, 16, 32)
+
+
+def split_values(st: RewriteState) -> tuple[int, ...]:
+    """1, then powers of two up to the first that gives every compute unit a group of a one-item grid
+    (at most 32; all of them when the device is not known): more groups than compute units add no
+    parallelism a decode step lacks, only configurations to search (2 on a 2-core CPU, 32 on an H100)."""
+    if st.compute_units <= 0:
+        return SPLITS
+    return tuple(v for v in SPLITS if v == 1 or v // 2 < st.compute_units)
 _OTHER_VIEWS = {"opencl": {"get_global_id", "get_global_size", "get_num_groups", "get_global_offset",
                            "get_enqueued_local_size"},
                 "cuda": {"gridDim"}}
@@ -379,6 +388,8 @@ class SplitGroups(Rule):
     summary = "SPLIT work-groups (blocks) per item of work, each taking a share of the item's loop"
 
     def check(self, st: RewriteState) -> str:
+        if len(split_values(st)) < 2:
+            return "the device has one compute unit"
         try:
             plan(st)
         except RuleDeclined as e:
@@ -410,7 +421,7 @@ class SplitGroups(Rule):
             edits.append(Edit(upd.start_byte, upd.end_byte, f"{var} += KT_SPLIT"))
         st.source = apply_edits(st.raw, edits)
         st.launch = st.launch.model_copy(update={"grid": [f"({st.launch.grid[0]}) * SPLIT", *st.launch.grid[1:]]})
-        st.add_param(Param("SPLIT", SPLITS, "#define KT_SPLIT {{ SPLIT }}",
+        st.add_param(Param("SPLIT", split_values(st), "#define KT_SPLIT {{ SPLIT }}",
                            why="work-groups (blocks) per item of work; the grid is multiplied by SPLIT"))
         parts = []
         if p.strided:
