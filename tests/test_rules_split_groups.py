@@ -303,13 +303,19 @@ def test_cuda_split_instances_compile_with_nvcc(kernel_dir):
 
 
 def test_the_split_goes_as_far_as_the_device_has_compute_units(tmp_path):
-    """Up to the first power of two that reaches the device's compute units (2 on a 2-core CPU, 32 on an
-    H100's 132 SMs); none on a device of one compute unit."""
+    """Up to the first power of two that reaches the device's compute units (16 on 16, 32 on an H100's
+    132 SMs); not offered below 8 compute units (a 2-core CPU: measured not to pay), nor where every
+    shape's grid already has a group per compute unit."""
     p = tmp_path / "spec.yaml"
     p.write_text(textwrap.dedent(SPEC))
     spec = load_file(p).spec
     kernel = textwrap.dedent(_kernel())
-    assert apply_catalog(kernel, "opencl", spec, compute_units=2).params["SPLIT"] == (1, 2)
+    assert apply_catalog(kernel, "opencl", spec, compute_units=16).params["SPLIT"] == (1, 2, 4, 8, 16)
     assert apply_catalog(kernel, "opencl", spec, compute_units=132).params["SPLIT"] == (1, 2, 4, 8, 16, 32)
-    one = apply_catalog(kernel, "opencl", spec, compute_units=1)
-    assert "SPLIT" not in one.params and "one compute unit" in dict(one.skipped)["split-groups"]
+    two = apply_catalog(kernel, "opencl", spec, compute_units=2)
+    assert "SPLIT" not in two.params and "2 compute unit(s)" in dict(two.skipped)["split-groups"]
+    many = SPEC.replace("shapes: [{rows: 3, cols: 300}]", "shapes: [{rows: 300, cols: 300}]").replace(
+        "holdout_shapes: [{rows: 2, cols: 37}]", "holdout_shapes: [{rows: 200, cols: 37}]")
+    p.write_text(textwrap.dedent(many))
+    busy = apply_catalog(kernel, "opencl", load_file(p).spec, compute_units=132)
+    assert "at least 132 work-groups" in dict(busy.skipped)["split-groups"]
