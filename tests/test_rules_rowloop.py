@@ -281,6 +281,12 @@ def test_merge_attn_states_split_verifies_against_the_original(worker):
 @pytest.mark.skipif(__import__("kerntune.engine.checker", fromlist=["x"]).oclgrind_library() is None,
                     reason="Oclgrind is not installed (apt-get install oclgrind; .ci/run does)")
 def test_merge_attn_states_split_is_clean_under_the_memory_checker(worker):
+    assert_merge_clean(worker, ROW_LOOP=True, BLOCK=32, VEC=8)
+
+
+def assert_merge_clean(worker, **config) -> None:
+    """The rule catalog's OpenCL merge_attn_states at ``config`` (the rest at their first values) is clean
+    under the memory checker (Oclgrind)."""
     from kerntune.engine.checker import MemoryChecker, check_shapes
     from kerntune.results import CheckStatus
 
@@ -288,7 +294,7 @@ def test_merge_attn_states_split_is_clean_under_the_memory_checker(worker):
     spec = loaded.spec
     result = apply_catalog((MERGE / "merge_attn_states_lse.cl").read_text(), "opencl", spec)
     t = parse_template(result.template, "opencl", "merge")
-    c = {**Space.of(t).baseline(), "ROW_LOOP": True, "BLOCK": 32, "VEC": 8}
+    c = {**Space.of(t).baseline(), **config}
     report = MemoryChecker(worker.info).check(t.instance(c, spec), spec, str(loaded.base_dir), check_shapes(spec), 5)
     assert report.status is CheckStatus.CLEAN, report.message
 

@@ -25,7 +25,7 @@ from kerntune.tuner.kernel_files import resolve_launch_params
 from kerntune.tuner.space import Space
 from kerntune.tuner.template import parse_template
 from tests.conftest import REPO
-from tests.test_rules_rowloop import _failures
+from tests.test_rules_rowloop import _failures, assert_merge_clean
 
 MERGE = REPO / "kernels/sglang/merge_attn_states_lse"
 SILU = REPO / "kernels/sglang/silu_and_mul"
@@ -271,16 +271,8 @@ def test_merge_attn_states_split_groups_verify_against_the_original(worker):
 @pytest.mark.skipif(__import__("kerntune.engine.checker", fromlist=["x"]).oclgrind_library() is None,
                     reason="Oclgrind is not installed (apt-get install oclgrind; .ci/run does)")
 def test_merge_attn_states_split_groups_are_clean_under_the_memory_checker(worker):
-    from kerntune.engine.checker import MemoryChecker, check_shapes
-    from kerntune.results import CheckStatus
-
-    loaded = load_file(MERGE / "spec.yaml")
-    spec = loaded.spec
-    result = apply_catalog((MERGE / "merge_attn_states_lse.cl").read_text(), "opencl", spec)
-    t = parse_template(result.template, "opencl", "merge")
-    c = {**Space.of(t).baseline(), "ROW_LOOP": True, "BLOCK": 32, "VEC": 4, "SPLIT": 8}
-    report = MemoryChecker(worker.info).check(t.instance(c, spec), spec, str(loaded.base_dir), check_shapes(spec), 5)
-    assert report.status is CheckStatus.CLEAN, report.message
+    assert_merge_clean(worker, ROW_LOOP=True, BLOCK=32, VEC=4, SPLIT=8)
+    assert_merge_clean(worker, SPLIT=4)           # the flat loop, split
 
 
 @pytest.mark.nvcc

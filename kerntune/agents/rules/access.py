@@ -278,15 +278,21 @@ def loop_step(st: RewriteState, cl: CountedLoop) -> str:
     return re.sub(r"\b" + re.escape(cl.var) + r"\b", "@", squash(st.text(upd)))
 
 
+def assignment_target(n):
+    """What an assignment (=, op=) or an update (++, --) writes, parentheses and casts stripped; None for
+    any other node."""
+    if n.type == "assignment_expression":
+        return unwrap(n.child_by_field_name("left"))
+    if n.type == "update_expression":
+        return unwrap(n.child_by_field_name("argument"))
+    return None
+
+
 def assigned_names(st: RewriteState, node) -> dict[str, list]:
     """Plain variables assigned in ``node`` (=, op=, ++, --): name -> the assignment nodes."""
     out: dict[str, list] = {}
     for n in walk(node):
-        target = None
-        if n.type == "assignment_expression":
-            target = unwrap(n.child_by_field_name("left"))
-        elif n.type == "update_expression":
-            target = unwrap(n.child_by_field_name("argument"))
+        target = assignment_target(n)
         if target is not None and target.type == "identifier":
             out.setdefault(st.text(target), []).append(n)
     return out

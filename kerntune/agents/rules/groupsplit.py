@@ -39,7 +39,7 @@ import re
 from dataclasses import dataclass, field
 
 from kerntune.agents.rules.access import (
-    accessor_call, accessor_functions, assigned_names, call_name, counted_loop, declared_names, identifiers,
+    accessor_call, accessor_functions, assigned_names, assignment_target, call_name, counted_loop, declared_names, identifiers,
     row_statements, synchronizes,
 )
 from kerntune.agents.rules.base import (
@@ -182,11 +182,7 @@ def _writes_memory(st: RewriteState, fn, stmt, accessors, allowed: str, tree: di
     """Why ``stmt`` (outside the split loops) may write memory, else ''."""
     private = _local_arrays(st, fn)
     for n in walk(stmt):
-        target = None
-        if n.type == "assignment_expression":
-            target = unwrap(n.child_by_field_name("left"))
-        elif n.type == "update_expression":
-            target = unwrap(n.child_by_field_name("argument"))
+        target = assignment_target(n)
         if target is not None and target.type != "identifier":
             a = unwrap(target.child_by_field_name("argument")) if target.type == "subscript_expression" else None
             if a is None or a.type != "identifier" or st.text(a) not in private:
@@ -237,11 +233,7 @@ def _written_indices(st: RewriteState, body, accessors) -> list:
             if call[0].write:
                 out.append(call[2])
             continue
-        target = None
-        if n.type == "assignment_expression":
-            target = unwrap(n.child_by_field_name("left"))
-        elif n.type == "update_expression":
-            target = unwrap(n.child_by_field_name("argument"))
+        target = assignment_target(n)
         if target is not None and target.type == "subscript_expression":
             ix = target.child_by_field_name("indices")
             if ix is not None and ix.type == "subscript_argument_list":
