@@ -136,10 +136,8 @@ class RewriteState:
                 order.append(fn)
                 for c in walk(fn):
                     if c.type == "call_expression":
-                        f = c.child_by_field_name("function")
-                        if f is not None and f.type == "template_function":
-                            f = f.child_by_field_name("name")
-                        if f is not None and f.type == "identifier":
+                        f = callee(self, c)
+                        if f is not None:
                             todo.append(self.text(f))
         return sorted(order, key=lambda n: n.start_byte)
 
@@ -196,6 +194,14 @@ def function_name(st: "RewriteState", fn) -> str:
     return calls.function_name(fn, st.raw)
 
 
+def callee(st: "RewriteState", call) -> object | None:
+    """The identifier node a call names (``f(...)``, ``f<T>(...)``), else None."""
+    f = call.child_by_field_name("function")
+    if f is not None and f.type == "template_function":
+        f = f.child_by_field_name("name")
+    return f if f is not None and f.type == "identifier" else None
+
+
 def unwrap(node):
     """Strip parentheses and casts: ((int)threadIdx.x) -> threadIdx.x."""
     while node is not None and node.type in ("parenthesized_expression", "cast_expression", "condition_clause"):
@@ -209,6 +215,11 @@ def unwrap(node):
 _CUDA_BUILTINS = {"thread": "threadIdx", "block_dim": "blockDim", "block": "blockIdx", "grid_dim": "gridDim"}
 _OPENCL_BUILTINS = {"thread": "get_local_id", "block_dim": "get_local_size", "block": "get_group_id",
                     "grid_dim": "get_num_groups", "global": "get_global_id"}
+
+
+def builtin_x(st: "RewriteState", kind: str) -> str:
+    """The index builtin ``kind`` (thread, block_dim, block, grid_dim) of the x axis, as code."""
+    return f"{_CUDA_BUILTINS[kind]}.x" if st.lang == "cuda" else f"{_OPENCL_BUILTINS[kind]}(0)"
 
 
 def builtin_dim(st: "RewriteState", node, kind: str) -> str | None:

@@ -33,9 +33,10 @@ def default_rules() -> list[Rule]:
     from kerntune.agents.rules.vacc import VectorAccumulators
     from kerntune.agents.rules.vcols import VectorColumns
 
-    return [ExpandMacros(), PrivateHelpers(), LaunchConfig(), VectorColumns(), RowColumnGrid(), RowLoop(), SplitGroups(), OnlineSoftmax(), CooperativeRows(), VectorAccumulators(), ShuffleReduction(),
-            PrivatizeAtomics(), ElementsPerThread(), Vectorize(), HoistInvariants(), Unroll(), Restrict(), FastMath(),
-            LaunchBounds(), CompilerFlags()]
+    return [ExpandMacros(), PrivateHelpers(), LaunchConfig(), VectorColumns(), RowColumnGrid(), RowLoop(), SplitGroups(),
+            OnlineSoftmax(), CooperativeRows(), VectorAccumulators(), ShuffleReduction(), PrivatizeAtomics(),
+            ElementsPerThread(), Vectorize(), HoistInvariants(), Unroll(), Restrict(), FastMath(), LaunchBounds(),
+            CompilerFlags()]
 
 
 @dataclass

@@ -35,18 +35,19 @@ the kernel as it was (the group index divided by 1, the loops unchanged).
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
 from kerntune.agents.rules.access import (
-    accessor_call, accessor_functions, assigned_names, assignment_target, call_name, counted_loop, declared_names, identifiers,
-    row_statements, synchronizes,
+    accessor_call, accessor_functions, assigned_names, assignment_target, call_name, counted_loop, declared_names,
+    identifiers, row_statements, synchronizes,
 )
 from kerntune.agents.rules.base import (
-    Applied, Edit, Param, Rule, RuleDeclined, RewriteState, apply_edits, builtin_dim, function_name, int_literal,
+    Applied, Edit, Param, Rule, RuleDeclined, RewriteState, apply_edits, builtin_dim, builtin_x, callee, function_name,
+    int_literal,
     unwrap,
 )
 from kerntune.agents.rules.generic import is_generated
+from kerntune.agents.rules.macros import code_identifiers
 from kerntune.agents.rules.private import shared_helpers
 from kerntune.agents.rules.rowloop import check_independent
 from kerntune.agents.rules.structural import block_strided, loop_share
@@ -75,7 +76,7 @@ def not_worth_it(st: RewriteState) -> str:
         sizes = {k: v for k, v in shape.items() if isinstance(v, int)}
         try:
             grids.append(expr.evaluate_int(str(st.launch.grid[0]), {**sizes, **env0}))
-        except Exception:          # a size the shape derives: not known here, so the split is offered
+        except expr.ExprError:     # a size the shape derives: not known here, so the split is offered
             return ""
     if grids and min(grids) >= st.compute_units:
         return (f"every shape's grid has at least {st.compute_units} work-groups already (one per compute "
@@ -93,8 +94,7 @@ def split_values(st: RewriteState) -> tuple[int, ...]:
 _OTHER_VIEWS = {"opencl": {"get_global_id", "get_global_size", "get_num_groups", "get_global_offset",
                            "get_enqueued_local_size"},
                 "cuda": {"gridDim"}}
-_SHARED = {"opencl": re.compile(r"\b(__local|local)\b"), "cuda": re.compile(r"\b__shared__\b")}
-_COMMENTS = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
+_SHARED = {"opencl": {"__local", "local"}, "cuda": {"__shared__"}}
 
 
 @dataclass
@@ -119,38 +119,46 @@ def _enclosing(node):
     return p if p is not None and p.type == "binary_expression" and p.child_by_field_name("left") == n else None
 
 
+def _factor(st: RewriteState, node):
+    """The K of a split (``KT_SPLIT``, or the number a later round baked in), else None."""
+    k = unwrap(node)
+    return k if k is not None and (k.type == "number_literal" or st.text(k) == "KT_SPLIT") else None
+
+
+def _group_mod(st: RewriteState, node):
+    """The node K when ``node`` is ``group % K``, else None."""
+    node = unwrap(node)
+    if node is None or node.type != "binary_expression" or st.text(node.child_by_field_name("operator")) != "%" \
+            or builtin_dim(st, node.child_by_field_name("left"), "block") != "x":
+        return None
+    return _factor(st, node.child_by_field_name("right"))
+
+
 def quotient_or_remainder(st: RewriteState, group) -> str | None:
     """K when the group read is divided by K or taken modulo K (``group / KT_SPLIT``), else None."""
     e = _enclosing(group)
     if e is None or st.text(e.child_by_field_name("operator")) not in ("/", "%"):
         return None
-    k = unwrap(e.child_by_field_name("right"))
-    return st.text(k) if k is not None and (k.type == "number_literal" or st.text(k) == "KT_SPLIT") else None
+    k = _factor(st, e.child_by_field_name("right"))
+    return st.text(k) if k is not None else None
 
 
 def split_factor(st: RewriteState, node) -> str | None:
     """K when ``node`` is ``(group % K) * block size``: a share of a split loop's start."""
     node = unwrap(node)
-    if node is None or node.type != "binary_expression" or st.text(node.child_by_field_name("operator")) != "*":
+    if node is None or node.type != "binary_expression" or st.text(node.child_by_field_name("operator")) != "*" \
+            or builtin_dim(st, node.child_by_field_name("right"), "block_dim") != "x":
         return None
-    rem = unwrap(node.child_by_field_name("left"))
-    if builtin_dim(st, node.child_by_field_name("right"), "block_dim") != "x" or rem is None or \
-            rem.type != "binary_expression" or st.text(rem.child_by_field_name("operator")) != "%" or \
-            builtin_dim(st, rem.child_by_field_name("left"), "block") != "x":
-        return None
-    k = unwrap(rem.child_by_field_name("right"))
-    return st.text(k) if k is not None and (k.type == "number_literal" or st.text(k) == "KT_SPLIT") else None
+    k = _group_mod(st, node.child_by_field_name("left"))
+    return st.text(k) if k is not None else None
 
 
 def _unsplit_start(st: RewriteState, node) -> bool:
     """``0``, or ``group % 1`` (a row loop a round baked with SPLIT = 1)."""
-    node = unwrap(node)
-    if int_literal(st, node) == 0:
+    if int_literal(st, unwrap(node)) == 0:
         return True
-    return node is not None and node.type == "binary_expression" and \
-        st.text(node.child_by_field_name("operator")) == "%" and \
-        builtin_dim(st, node.child_by_field_name("left"), "block") == "x" and \
-        int_literal(st, unwrap(node.child_by_field_name("right"))) == 1
+    k = _group_mod(st, node)
+    return k is not None and int_literal(st, k) == 1
 
 
 def _views_of_launch(st: RewriteState, fn) -> str:
@@ -319,7 +327,7 @@ def plan(st: RewriteState) -> SplitPlan:
     for f in fns:
         if synchronizes(st, f):
             raise RuleDeclined("the kernel synchronizes or uses atomics")
-        if _SHARED[st.lang].search(_COMMENTS.sub(" ", st.text(f))):
+        if any(word in _SHARED[st.lang] for _, _, word in code_identifiers(st.text(f))):
             raise RuleDeclined("the kernel uses shared (local) memory")
         view = _views_of_launch(st, f)
         if view:
@@ -336,7 +344,7 @@ def plan(st: RewriteState) -> SplitPlan:
     if wname != st.kernel_fn:
         kernel = tree[st.kernel_fn]
         calls_of_work = [n for f in fns for n in walk(f)
-                         if n.type == "call_expression" and wname in (call_name(st, n), _template_callee(st, n))]
+                         if n.type == "call_expression" and (c := callee(st, n)) is not None and st.text(c) == wname]
         stmts = row_statements(st, kernel.child_by_field_name("body").named_children)
         top = [s for s in stmts if s.type == "expression_statement" and any(c in calls_of_work for c in walk(s))]
         if len(calls_of_work) != 1 or len(top) != 1:
@@ -388,18 +396,10 @@ def _params(fn) -> list:
     return [c for c in parameter_list(fn) if c.type == "parameter_declaration"]
 
 
-def _template_callee(st: RewriteState, n) -> str:
-    f = n.child_by_field_name("function")
-    if f is not None and f.type == "template_function":
-        name = f.child_by_field_name("name")
-        return st.text(name) if name is not None else ""
-    return ""
-
-
-def split_start(st: RewriteState) -> tuple[str, str]:
-    """(start offset, step factor) a block-strided loop the split dealt out reads, in this language."""
-    g, b = ("blockIdx.x", "blockDim.x") if st.lang == "cuda" else ("get_group_id(0)", "get_local_size(0)")
-    return f"({g} % KT_SPLIT) * {b}", f"{b} * KT_SPLIT"
+def split_start(st: RewriteState, k: str = "KT_SPLIT") -> tuple[str, str]:
+    """(start offset, step) of a block-strided loop the split dealt out over K groups, in this language."""
+    b = builtin_x(st, "block_dim")
+    return f"({builtin_x(st, 'block')} % {k}) * {b}", f"{b} * {k}"
 
 
 class SplitGroups(Rule):
@@ -419,7 +419,7 @@ class SplitGroups(Rule):
     def apply(self, st: RewriteState) -> Applied:
         p = plan(st)
         offset, step = split_start(st)
-        g = "blockIdx.x" if st.lang == "cuda" else "get_group_id(0)"
+        g = builtin_x(st, "block")
         edits, replaced = [], []
         for start, thread, bdim in p.strided:
             edits.append(Edit(start.start_byte, start.end_byte, f"{st.text(thread)} + {offset}"))

@@ -63,7 +63,7 @@ def _code_spans(text: str):
         yield start, n, "code"
 
 
-def _identifiers(text: str):
+def code_identifiers(text: str):
     """(start, end, name) of every identifier outside comments and literals."""
     for a, b, kind in _code_spans(text):
         if kind == "code":
@@ -120,7 +120,7 @@ def _arguments(text: str, open_paren: int) -> tuple[list[str], int] | None:
 def _invocations(text: str, macros: dict[str, Macro], active: frozenset[str] = frozenset()):
     """(start, end, macro, arguments) of the invocations in ``text`` of macros not in ``active``."""
     out, after = [], 0
-    for a, b, name in _identifiers(text):
+    for a, b, name in code_identifiers(text):
         if a < after or name not in macros or name in active:
             continue
         j = _skip_blank(text, b)
@@ -143,7 +143,7 @@ def _invocations(text: str, macros: dict[str, Macro], active: frozenset[str] = f
 def _substitute(body: str, params: tuple[str, ...], args: list[str]) -> str:
     value = dict(zip(params, args))
     pieces, pos = [], 0
-    for a, b, name in _identifiers(body):
+    for a, b, name in code_identifiers(body):
         if name in value:
             pieces += [body[pos:a], value[name]]
             pos = b
@@ -204,7 +204,7 @@ def function_macros(st: RewriteState) -> tuple[dict[str, Macro], dict[str, str]]
 def _body_span(text: str, name: str) -> tuple[int, int] | None:
     """The byte span of the body (the braces included) of the function ``name`` defined in ``text``,
     found by its text: a kernel whose body is a macro invocation does not parse as a function."""
-    for a, b, ident in _identifiers(text):
+    for a, b, ident in code_identifiers(text):
         if ident != name:
             continue
         j = _skip_blank(text, b)

@@ -25,20 +25,10 @@ from __future__ import annotations
 import re
 
 from kerntune.agents.rules.base import (
-    Applied, Edit, Rule, RewriteState, apply_edits, function_name, is_helper,
+    Applied, Edit, Rule, RewriteState, apply_edits, callee, function_name, is_helper,
 )
+from kerntune.agents.rules.macros import code_identifiers
 from kerntune.source.parse import walk
-
-_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_COMMENTS = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
-
-
-def _callee(st: RewriteState, call) -> object | None:
-    """The identifier node a call names (``f(...)``, ``f<T>(...)``), else None."""
-    f = call.child_by_field_name("function")
-    if f is not None and f.type == "template_function":
-        f = f.child_by_field_name("name")
-    return f if f is not None and f.type == "identifier" else None
 
 
 def _outer(node):
@@ -84,13 +74,13 @@ def _call_graph(st: RewriteState) -> dict[str, set[str]]:
         called = graph.setdefault(name, set())
         for c in walk(n):
             if c.type == "call_expression":
-                f = _callee(st, c)
+                f = callee(st, c)
                 if f is not None:
                     called.add(st.text(f))
     return graph
 
 
-def _named_elsewhere(st: RewriteState, mine: set[str]) -> set[str]:
+def _named_elsewhere(st: RewriteState, mine: set[str], defs: dict[str, list]) -> set[str]:
     """Every name the file's code outside the kernel's functions mentions, macros written out: an
     entry point whose body is a macro invocation (``MERGE(v_a[idx], ...)``, which does not even
     parse as a function) uses the helpers the macro's body names."""
@@ -100,7 +90,7 @@ def _named_elsewhere(st: RewriteState, mine: set[str]) -> set[str]:
             v = n.child_by_field_name("value")
             defines[st.text(n.child_by_field_name("name"))] = st.text(v) if v is not None else ""
             skip.append((n.start_byte, n.end_byte))
-    for name, nodes in definitions(st).items():
+    for name, nodes in defs.items():
         if name in mine:
             skip += [(n.start_byte, n.end_byte) for n in nodes]
     raw, pieces, at = st.raw, [], 0
@@ -111,7 +101,7 @@ def _named_elsewhere(st: RewriteState, mine: set[str]) -> set[str]:
     pieces.append(raw[at:].decode())
     found, seen, todo = set(), set(), ["\n".join(pieces)]
     while todo:
-        for word in _IDENT.findall(_COMMENTS.sub(" ", todo.pop())):
+        for _, _, word in code_identifiers(todo.pop()):
             found.add(word)
             if word in defines and word not in seen:
                 seen.add(word)
@@ -136,8 +126,8 @@ def shared_helpers(st: RewriteState) -> list[str]:
     if st.kernel_fn not in graph:
         return []
     mine = _reach(graph, [st.kernel_fn])
-    others = _reach(graph, _named_elsewhere(st, mine) & mine)
     defs = definitions(st)
+    others = _reach(graph, _named_elsewhere(st, mine, defs) & mine)
     return sorted(s for s in (mine & others) - {st.kernel_fn} if all(_copyable(n) for n in defs.get(s, [])))
 
 
@@ -169,7 +159,7 @@ def _renamed(st: RewriteState, node, names: dict[str, str]) -> str:
     edits = []
     for n in walk(node):
         if n.type == "call_expression":
-            f = _callee(st, n)
+            f = callee(st, n)
             if f is not None and st.text(f) in names:
                 edits.append(Edit(f.start_byte - node.start_byte, f.end_byte - node.start_byte, names[st.text(f)]))
         elif n.type == "function_declarator":
@@ -197,12 +187,18 @@ class PrivateHelpers(Rule):
             for node in defs.get(s, []):
                 edits.append(Edit(node.end_byte, node.end_byte, "\n\n" + _renamed(st, node, names)))
         for node in defs.get(st.kernel_fn, []):
-            text = _renamed(st, node, {**names, st.kernel_fn: st.kernel_fn})
-            edits.append(Edit(node.start_byte, node.end_byte, text))
+            edits.append(Edit(node.start_byte, node.end_byte, _renamed(st, node, names)))
         st.source = apply_edits(st.raw, edits)
         st.clones.update({new: old for old, new in names.items()})
         return Applied(self.name, f"{st.kernel_fn}'s own copies of {', '.join(shared)} (the file's other entry "
                                   "points keep theirs)")
+
+
+def _words_renamed(text: str, names: dict[str, str]) -> str:
+    """``text`` with every whole word that is a key of ``names`` replaced by its value."""
+    if not names:
+        return text
+    return re.sub(r"\b(" + "|".join(map(re.escape, names)) + r")\b", lambda m: names[m.group()], text)
 
 
 def prune_copies(st: RewriteState) -> None:
@@ -210,13 +206,9 @@ def prune_copies(st: RewriteState) -> None:
     if not st.clones:
         return
     defs = definitions(st)
-    pattern = re.compile(r"\b(" + "|".join(map(re.escape, st.clones)) + r")\b")
-
-    def back(text: str) -> str:
-        return pattern.sub(lambda m: st.clones[m.group()], text)
-
     kept = {c for c, o in st.clones.items()
-            if [back(st.text(n)) for n in defs.get(c, [])] != [st.text(n) for n in defs.get(o, [])]}
+            if [_words_renamed(st.text(n), st.clones) for n in defs.get(c, [])]
+            != [st.text(n) for n in defs.get(o, [])]}
     graph = _call_graph(st)
     grown = True
     while grown:
@@ -233,10 +225,7 @@ def prune_copies(st: RewriteState) -> None:
             while start > 0 and st.raw[start - 1:start].isspace():
                 start -= 1
             edits.append(Edit(start, node.end_byte, ""))
-    text = apply_edits(st.raw, edits)
-    if dropped:
-        text = re.sub(r"\b(" + "|".join(map(re.escape, dropped)) + r")\b", lambda m: dropped[m.group()], text)
-    st.source = text
+    st.source = _words_renamed(apply_edits(st.raw, edits), dropped)
     st.clones = {c: o for c, o in st.clones.items() if c in kept}
     for i, a in enumerate(st.trace):
         if a.rule != PrivateHelpers.name:

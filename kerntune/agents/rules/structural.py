@@ -15,8 +15,8 @@ import re
 
 from kerntune.agents.rules.access import accessor_call, accessor_functions, affine_base, identifiers, squash
 from kerntune.agents.rules.base import (
-    Applied, Edit, Param, Rule, RuleDeclined, RewriteState, apply_edits, builtin_dim, int_literal, opencl_space,
-    pragma_start, unwrap,
+    Applied, Edit, Param, Rule, RuleDeclined, RewriteState, apply_edits, builtin_dim, builtin_x, int_literal,
+    opencl_space, pragma_start, unwrap,
 )
 from kerntune.agents.rules.generic import GENERATED, is_generated
 from kerntune.source.parse import walk
@@ -513,7 +513,7 @@ def _split_share(st: RewriteState, fn, start):
     The split replaced every other use of the group index by ``group / K``, so the loop is a block of K
     times as many threads; a number other than 1 counts only where the function's every read of the
     group index is such a quotient or remainder."""
-    from kerntune.agents.rules.groupsplit import split_factor
+    from kerntune.agents.rules.groupsplit import split_factor, split_start
 
     if start is None or start.type != "binary_expression" or st.text(start.child_by_field_name("operator")) != "+":
         return None
@@ -525,8 +525,7 @@ def _split_share(st: RewriteState, fn, start):
 
         if any(quotient_or_remainder(st, g) != k for g in group_reads(st, fn)):
             return None
-    b = "blockDim.x" if st.lang == "cuda" else "get_local_size(0)"
-    return st.text(start), f"{b} * {k}"
+    return st.text(start), split_start(st, k)[1]
 
 
 def loop_share(st: RewriteState, fn, loop) -> tuple[str, str] | None:
@@ -786,8 +785,7 @@ class Vectorize(Rule):
         for fn, loop, var, bound, body in loops:
             (streams, other_uses), _ = _accesses(st, body, var)
             ind = _line_indent(st, loop)
-            tid, bdim = ("threadIdx.x", "blockDim.x") if st.lang == "cuda" else ("get_local_id(0)", "get_local_size(0)")
-            tid, bdim = loop_share(st, fn, loop) or (tid, bdim)
+            tid, bdim = loop_share(st, fn, loop) or (builtin_x(st, "thread"), builtin_x(st, "block_dim"))
             vtype = st.text(loop.child_by_field_name("initializer").child_by_field_name("type"))
             # rewrite each p[base + var] -> kt_v_p[kt_v] inside the body (by byte ranges)
             b0 = body.start_byte
