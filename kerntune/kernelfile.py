@@ -12,8 +12,9 @@ from kerntune.source.instantiate import bind
 from kerntune.source.names import parse_kernel_name
 from kerntune.source.parse import parse
 from kerntune.spec.load import LoadedSpec, load_for_kernel, problems_error, read_text
-from kerntune.spec.model import LaunchSpec, Problem
+from kerntune.spec.model import ImplementationLaunch, LaunchSpec, Problem, launch_problems
 from kerntune.spec.signature import signature_problems
+from kerntune.tuner.kernel_files import read_header
 
 LANG_BY_SUFFIX = {".cu": "cuda", ".cuh": "cuda", ".cl": "opencl"}
 
@@ -34,6 +35,7 @@ class KernelFile:
     source: str                       # what is compiled: the file, or the device code extracted from it
     loaded: LoadedSpec
     extraction: Extraction | None = None   # set when the file is an extension source (torch launcher, local headers)
+    header: ImplementationLaunch | None = None   # the launch kerntune's header above the kernel names (best.cu)
 
     @property
     def spec(self):
@@ -44,19 +46,57 @@ class KernelFile:
         return self.path.name.split(".")[0]
 
     @property
+    def own_launch(self) -> ImplementationLaunch | None:
+        """This file's launch where it is not the spec's ``launch``: the spec's ``launches`` entry for
+        the file's stem, else the launch in kerntune's header above the kernel (a handed-back best.cl
+        copied elsewhere)."""
+        return own_launch(self.spec, self.stem, self.header)
+
+    @property
     def kernel_name(self) -> str:
-        """This file's entry point: its ``launches`` entry's ``kernel``, else the spec's."""
-        impl = self.spec.launches.get(self.stem)
+        """This file's entry point: its own launch's ``kernel``, else the spec's."""
+        impl = self.own_launch
         return impl.kernel if impl is not None and impl.kernel else self.spec.kernel
 
     def instance(self, label: str | None = None) -> KernelInstance:
-        """This file as a kernel to run: the spec's launch and options, or its ``launches``
-        entry for this file's stem (a launch, plus compile options for this file)."""
-        impl = self.spec.launches.get(self.stem)
+        """This file as a kernel to run: the spec's launch and options, or the file's own launch
+        (a launch, plus compile options for this file)."""
+        impl = self.own_launch
         options = tuple(getattr(self.spec.compile_options, self.lang)) + tuple(impl.compile_options if impl else ())
         launch = LaunchSpec(grid=impl.grid, block=impl.block, shared_mem=impl.shared_mem) if impl else None
         return KernelInstance(source=self.source, name=self.kernel_name, lang=self.lang, options=options,
                               launch=launch, label=label or self.path.name)
+
+
+def own_launch(spec, stem: str, header: ImplementationLaunch | None) -> ImplementationLaunch | None:
+    """The spec's ``launches`` entry for ``stem`` (what the user wrote wins), else the header's."""
+    return spec.launches.get(stem) or header
+
+
+def header_launch(path: Path, text: str, loaded: LoadedSpec) -> ImplementationLaunch | None:
+    """The launch kerntune wrote above a handed-back kernel, checked against the spec's sizes; None
+    when the file has no such header. Its compile options are the ones beyond the spec's."""
+    try:
+        launch = read_header(text)
+    except ValueError as e:
+        raise KerntuneError(ErrorCode.FILE, f"{path}: kerntune's header above the kernel: {e}",
+                            hint="restore the header's launch line, or give the file a `launches:` entry "
+                                 f"named {path.name.split('.')[0]!r} in the spec") from None
+    if launch is None:
+        return None
+    problems = launch_problems(loaded.spec, ("launch",), launch)
+    if problems:
+        raise KerntuneError(ErrorCode.SPEC, f"{path}: the launch in kerntune's header names sizes the spec "
+                                            f"{loaded.origin} does not have: "
+                                            + "; ".join(f"{'.'.join(map(str, p.path[1:]))}: {p.message}"
+                                                        for p in problems),
+                            hint="the file was written for another spec: pass that one with --spec, or give "
+                                 "the file a `launches:` entry in this one")
+    base = list(getattr(loaded.spec.compile_options, language_of(path)))
+    options = launch.compile_options
+    if base and options[:len(base)] == base:
+        launch = launch.model_copy(update={"compile_options": options[len(base):]})
+    return launch
 
 
 def include_dirs(loaded: LoadedSpec, extra: list[Path] = ()) -> list[Path]:
@@ -107,9 +147,11 @@ def load_kernel(path: Path, spec_path: Path | None = None, extra_include_dirs: l
     lang = language_of(path)
     text = read_text(path, "kernel file")
     loaded = load_for_kernel(path, spec_path)
-    impl = loaded.spec.launches.get(path.name.split(".")[0])
+    stem = path.name.split(".")[0]
+    header = None if stem in loaded.spec.launches else header_launch(path, text, loaded)
+    impl = own_launch(loaded.spec, stem, header)
     name = impl.kernel if impl is not None and impl.kernel else loaded.spec.kernel
     source, extraction = device_source(path, text, lang, name, include_dirs(loaded, list(extra_include_dirs)))
-    kf = KernelFile(path=path, lang=lang, source=source, loaded=loaded, extraction=extraction)
+    kf = KernelFile(path=path, lang=lang, source=source, loaded=loaded, extraction=extraction, header=header)
     check_signature(kf)
     return kf

@@ -48,7 +48,7 @@ class _Current:
 
     def __init__(self, kf: KernelFile):
         self.source = kf.source
-        self.launch: LaunchSpec = kf.spec.launches.get(kf.stem) or kf.spec.launch
+        self.launch: LaunchSpec = kf.own_launch or kf.spec.launch
         self.kernel = kf.kernel_name
         self.speedup = 1.0
         self.round: Optional[int] = None

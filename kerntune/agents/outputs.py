@@ -32,10 +32,12 @@ class _Writer:
 
     def original(self, what: str, key: str) -> tuple[str, LaunchSpec, tuple[str, ...]]:
         kf, spec = self.kf, self.spec
-        launch = spec.launches.get(kf.stem) or spec.launch
-        extra = tuple(spec.launches[kf.stem].compile_options) if kf.stem in spec.launches else ()
+        own = kf.own_launch
+        launch = own or spec.launch
+        extra = tuple(own.compile_options) if own is not None else ()
         if kf.kernel_name != spec.kernel:
             self.kernels[key] = kf.kernel_name
+            what += f"\n// entry point: {kf.kernel_name}"
         return with_header(kf.source, what, launch, self.base_options + extra), launch, extra
 
     def configured(self, r: int, config: dict[str, Any], what: str,

@@ -83,7 +83,7 @@ def bench(
         progress.status("starting the worker")
         report = run_bench(worker, a, b, opts, step=progress.status)
     if not json:
-        _render(report)
+        _render(report, [_launch_line(kf) for kf in (a, b) if kf is not None and kf.header is not None])
     finish(report, _failure(report))      # under --json: one document, with the failure in it
 
 
@@ -125,7 +125,14 @@ def _check_line(c) -> str:
     return f"[red]{c.status.value.replace('_', ' ')}[/] under {c.tool}: {escape(c.message)}"
 
 
-def _render(report) -> None:
+def _launch_line(kf) -> str:
+    h = kf.header
+    options = f", compile options {' '.join(h.compile_options)}" if h.compile_options else ""
+    return escape(f"launch  {kf.path.name}: grid {h.grid}, block {h.block}, shared memory {h.shared_mem} B{options} "
+                  "(from the kerntune header above the kernel)")
+
+
+def _render(report, notes: list[str] = ()) -> None:
     d = report.device
     out.print(escape(f"device  {d.id}  {d.name}  ({d.driver})"))
     if report.copy_bandwidth:
@@ -133,6 +140,8 @@ def _render(report) -> None:
         out.print(f"copy    {c.gbs:.1f} GB/s device-to-device (read+write, {fmt_bytes(c.bytes_per_copy)}, "
                   f"median of {c.stats.n})")
     out.print(f"inputs  seed {report.seed} (rerun with --seed {report.seed} to reproduce)")
+    for note in notes:
+        out.print(note)
     for r in (report.kernel, report.against):
         if r is not None:
             out.print(f"verify  {escape(r.kernel)}: {_verification_line(r)}")

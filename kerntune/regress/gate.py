@@ -312,7 +312,7 @@ def _judge(j: _Job, opts: GateOptions, seed: int, now: float) -> tuple[KernelRes
         backend=info.backend, driver=info.driver, kerntune_version=__version__, seed=seed, recorded=now,
         shape_set=opts.shape_set, settings=j.settings, source_sha256=_sha(j.kf.source), spec_digest=j.kf.loaded.digest,
         source=j.kf.source, options=list(getattr(j.kf.spec.compile_options, j.kf.lang)),
-        launch=(j.kf.spec.launches[j.kf.stem].model_dump(mode="json") if j.kf.stem in j.kf.spec.launches else None),
+        launch=(j.kf.own_launch.model_dump(mode="json") if j.kf.own_launch is not None else None),
         verified_against=ref, shapes=current)
     return KernelResult(**common, status=status, message=msg, reference=ref, verification=v, shapes=rows,
                         geomean_ratio=sp.geomean(ratios) if ratios else None, geomean_interval=geo, notes=notes), record

@@ -12,14 +12,14 @@ if TYPE_CHECKING:
     from kerntune.engine.evaluate import KernelInstance
     from kerntune.spec.model import KernelSpec, Shape
 
-# the two comment lines kerntune puts at the top of best.* and per_shape/*
-_HEADER = re.compile(r"\A// kerntune: [^\n]*\n// launch: [^\n]*\n")
+# the comment lines kerntune puts at the top of best.* and per_shape/* (tuner/kernel_files.py writes them)
+HEADER = re.compile(r"\A// kerntune[^\n]*\n(?:// (?:entry point|launch|compile options): [^\n]*\n)*")
 _COMMENTS = re.compile(r"//[^\n]*|/\*.*?\*/", re.DOTALL)
 _SPACE_AROUND = re.compile(r"\s*([^\w\s])\s*")
 
 
 def strip_header(text: str) -> str:
-    return _HEADER.sub("", text, count=1)
+    return HEADER.sub("", text, count=1)
 
 
 def normalize(source: str) -> str:

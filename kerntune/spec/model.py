@@ -289,6 +289,12 @@ class _Checker:
             self.problems.append(Problem(path, f"{', '.join(map(repr, unknown))} is not a declared size "
                                                f"(sizes: {', '.join(sorted(allowed)) or 'none'})"))
 
+    def launch_names(self, where: tuple, launch: LaunchSpec, sizes: set[str]) -> None:
+        for key in ("grid", "block"):
+            for j, d in enumerate(getattr(launch, key)):
+                self.expr_names(where + (key, j), d, sizes)
+        self.expr_names(where + ("shared_mem",), launch.shared_mem, sizes)
+
     def shape_list(self, key: str, shapes: list[dict[str, Any]]) -> None:
         sizes = set(self.spec.sizes)
         for i, s in enumerate(shapes):
@@ -312,6 +318,13 @@ class _Checker:
                     self.problems.append(Problem((key, i, n), f"expected an integer {rule}, found {v}"))
 
 
+def launch_problems(spec: KernelSpec, where: tuple[Any, ...], launch: LaunchSpec) -> list[Problem]:
+    """Names in a launch's expressions that are not the spec's sizes."""
+    c = _Checker(spec)
+    c.launch_names(where, launch, set(spec.sizes))
+    return c.problems
+
+
 def semantic_problems(spec: KernelSpec) -> list[Problem]:
     c = _Checker(spec)
     sizes = set(spec.sizes)
@@ -325,10 +338,7 @@ def semantic_problems(spec: KernelSpec) -> list[Problem]:
         if a.value is not None:
             c.expr_names(("args", i, "value"), a.value, sizes)
     for where, launch in [(("launch",), spec.launch)] + [(("launches", k), v) for k, v in spec.launches.items()]:
-        for key in ("grid", "block"):
-            for j, d in enumerate(getattr(launch, key)):
-                c.expr_names(where + (key, j), d, sizes)
-        c.expr_names(where + ("shared_mem",), launch.shared_mem, sizes)
+        c.launch_names(where, launch, sizes)
     if spec.bytes_moved is not None:
         c.expr_names(("bytes_moved",), spec.bytes_moved, sizes)
     if not spec.outputs:

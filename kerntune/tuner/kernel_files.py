@@ -9,12 +9,16 @@ from __future__ import annotations
 import ast
 import json
 import re
+import shlex
 from pathlib import Path
 from typing import Any, Callable, Optional
 
+from pydantic import ValidationError
+
 from kerntune.fmt import interval as fmt_interval
 from kerntune.fsutil import write_atomic
-from kerntune.spec.model import KernelSpec, LaunchSpec
+from kerntune.source.normalize import HEADER, strip_header
+from kerntune.spec.model import ImplementationLaunch, KernelSpec, LaunchSpec
 
 EXT = {"cuda": ".cu", "opencl": ".cl"}
 
@@ -78,8 +82,43 @@ def resolve_launch_params(launch: LaunchSpec, config: dict[str, Any]) -> LaunchS
 
 
 def with_header(source: str, what: str, launch: LaunchSpec, options: tuple[str, ...]) -> str:
+    """``source`` under a header of its own (a header it already has, from an earlier run, is replaced)."""
     return _HEADER.format(what=what, grid=list(launch.grid), block=list(launch.block), shared=launch.shared_mem,
-                          options=" ".join(options) or "none") + source
+                          options=" ".join(options) or "none") + strip_header(source)
+
+
+_LAUNCH_LINE = re.compile(r"// launch: grid (\[[^\]]*\]), block (\[[^\]]*\]), dynamic shared memory (.+?) B "
+                          r"\(expressions of the sizes\)$")
+
+
+def read_header(text: str) -> ImplementationLaunch | None:
+    """The launch, compile options and entry point that :func:`with_header` wrote above a kernel, or None
+    when the file does not start with kerntune's header. Raises ValueError when the header is there but
+    cannot be read (edited by hand)."""
+    header = HEADER.match(text)
+    if header is None:
+        return None
+    fields: dict[str, Any] = {}
+    for line in header.group(0).splitlines()[1:]:
+        if line.startswith("// launch: "):
+            m = _LAUNCH_LINE.match(line)
+            try:
+                grid, block = ast.literal_eval(m.group(1)), ast.literal_eval(m.group(2))
+            except (AttributeError, ValueError, SyntaxError):
+                raise ValueError(f"its launch line cannot be read: {line}") from None
+            shared = m.group(3).strip()
+            fields.update(grid=grid, block=block, shared_mem=int(shared) if shared.isdigit() else shared)
+        elif line.startswith("// compile options: "):
+            options = line[len("// compile options: "):].strip()
+            fields["compile_options"] = [] if options == "none" else shlex.split(options)
+        elif line.startswith("// entry point: "):
+            fields["kernel"] = line[len("// entry point: "):].strip()
+    if "grid" not in fields:
+        return None
+    try:
+        return ImplementationLaunch(**fields)
+    except ValidationError as e:
+        raise ValueError(f"its launch is not valid: {e.errors()[0]['msg']}") from None
 
 
 def launch_dict(launch: LaunchSpec, options: tuple[str, ...] = (), kernel: str | None = None) -> dict[str, Any]:
