@@ -165,6 +165,31 @@ __kernel void vector_add(__global float* c, __global const float* a, __global co
         assert firsts[d.duplicate_of].config["BLOCK"] == d.config["BLOCK"] and d.score == firsts[d.duplicate_of].score
 
 
+def test_the_baseline_configuration_is_measured_once(worker, spec_dir, tmp_path):
+    """Without an original kernel the baseline is the template's baseline configuration: its
+    measurement is that configuration's evaluation (counted in the budget), not measured again when
+    the search proposes it. A second measurement would score near 1, not exactly 1."""
+    store, reason = tune(worker, spec_dir, tmp_path / "r", strategy="surrogate", budget=3, seed=1)
+    rows = list(store.evaluations())
+    assert reason == "budget spent" and store.counted() == 3
+    first = rows[0]
+    assert first.config == {"BLOCK": 256, "EPT": 1, "STRIDED": False} and first.counted and first.score == 1.0
+    assert [r.key for r in rows].count(first.key) == 1 and len({r.key for r in rows}) == len(rows)
+    baseline = store.get("baseline")
+    assert [t["stats"]["median_ms"] for t in first.result.model_dump(mode="json")["timings"]] == \
+        [t["stats"]["median_ms"] for t in baseline["timings"]]
+    # with an original kernel the baseline is the original: the configuration is measured as usual
+    from kerntune.engine.evaluate import KernelInstance
+
+    original = KernelInstance(source=(REPO / "kernels/examples/vector_add.cl").read_text(), name="vector_add",
+                              lang="opencl", label="original")
+    store = RunStore.in_dir(tmp_path / "o", create=True)
+    Tuner(load_template(TEMPLATE), load_file(spec_dir / "vector_add.yaml"), LiveEvaluator(worker), store,
+          TuneSettings(**FAST, strategy="surrogate", budget=2, seed=1), original=original).run()
+    rows = list(store.evaluations())
+    assert rows[0].config == {"BLOCK": 256, "EPT": 1, "STRIDED": False} and rows[0].score != 1.0
+
+
 @pytest.mark.host   # host-side behaviour: .ci/run's PoCL pass leaves it out
 def test_resume_after_the_process_is_killed(spec_dir, tmp_path):
     run = tmp_path / "killed"

@@ -194,10 +194,10 @@ class Tuner:
     def _baseline(self) -> None:
         """Time the original kernel (or the template's baseline configuration)."""
         stored = self.store.get("baseline")
+        replays = getattr(self.evaluator, "replays", False)
         if stored is not None:
             result = EvalResult.model_validate(stored)
         else:
-            replays = getattr(self.evaluator, "replays", False)
             self.progress.phase = "looking up the baseline in the replayed run" if replays else "measuring the baseline"
             self.on_progress(self.progress)
             if self.original is not None:
@@ -217,6 +217,24 @@ class Tuner:
         for t in result.timings:
             self.baseline_ms[Shape.of(t.shape).key] = t.stats.median_ms
         self.progress.relative = bool(self.baseline_ms)
+        if stored is None and self.original is None and not replays:
+            self._baseline_evaluation(inst, result)
+
+    def _baseline_evaluation(self, inst: KernelInstance, result: EvalResult) -> None:
+        """With no original kernel the baseline is the template's baseline configuration, measured like
+        a candidate: record it as that configuration's evaluation (counted in the budget, as every
+        configuration measured is), so that the search, which usually proposes it first, is answered from
+        the record instead of measuring it a second time."""
+        config = self.space.baseline()
+        key = config_key(config)
+        kind, payload = self._prepare(config)
+        if key in self.known or kind != "ready":
+            return
+        ih = payload[1]
+        result = self._checked(inst, result)
+        e = self._record(key, config, result.status.value, True, source_hash=ih, reason=result.reason,
+                         message=result.message, score=self.score(result), result=result)
+        self.by_instance[ih] = e.id
 
     def score(self, result: EvalResult) -> float | None:
         """Geometric mean over tuning shapes of candidate time / baseline time (lower is better)."""
