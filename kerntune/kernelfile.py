@@ -55,8 +55,7 @@ class KernelFile:
     @property
     def kernel_name(self) -> str:
         """This file's entry point: its own launch's ``kernel``, else the spec's."""
-        impl = self.own_launch
-        return impl.kernel if impl is not None and impl.kernel else self.spec.kernel
+        return entry_point(self.spec, self.own_launch)
 
     def instance(self, label: str | None = None) -> KernelInstance:
         """This file as a kernel to run: the spec's launch and options, or the file's own launch
@@ -73,7 +72,11 @@ def own_launch(spec, stem: str, header: ImplementationLaunch | None) -> Implemen
     return spec.launches.get(stem) or header
 
 
-def header_launch(path: Path, text: str, loaded: LoadedSpec) -> ImplementationLaunch | None:
+def entry_point(spec, impl: ImplementationLaunch | None) -> str:
+    return impl.kernel if impl is not None and impl.kernel else spec.kernel
+
+
+def header_launch(path: Path, lang: str, text: str, loaded: LoadedSpec) -> ImplementationLaunch | None:
     """The launch kerntune wrote above a handed-back kernel, checked against the spec's sizes; None
     when the file has no such header. Its compile options are the ones beyond the spec's."""
     try:
@@ -92,7 +95,7 @@ def header_launch(path: Path, text: str, loaded: LoadedSpec) -> ImplementationLa
                                                         for p in problems),
                             hint="the file was written for another spec: pass that one with --spec, or give "
                                  "the file a `launches:` entry in this one")
-    base = list(getattr(loaded.spec.compile_options, language_of(path)))
+    base = list(getattr(loaded.spec.compile_options, lang))
     options = launch.compile_options
     if base and options[:len(base)] == base:
         launch = launch.model_copy(update={"compile_options": options[len(base):]})
@@ -148,9 +151,8 @@ def load_kernel(path: Path, spec_path: Path | None = None, extra_include_dirs: l
     text = read_text(path, "kernel file")
     loaded = load_for_kernel(path, spec_path)
     stem = path.name.split(".")[0]
-    header = None if stem in loaded.spec.launches else header_launch(path, text, loaded)
-    impl = own_launch(loaded.spec, stem, header)
-    name = impl.kernel if impl is not None and impl.kernel else loaded.spec.kernel
+    header = None if stem in loaded.spec.launches else header_launch(path, lang, text, loaded)
+    name = entry_point(loaded.spec, own_launch(loaded.spec, stem, header))
     source, extraction = device_source(path, text, lang, name, include_dirs(loaded, list(extra_include_dirs)))
     kf = KernelFile(path=path, lang=lang, source=source, loaded=loaded, extraction=extraction, header=header)
     check_signature(kf)
