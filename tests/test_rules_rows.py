@@ -499,3 +499,49 @@ def test_a_vector_columns_winner_goes_into_the_next_round(worker):
     for c in [space.baseline()] + [{**space.baseline(), k: v[-1]} for k, v in space.params.items()]:
         inst = t2.instance(c, spec)
         worker.compile(inst.source, inst.name, inst.options, 120)
+
+
+GUARDED_KERNEL = """
+__kernel void k(__global float* out, __global const float* x, __global const float* scale, const int rows,
+                const int cols)
+{
+    const int r = get_group_id(0) * 4 + get_local_id(0) % 4;
+    for (int c = 0; c < cols; c++) {
+        BODY
+    }
+}
+"""
+
+GUARDED_SPEC = """
+kernel: k
+args:
+  - {name: out, dtype: fp32, shape: [rows, cols], intent: inout}
+  - {name: x, dtype: fp32, shape: [rows, cols], intent: in}
+  - {name: scale, dtype: fp32, shape: [rows], intent: in}
+  - {name: rows, dtype: int32, value: rows}
+  - {name: cols, dtype: int32, value: cols}
+launch: {grid: ["ceil_div(rows, 4)"], block: [4]}
+shapes: [{rows: 63, cols: 100}]
+noalias: true
+"""
+
+
+@pytest.mark.parametrize("body, hoisted", [
+    ("out[r * cols + c] = x[r * cols + c] * scale[r];", True),
+    # the threads past the last row never read scale[r]: before the loop they would, past its end
+    ("if (r < rows) out[r * cols + c] = x[r * cols + c] * scale[r];", False),
+    ("out[r * cols + c] = r < rows ? scale[r] : 0.0f;", False),
+    ("out[r * cols + c] = (r < rows && scale[r] > 0.0f) ? 1.0f : 0.0f;", False),
+    ("if (r >= rows) break; out[r * cols + c] = scale[r];", False),
+    # the condition itself is evaluated on every trip
+    ("if (scale[0] > 0.0f) out[r * cols + c] = 1.0f;", True),
+])
+def test_hoist_moves_only_a_load_every_trip_evaluates(tmp_path, body, hoisted):
+    from kerntune.agents.rules.hoist import HoistInvariants
+
+    p = tmp_path / "spec.yaml"
+    p.write_text(textwrap.dedent(GUARDED_SPEC))
+    result = apply_catalog(textwrap.dedent(GUARDED_KERNEL).replace("BODY", body), "opencl", load_file(p).spec,
+                           rules=[HoistInvariants()])
+    moved = "(0 < cols) ? scale[" in result.template
+    assert moved is hoisted, result.template
