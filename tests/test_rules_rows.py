@@ -545,3 +545,34 @@ def test_hoist_moves_only_a_load_every_trip_evaluates(tmp_path, body, hoisted):
                            rules=[HoistInvariants()])
     moved = "(0 < cols) ? scale[" in result.template
     assert moved is hoisted, result.template
+
+
+STRIDED_GUARDED = """
+__kernel void k(__global float* out, __global const float* x, __global const float* scale, const int rows,
+                const int cols)
+{
+    const int r = get_group_id(0) * 4 + get_local_id(0) % 4;
+    for (int c = get_local_id(0); c < cols; c += get_local_size(0)) {
+        BODY
+    }
+}
+"""
+
+
+@pytest.mark.parametrize("body, vectorized", [
+    ("out[r * cols + c] = x[r * cols + c] * 2.0f;", True),
+    # the element decides, and it is loaded on every trip: out is written on every trip too
+    ("out[r * cols + c] = x[r * cols + c] > 0.0f ? x[r * cols + c] : 0.0f;", True),
+    # a bounds check of the row: a whole vector of a row past the last would be read and written
+    ("if (r < rows) out[r * cols + c] = x[r * cols + c] * 2.0f;", False),
+    ("if (r < rows) { const float v = x[r * cols + c]; out[r * cols + c] = v; }", False),
+    # out only under a branch (a masked store): the rule cannot tell a mask from a bounds check
+    ("const float v = x[r * cols + c]; if (v > 0.0f) out[r * cols + c] = v;", False),
+])
+def test_vectorize_declines_a_stream_only_a_branch_touches(tmp_path, body, vectorized):
+    p = tmp_path / "spec.yaml"
+    p.write_text(textwrap.dedent(GUARDED_SPEC))
+    result = apply_catalog(textwrap.dedent(STRIDED_GUARDED).replace("BODY", body), "opencl", load_file(p).spec)
+    assert ("vectorize" in result.applied_names) is vectorized, dict(result.skipped)
+    if not vectorized:
+        assert "only under a branch" in dict(result.skipped)["vectorize"]

@@ -130,6 +130,35 @@ def independent_kernel(st: RewriteState, unlike: str, any_preproc_if: bool = Fal
     return kernel, body
 
 
+_JUMPS = ("break_statement", "continue_statement", "return_statement", "goto_statement")
+_LOOPS = ("for_statement", "while_statement", "do_statement")
+
+
+def every_trip(st: RewriteState, node, body) -> bool:
+    """Whether each trip of the loop whose body is ``body`` evaluates ``node``: not in a branch (an if's
+    arms, a conditional expression's arms, the right side of && or ||, a switch's cases), not in a
+    loop nested in the body, and after no jump of the body. An access that only some trips make may
+    be guarded by its condition (``if (r < rows) ... scale[r]``): a rewrite that makes it on every
+    trip (before the loop, or for a whole vector of elements) reads or writes memory the original
+    never touches, past an array's end for the threads the branch leaves out."""
+    if any(n.type in _JUMPS and n.start_byte < node.start_byte for n in walk(body)):
+        return False
+    child, n = node, node.parent
+    while n is not None and n.id != body.id:
+        condition = n.child_by_field_name("condition") if n.type in ("if_statement", "conditional_expression",
+                                                                      "switch_statement") else None
+        if n.type in ("if_statement", "conditional_expression", "switch_statement") and \
+                (condition is None or child.id != condition.id):
+            return False
+        if n.type in ("case_statement", *_LOOPS):
+            return False
+        if n.type == "binary_expression" and st.text(n.child_by_field_name("operator")) in ("&&", "||") and \
+                child.id == getattr(n.child_by_field_name("right"), "id", None):
+            return False
+        child, n = n, n.parent
+    return n is not None
+
+
 def synchronizes(st: RewriteState, node) -> bool:
     return any(n.type == "call_expression" and (call_name(st, n) in BARRIER_CALLS or
                                                  call_name(st, n).startswith(ATOMIC_PREFIXES))

@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from kerntune.agents.rules.access import (
-    accesses, affine_base, assigned_names, declared_names, identifiers, line_start, local_pointers, squash,
+    accesses, affine_base, every_trip, assigned_names, declared_names, identifiers, line_start, local_pointers, squash,
     sum_terms, synchronizes,
 )
 from kerntune.agents.rules.base import Applied, Edit, Param, Rule, RewriteState, apply_edits, unwrap
@@ -117,31 +117,6 @@ def _own(node):
                                                                          "do_statement"))
 
 
-_JUMPS = ("break_statement", "continue_statement", "return_statement", "goto_statement")
-
-
-def _every_iteration(st: RewriteState, node, body) -> bool:
-    """Whether each trip of the loop whose body is ``body`` evaluates ``node``: not in a branch (an if's
-    arms, a conditional expression's arms, the right side of && or ||, a switch) and after no jump of
-    the body. Moving a load out of a branch would read memory the original never reads (``if (r <
-    rows) ... scale[r]``: the load before the loop reads past the end for the threads the branch
-    leaves out)."""
-    if any(n.type in _JUMPS and n.start_byte < node.start_byte for n in _own(body)):
-        return False
-    child, n = node, node.parent
-    while n is not None and n.id != body.id:
-        if n.type in ("if_statement", "switch_statement", "case_statement") and \
-                child.id != getattr(n.child_by_field_name("condition"), "id", None):
-            return False
-        if n.type == "conditional_expression" and child.id != getattr(n.child_by_field_name("condition"), "id", None):
-            return False
-        if n.type == "binary_expression" and st.text(n.child_by_field_name("operator")) in ("&&", "||") and \
-                child.id == getattr(n.child_by_field_name("right"), "id", None):
-            return False
-        child, n = n, n.parent
-    return n is not None
-
-
 def _has_product(st: RewriteState, nodes) -> bool:
     return any(x.type == "binary_expression" and st.text(x.child_by_field_name("operator")) == "*"
                for t in nodes for x in walk(t))
@@ -165,7 +140,7 @@ def _loop_plan(st: RewriteState, fn, loop, ptrs) -> LoopPlan | None:
             if a.write or a.node.id not in own or a.array in written or (written and not st.spec.noalias):
                 continue
             if identifiers(st, a.index) & changing or not _plain(st, a.index) or \
-                    not _every_iteration(st, a.node, body):
+                    not every_trip(st, a.node, body):
                 continue
             key = (a.via, squash(st.text(a.index)))
             ctype = _pointee_ctype(st, fn, a.via)

@@ -13,7 +13,9 @@ from __future__ import annotations
 import ast
 import re
 
-from kerntune.agents.rules.access import accessor_call, accessor_functions, affine_base, identifiers, squash
+from kerntune.agents.rules.access import (
+    accessor_call, accessor_functions, affine_base, every_trip, identifiers, squash,
+)
 from kerntune.agents.rules.base import (
     Applied, Edit, Param, Rule, RuleDeclined, RewriteState, apply_edits, builtin_dim, builtin_x, int_literal,
     opencl_space, pragma_start, unwrap,
@@ -558,6 +560,7 @@ class Stream:
     def __init__(self, array: str, base: str, name: str):
         self.array, self.base, self.name = array, base, name
         self.read = self.write = self.cond_write = False
+        self.every_trip = False         # some access of it is made on every trip (not only under a branch)
         self.nodes: list = []           # subscripts p[base + i]
         self.calls: list = []           # accessor calls' (pointer, index) arguments
 
@@ -667,6 +670,7 @@ def _accesses(st: RewriteState, body, var: str):
         if key not in streams:
             streams[key] = Stream(st.text(arr), base, f"kt_v_{st.text(arr)}{len([k for k in streams if k[0] == key[0]]) or ''}")
         stream = streams[key]
+        stream.every_trip = stream.every_trip or every_trip(st, n, body)
         if call is not None:          # an accessor: its pointer and index arguments become the lane's buffer
             stream.calls.append((call[1], call[2]))
             subs.add(call[2].id)
@@ -694,6 +698,10 @@ def _accesses(st: RewriteState, body, var: str):
                 p = p.parent
             if p is None or p == body:
                 other_uses = True
+    for s in streams.values():
+        if not s.every_trip:
+            return None, (f"{s.element(var)} is accessed only under a branch of the loop body: a vector step would "
+                          "touch elements the original skips (past an array's end when the branch is a bounds check)")
     written = {s.array for s in streams.values() if s.write}
     for arr in written:
         if len([s for s in streams.values() if s.array == arr]) > 1:
