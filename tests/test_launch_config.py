@@ -163,3 +163,58 @@ def test_every_block_size_instance_is_clean_under_the_memory_checker(worker, ker
         if report.status is not CheckStatus.CLEAN:
             findings.append((c, report.status.value, report.message))
     assert findings == [], f"{kernel.stem}: {findings[:3]}"
+
+
+# the trees that are not the whole block's: a loop from a hand-unrolled first step, one over two values
+# per thread, one down to 64 partials that other code adds up; shuffle-reduction once replaced each with a
+# reduction of the whole block (wrong results: the audit, scripts/audit_rules.py, found them)
+PARTIAL_TREES = {"tree_first_step_guard", "tree_two_per_thread", "tree_warp_tail"}
+
+
+@pytest.mark.parametrize("kernel", CORPUS, ids=lambda p: p.stem)
+def test_shuffle_reduction_declines_or_verifies(worker, kernel: Path):
+    """Each tree of the corpus: shuffle-reduction declines (the partial trees, with the reason) or its
+    sub-group reduction verifies against the original kernel at every block size of the template."""
+    if not worker.info.subgroups:
+        pytest.skip(f"{worker.info.name} has no sub-groups: shuffle-reduction declines on it")
+    loaded = load_for_kernel(kernel)
+    spec = loaded.spec
+    source = kernel.read_text()
+    result = apply_catalog(source, "opencl", spec, subgroups=True)
+    skipped = dict(result.skipped)
+    if kernel.stem in PARTIAL_TREES:
+        assert "shuffle-reduction" not in result.applied_names
+        assert "not the whole tree" in skipped["shuffle-reduction"], skipped["shuffle-reduction"]
+        return
+    if "shuffle-reduction" not in result.applied_names:
+        return
+    t = parse_template(result.template, "opencl", kernel.stem)
+    space = Space.of(t)
+    shapes = tuple(verification_shapes(spec))
+    reduce = [p for p in space.params if p.startswith("REDUCE")]
+    configs = [{**space.baseline(), **{p: "shuffle" for p in reduce}, **({"BLOCK": b} if "BLOCK" in space.params else {})}
+               for b in (space.params.get("BLOCK") or [None])]
+    original = KernelInstance(source, spec.kernel, "opencl", label="original")
+    bad = []
+    for c in configs:
+        if space.violated(c, shapes) is not None:
+            continue
+        res = worker.evaluate(EvalRequest(t.instance(c, spec), spec, str(loaded.base_dir), shapes, (), seed=11,
+                                          reference=original, timing=None), 120)
+        if res.status is not Status.OK:
+            bad.append((c, res.status.value, res.message[:200]))
+    assert bad == [], f"{kernel.stem}: {bad[:3]}"
+
+
+@pytest.mark.parametrize("tree, whole", [(HALF, True), (PARAMETRIC, True), (TAIL, False),
+                                         (PARAMETRIC.replace("blockDim.x / 2", "blockDim.x"), False),
+                                         (PARAMETRIC.replace("s >>= 1", "s = s / 2"), True),
+                                         (PARAMETRIC.replace("if (t < s)", "if (t <= s)"), False)],
+                         ids=["literal-half", "parametric", "tail-from-32", "from-the-block", "divided", "guard-off-by-one"])
+def test_cuda_shuffle_reduction_takes_only_the_whole_tree(tree, whole):
+    """In CUDA too: the warp-shuffle reduction replaces a loop only when it is the whole tree, however
+    its steps are spelled."""
+    spec = load_for_kernel(REPO / "tests/data/block_trees/tree_stride_literal.cl").spec
+    source = CUDA_TREE.replace("SHARED", "__shared__ float sm[256];").replace("TREE", tree)
+    result = apply_catalog(source, "cuda", spec)
+    assert ("shuffle-reduction" in result.applied_names) is whole, dict(result.skipped).get("shuffle-reduction")

@@ -149,7 +149,19 @@ def _tree_step(st: RewriteState, fn, body, var: str):
     return None
 
 
-def _tree_loops(st: RewriteState) -> list[tuple]:
+def _launch_blocks(st: RewriteState) -> list[int]:
+    """The block sizes (x) the template may launch: the literal, or the BLOCK parameter's values."""
+    b = st.launch.block[0] if st.launch.block else 1
+    if isinstance(b, int) or str(b).isdigit():
+        return [int(b)]
+    p = st.params.get(str(b))
+    return [int(v) for v in p.values] if p is not None else [32, 64, 128, 256, 512, 1024]
+
+
+def _tree_loops(st: RewriteState, reasons: list[str] | None = None) -> list[tuple]:
+    """The loops of whole-block tree steps; ``reasons`` collects why other tree loops are left."""
+    from kerntune.agents.rules.treecover import covers_block
+
     found = []
     for fn in st.functions():
         for loop in (n for n in walk(fn) if n.type == "for_statement"):
@@ -165,10 +177,21 @@ def _tree_loops(st: RewriteState) -> list[tuple]:
                 var = st.text(init.child_by_field_name("left"))
             else:
                 continue
-            step = _tree_step(st, fn, loop.child_by_field_name("body"), var)
+            body = loop.child_by_field_name("body")
+            step = _tree_step(st, fn, body, var)
             if step is None:
                 continue
             array, op = step
+            start = d.child_by_field_name("value") if init.type == "declaration" else init.child_by_field_name("right")
+            guard = next(c for c in (body.named_children if body.type == "compound_statement" else [body])
+                         if c.type == "if_statement").child_by_field_name("condition")
+            why = covers_block(st, fn, start, loop.child_by_field_name("condition"), loop.child_by_field_name("update"),
+                               guard, var, _launch_blocks(st), lambda n: _is_thread_x(st, fn, n),
+                               lambda n: _is_block_dim_x(st, n, fn))
+            if why:
+                if reasons is not None:
+                    reasons.append(why)
+                continue
             decl = next((n for n in walk(fn) if n.type == "declaration" and any(
                 c.type == "array_declarator" and st.text(c.child_by_field_name("declarator")) == array
                 for c in n.named_children)), None)
@@ -232,8 +255,10 @@ class ShuffleReduction(Rule):
     summary = "warp-shuffle (OpenCL: sub-group) reductions in place of shared-memory trees, as a parameter"
 
     def check(self, st: RewriteState) -> str:
-        if not _tree_loops(st):
-            return "no shared-memory tree reduction over the block (if (t < s) a[t] += a[t + s]; barrier)"
+        reasons: list[str] = []
+        if not _tree_loops(st, reasons):
+            return reasons[0] if reasons else \
+                "no shared-memory tree reduction over the block (if (t < s) a[t] += a[t + s]; barrier)"
         if st.lang == "opencl" and not st.subgroups:
             return "the device has no sub-groups (cl_khr_subgroups) to reduce with"
         block = st.launch.block

@@ -1,0 +1,200 @@
+"""Whether a shared-memory tree loop reduces the whole block into element 0.
+
+shuffle-reduction replaces a loop of tree steps (``if (guard) a[t] op= a[t + s]; barrier``) with a
+reduction of the block's ``a[0 .. block)`` into ``a[0]``. That is the same only when the loop is the
+whole tree: a loop that stops early (``s > 32``, leaving 64 partials for a tail the kernel adds up
+itself), starts late (a first step unrolled by hand before it) or starts past the block (two values
+per thread, ``s = 256`` for 256 threads) is another computation, and the rewrite would give a wrong
+result.
+
+The loop is run here, symbolically in nothing but the block size: its start, condition and update
+evaluated for each block size the template may launch, the ``s`` it visits compared with the
+halving tree's ``B/2, B/4, ..., 1`` under ``t < s``, or the doubling tree's ``1, 2, ..., B/2`` under
+``t % (2s) == 0``, the guard evaluated for the first 130 threads and the last of each half. Any spelling of those loops
+(``s >>= 1`` or ``s /= 2``, ``get_local_size(0) / 2``, a macro or a local constant for the half
+block) passes; anything the evaluator cannot read declines.
+"""
+
+from __future__ import annotations
+
+import operator
+import re
+
+from kerntune.agents.rules.base import RewriteState, int_literal, unwrap
+
+_ARITH = {"+": operator.add, "-": operator.sub, "*": operator.mul, "<<": operator.lshift, ">>": operator.rshift,
+          "&": operator.and_, "|": operator.or_, "^": operator.xor, "<": operator.lt, ">": operator.gt,
+          "<=": operator.le, ">=": operator.ge, "==": operator.eq, "!=": operator.ne}
+_MAX_TRIPS = 64
+
+
+class _Unknown(Exception):
+    pass
+
+
+def _div(op: str, a: int, b: int) -> int:
+    if b == 0:
+        raise _Unknown
+    q = abs(a) // abs(b) * (1 if (a >= 0) == (b >= 0) else -1)      # C truncates toward zero
+    return q if op == "/" else a - q * b
+
+
+def _binary(op: str, a: int, b: int) -> int:
+    if op in ("/", "%"):
+        return _div(op, a, b)
+    if op in ("&&", "||"):
+        return int(bool(a) and bool(b)) if op == "&&" else int(bool(a) or bool(b))
+    if op in ("<<", ">>") and not 0 <= b < 64:
+        raise _Unknown
+    if op not in _ARITH:
+        raise _Unknown
+    return int(_ARITH[op](a, b))
+
+
+class _Evaluator:
+    """Integer values of expressions in ``fn`` with the loop variable, the thread index and the block
+    size bound; names resolve to local constants and macros of the file."""
+
+    def __init__(self, st: RewriteState, fn, var: str, is_thread, is_block):
+        self.st, self.fn, self.var = st, fn, var
+        self.is_thread, self.is_block = is_thread, is_block
+
+    def value(self, node, env: dict, depth: int = 0) -> int:
+        st = self.st
+        node = unwrap(node)
+        if node is None or depth > 20:
+            raise _Unknown
+        if node.type == "identifier" and st.text(node) == self.var:
+            return env["s"]
+        if self.is_block(node):
+            return env["B"]
+        if self.is_thread(node):
+            return env["t"]
+        if node.type == "number_literal":
+            v = int_literal(st, node)
+            if v is None:
+                raise _Unknown
+            return v
+        if node.type == "cast_expression":
+            return self.value(node.child_by_field_name("value"), env, depth + 1)
+        if node.type == "unary_expression":
+            op, v = st.text(node.child_by_field_name("operator")), self.value(node.child_by_field_name("argument"),
+                                                                               env, depth + 1)
+            if op == "-":
+                return -v
+            if op == "!":
+                return int(not v)
+            raise _Unknown
+        if node.type == "binary_expression":
+            op = st.text(node.child_by_field_name("operator"))
+            return _binary(op, self.value(node.child_by_field_name("left"), env, depth + 1),
+                           self.value(node.child_by_field_name("right"), env, depth + 1))
+        if node.type == "identifier":
+            return self.named(st.text(node), env, depth)
+        raise _Unknown
+
+    def named(self, name: str, env: dict, depth: int) -> int:
+        from kerntune.agents.rules.structural import decl_value
+
+        value = decl_value(self.st, self.fn, name)
+        if value is not None:
+            return self.value(value, env, depth + 1)
+        text = self.st.macro_value(name)
+        if text is None or depth > 20:
+            raise _Unknown
+        if text == "KT_BLOCK":
+            return env["B"]
+        return self.text_value(text, env, depth + 1)
+
+    def text_value(self, text: str, env: dict, depth: int) -> int:
+        """A macro's text: integers, other macros and + - * / % << >> and parentheses."""
+        tokens = re.findall(r"0[xX][0-9a-fA-F]+|\d+[uUlL]*|[A-Za-z_]\w*|<<|>>|[-+*/%()]|\S", text)
+        pos = 0
+
+        def atom() -> int:
+            nonlocal pos
+            if pos >= len(tokens):
+                raise _Unknown
+            tok = tokens[pos]
+            pos += 1
+            if tok == "(":
+                v = expr(0)
+                if pos >= len(tokens) or tokens[pos] != ")":
+                    raise _Unknown
+                pos += 1
+                return v
+            if tok == "-":
+                return -atom()
+            if tok[0].isdigit():
+                return int(tok.rstrip("uUlL"), 0)
+            if re.fullmatch(r"[A-Za-z_]\w*", tok):
+                return env["B"] if tok == "KT_BLOCK" else self.named(tok, env, depth + 1)
+            raise _Unknown
+
+        levels = [("<<", ">>"), ("+", "-"), ("*", "/", "%")]
+
+        def expr(level: int) -> int:
+            nonlocal pos
+            if level == len(levels):
+                return atom()
+            v = expr(level + 1)
+            while pos < len(tokens) and tokens[pos] in levels[level]:
+                op = tokens[pos]
+                pos += 1
+                v = _binary(op, v, expr(level + 1))
+            return v
+
+        v = expr(0)
+        if pos != len(tokens):
+            raise _Unknown
+        return v
+
+
+def _update(ev: _Evaluator, node, env: dict) -> int:
+    st = ev.st
+    node = unwrap(node)
+    if node is None:
+        raise _Unknown
+    if node.type == "assignment_expression" and st.text(unwrap(node.child_by_field_name("left"))) == ev.var:
+        op = st.text(node.child_by_field_name("operator"))
+        right = ev.value(node.child_by_field_name("right"), env)
+        return right if op == "=" else _binary(op[:-1], env["s"], right)
+    if node.type == "update_expression" and st.text(unwrap(node.child_by_field_name("argument"))) == ev.var:
+        return env["s"] + (1 if "++" in st.text(node) else -1)
+    raise _Unknown
+
+
+def covers_block(st: RewriteState, fn, start, condition, update, guard, var: str, blocks, is_thread,
+                 is_block) -> str:
+    """'' when the loop ``for (var = start; condition; update) { if (guard) a[t] op= a[t + var]; barrier }``
+    reduces ``a[0 .. B)`` into ``a[0]`` for every block size ``B`` in ``blocks``, else why not."""
+    ev = _Evaluator(st, fn, var, is_thread, is_block)
+    for B in blocks:
+        try:
+            s = ev.value(start, {"B": B})
+            seen = []
+            while ev.value(condition, {"B": B, "s": s}):
+                seen.append(s)
+                if len(seen) > _MAX_TRIPS:
+                    return "the tree loop does not end"
+                s = _update(ev, update, {"B": B, "s": s})
+        except (_Unknown, KeyError):
+            return "cannot tell which steps the tree loop takes"
+        halving = [B >> k for k in range(1, B.bit_length()) if B >> k]
+        doubling = list(reversed(halving))
+        if seen == halving and B & (B - 1) == 0:
+            expect = lambda t, s: t < s  # noqa: E731
+        elif seen == doubling and B & (B - 1) == 0:
+            expect = lambda t, s: t % (2 * s) == 0  # noqa: E731
+        else:
+            return (f"the tree loop takes the steps {seen[:6]}{'...' if len(seen) > 6 else ''} at a block of {B}, "
+                    f"not the whole tree ({halving[:3]}... or {doubling[:3]}...): it leaves partials to other code")
+        try:
+            threads = sorted(set(range(min(B, 130))) | {B // 2 - 1, B // 2, B - 1})
+            for s in seen:
+                for t in threads:
+                    if bool(ev.value(guard, {"B": B, "s": s, "t": t})) != expect(t, s):
+                        return f"the tree step's guard is not the whole tree's at a block of {B} (thread {t}, step {s})"
+        except (_Unknown, KeyError):
+            return "cannot evaluate the tree step's guard"
+    return ""
