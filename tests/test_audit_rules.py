@@ -1,0 +1,56 @@
+"""scripts/audit_rules.py, the rule catalog's soundness audit: it runs clean on a kernel the catalog
+rewrites correctly, and it reports a rewrite that is not the same kernel (a catalog whose templates
+were made wrong on purpose: a bounds check loosened by one, which verification may miss and the
+memory checker does not)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import REPO
+
+sys.path.insert(0, str(REPO / "scripts"))
+import audit_rules  # noqa: E402
+
+pytestmark = pytest.mark.runtime
+
+
+def test_a_sound_catalog_has_no_finding(tmp_path):
+    out = tmp_path / "audit"
+    r = subprocess.run([sys.executable, str(REPO / "scripts/audit_rules.py"), "kernels/examples/vector_add.cl",
+                        "--configs", "3", "--rounds", "1", "--no-check", "--out", str(out)],
+                       capture_output=True, text=True, cwd=REPO, timeout=600)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "0 finding(s)" in r.stdout
+    table = out.with_suffix(".md").read_text()
+    assert "| kernels/examples/vector_add.cl | 1 | 3 | 0 | 0 | 0 |" in table
+
+
+def test_a_wrong_rewrite_is_a_finding(worker, monkeypatch):
+    from kerntune.engine.checker import oclgrind_library
+
+    if oclgrind_library() is None:
+        pytest.skip("Oclgrind is not installed (apt-get install oclgrind; .ci/run does)")
+    real = audit_rules.apply_catalog
+
+    def loosened(*args, **kwargs):
+        result = real(*args, **kwargs)
+        result.template = result.template.replace("i < n", "i <= n")
+        return result
+
+    monkeypatch.setattr(audit_rules, "apply_catalog", loosened)
+    audit = audit_rules.Audit(worker, configs=2, seed=0, rounds=1, check=True)
+    audit.run_file(REPO / "kernels/examples/vector_add.cl")
+    assert audit.rows[-1]["configs"] == 2
+    assert audit.findings, audit.rows
+    assert all(f["what"] in ("memory checker", "wrong_result", "crash") for f in audit.findings), audit.findings
+
+
+def test_bad_arguments_exit_2():
+    r = subprocess.run([sys.executable, str(REPO / "scripts/audit_rules.py"), "no/such/kernel.cl"],
+                       capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert r.returncode == 2
+    assert "no such file" in r.stderr and "Traceback" not in r.stderr
