@@ -22,9 +22,8 @@ import re
 
 from kerntune.agents.rules.base import RewriteState, int_literal, unwrap
 
-_ARITH = {"+": operator.add, "-": operator.sub, "*": operator.mul, "<<": operator.lshift, ">>": operator.rshift,
-          "&": operator.and_, "|": operator.or_, "^": operator.xor, "<": operator.lt, ">": operator.gt,
-          "<=": operator.le, ">=": operator.ge, "==": operator.eq, "!=": operator.ne}
+_COMPARE = {"<": operator.lt, ">": operator.gt, "<=": operator.le, ">=": operator.ge, "==": operator.eq,
+            "!=": operator.ne}
 _MAX_TRIPS = 64
 
 
@@ -32,23 +31,18 @@ class _Unknown(Exception):
     pass
 
 
-def _div(op: str, a: int, b: int) -> int:
-    if b == 0:
-        raise _Unknown
-    q = abs(a) // abs(b) * (1 if (a >= 0) == (b >= 0) else -1)      # C truncates toward zero
-    return q if op == "/" else a - q * b
-
-
 def _binary(op: str, a: int, b: int) -> int:
-    if op in ("/", "%"):
-        return _div(op, a, b)
+    """C's integer operators (division truncating toward zero), comparisons and && ||."""
+    from kerntune.agents.rules.block_ties import _apply
+
+    if op in _COMPARE:
+        return int(_COMPARE[op](a, b))
     if op in ("&&", "||"):
         return int(bool(a) and bool(b)) if op == "&&" else int(bool(a) or bool(b))
-    if op in ("<<", ">>") and not 0 <= b < 64:
+    v = _apply(op, a, b)
+    if v is None:
         raise _Unknown
-    if op not in _ARITH:
-        raise _Unknown
-    return int(_ARITH[op](a, b))
+    return v
 
 
 class _Evaluator:
