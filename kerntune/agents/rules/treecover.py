@@ -45,6 +45,14 @@ def _binary(op: str, a: int, b: int) -> int:
     return v
 
 
+def _lookup(key: str):
+    def get(env: dict) -> int:
+        if key not in env:
+            raise _Unknown
+        return env[key]
+    return get
+
+
 class _Evaluator:
     """Integer values of expressions in ``fn`` with the loop variable, the thread index and the block
     size bound; names resolve to local constants and macros of the file."""
@@ -52,40 +60,66 @@ class _Evaluator:
     def __init__(self, st: RewriteState, fn, var: str, is_thread, is_block):
         self.st, self.fn, self.var = st, fn, var
         self.is_thread, self.is_block = is_thread, is_block
+        self._compiled: dict = {}
 
     def value(self, node, env: dict, depth: int = 0) -> int:
+        return self.compile(node, depth)(env)
+
+    def compile(self, node, depth: int = 0):
+        """A function of the environment (B, s, t) computing ``node``: names are resolved once here,
+        so a guard evaluated for every thread and step costs a few Python calls each time."""
         st = self.st
         node = unwrap(node)
         if node is None or depth > 20:
             raise _Unknown
+        if node.id in self._compiled:
+            return self._compiled[node.id]
         if node.type == "identifier" and st.text(node) == self.var:
-            return env["s"]
-        if self.is_block(node):
-            return env["B"]
-        if self.is_thread(node):
-            return env["t"]
-        if node.type == "number_literal":
+            f = _lookup("s")
+        elif self.is_block(node):
+            f = _lookup("B")
+        elif self.is_thread(node):
+            f = _lookup("t")
+        elif node.type == "number_literal":
             v = int_literal(st, node)
             if v is None:
                 raise _Unknown
-            return v
-        if node.type == "cast_expression":
-            return self.value(node.child_by_field_name("value"), env, depth + 1)
-        if node.type == "unary_expression":
-            op, v = st.text(node.child_by_field_name("operator")), self.value(node.child_by_field_name("argument"),
-                                                                               env, depth + 1)
+            f = lambda env, v=v: v  # noqa: E731
+        elif node.type == "cast_expression":
+            f = self.compile(node.child_by_field_name("value"), depth + 1)
+        elif node.type == "unary_expression":
+            op, g = st.text(node.child_by_field_name("operator")), self.compile(node.child_by_field_name("argument"),
+                                                                                depth + 1)
             if op == "-":
-                return -v
-            if op == "!":
-                return int(not v)
-            raise _Unknown
-        if node.type == "binary_expression":
+                f = lambda env, g=g: -g(env)  # noqa: E731
+            elif op == "!":
+                f = lambda env, g=g: int(not g(env))  # noqa: E731
+            else:
+                raise _Unknown
+        elif node.type == "binary_expression":
             op = st.text(node.child_by_field_name("operator"))
-            return _binary(op, self.value(node.child_by_field_name("left"), env, depth + 1),
-                           self.value(node.child_by_field_name("right"), env, depth + 1))
-        if node.type == "identifier":
-            return self.named(st.text(node), env, depth)
-        raise _Unknown
+            a = self.compile(node.child_by_field_name("left"), depth + 1)
+            b = self.compile(node.child_by_field_name("right"), depth + 1)
+            f = lambda env, op=op, a=a, b=b: _binary(op, a(env), b(env))  # noqa: E731
+        elif node.type == "identifier":
+            f = self._named(st.text(node), depth)
+        else:
+            raise _Unknown
+        self._compiled[node.id] = f
+        return f
+
+    def _named(self, name: str, depth: int):
+        from kerntune.agents.rules.structural import decl_value
+
+        value = decl_value(self.st, self.fn, name)
+        if value is not None:
+            return self.compile(value, depth + 1)
+        text = self.st.macro_value(name)
+        if text is None:
+            raise _Unknown
+        if text == "KT_BLOCK":
+            return _lookup("B")
+        return lambda env: self.text_value(text, env, depth + 1)
 
     def named(self, name: str, env: dict, depth: int) -> int:
         from kerntune.agents.rules.structural import decl_value
@@ -185,9 +219,10 @@ def covers_block(st: RewriteState, fn, start, condition, update, guard, var: str
                     f"not the whole tree ({halving[:3]}... or {doubling[:3]}...): it leaves partials to other code")
         try:
             threads = sorted(set(range(min(B, 130))) | {B // 2 - 1, B // 2, B - 1})
+            test = ev.compile(guard)
             for s in seen:
                 for t in threads:
-                    if bool(ev.value(guard, {"B": B, "s": s, "t": t})) != expect(t, s):
+                    if bool(test({"B": B, "s": s, "t": t})) != expect(t, s):
                         return f"the tree step's guard is not the whole tree's at a block of {B} (thread {t}, step {s})"
         except (_Unknown, KeyError):
             return "cannot evaluate the tree step's guard"
