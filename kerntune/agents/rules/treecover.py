@@ -111,6 +111,8 @@ class _Evaluator:
     def _named(self, name: str, depth: int):
         from kerntune.agents.rules.structural import decl_value
 
+        if depth > 20:
+            raise _Unknown
         value = decl_value(self.st, self.fn, name)
         if value is not None:
             return self.compile(value, depth + 1)
@@ -121,59 +123,19 @@ class _Evaluator:
             return _lookup("B")
         return lambda env: self.text_value(text, env, depth + 1)
 
-    def named(self, name: str, env: dict, depth: int) -> int:
-        from kerntune.agents.rules.structural import decl_value
-
-        value = decl_value(self.st, self.fn, name)
-        if value is not None:
-            return self.value(value, env, depth + 1)
-        text = self.st.macro_value(name)
-        if text is None or depth > 20:
-            raise _Unknown
-        if text == "KT_BLOCK":
-            return env["B"]
-        return self.text_value(text, env, depth + 1)
-
     def text_value(self, text: str, env: dict, depth: int) -> int:
-        """A macro's text: integers, other macros and + - * / % << >> and parentheses."""
-        tokens = re.findall(r"0[xX][0-9a-fA-F]+|\d+[uUlL]*|[A-Za-z_]\w*|<<|>>|[-+*/%()]|\S", text)
-        pos = 0
+        """A macro's text, read by launch-config's own evaluator (integers, + - * / % << >> & | ^,
+        parentheses, casts), the names in it resolved as local constants, macros or the block size."""
+        from kerntune.agents.rules.block_ties import _eval_text
 
-        def atom() -> int:
-            nonlocal pos
-            if pos >= len(tokens):
-                raise _Unknown
-            tok = tokens[pos]
-            pos += 1
-            if tok == "(":
-                v = expr(0)
-                if pos >= len(tokens) or tokens[pos] != ")":
-                    raise _Unknown
-                pos += 1
-                return v
-            if tok == "-":
-                return -atom()
-            if tok[0].isdigit():
-                return int(tok.rstrip("uUlL"), 0)
-            if re.fullmatch(r"[A-Za-z_]\w*", tok):
-                return env["B"] if tok == "KT_BLOCK" else self.named(tok, env, depth + 1)
-            raise _Unknown
-
-        levels = [("<<", ">>"), ("+", "-"), ("*", "/", "%")]
-
-        def expr(level: int) -> int:
-            nonlocal pos
-            if level == len(levels):
-                return atom()
-            v = expr(level + 1)
-            while pos < len(tokens) and tokens[pos] in levels[level]:
-                op = tokens[pos]
-                pos += 1
-                v = _binary(op, v, expr(level + 1))
-            return v
-
-        v = expr(0)
-        if pos != len(tokens):
+        known = {"KT_BLOCK": (env["B"], False)}
+        for name in set(re.findall(r"\b[A-Za-z_]\w*", text)) - {"KT_BLOCK"}:
+            try:
+                known[name] = (self._named(name, depth + 1)(env), False)
+            except (_Unknown, KeyError):
+                pass
+        v, _ = _eval_text(text, known)
+        if v is None:
             raise _Unknown
         return v
 
