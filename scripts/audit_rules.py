@@ -43,7 +43,6 @@ from kerntune.engine.supervisor import DeviceWorker  # noqa: E402
 from kerntune.errors import KerntuneError  # noqa: E402
 from kerntune.kernelfile import load_kernel  # noqa: E402
 from kerntune.results import CheckStatus, Status  # noqa: E402
-from kerntune.spec.model import LaunchSpec  # noqa: E402
 from kerntune.spec.shapes import holdout_shapes, spec_shapes  # noqa: E402
 from kerntune.tuner.kernel_files import resolve_launch_params  # noqa: E402
 from kerntune.tuner.space import Space  # noqa: E402
@@ -114,7 +113,7 @@ class Audit:
             self.rows.append({"kernel": rel, "skipped": f"the original is not correct here ({r.status.value})"})
             return
         launch = original.launch or spec.launch
-        row = {"kernel": rel, "templates": 0, "configs": 0, "wrong": 0, "flagged": 0, "seconds": 0.0}
+        row = {"kernel": rel, "templates": 0, "configs": 0, "wrong": 0, "checked": 0, "flagged": 0, "seconds": 0.0}
         t0 = time.time()
         inputs = [(kf.source, launch, "round 1")]
         for rnd in range(1, self.rounds + 1):
@@ -122,7 +121,7 @@ class Audit:
             for source, lnch, origin in inputs:
                 ran = self._round(rel, kf, original, source, lnch, origin, shapes, row)
                 if rnd < self.rounds:
-                    nxt += ran[:2]
+                    nxt += ran
             inputs = [(src, ln, f"round {rnd + 1} from {cfg}") for src, ln, cfg in nxt]
         row["seconds"] = round(time.time() - t0, 1)
         self.rows.append(row)
@@ -151,16 +150,17 @@ class Audit:
                 continue
             if self.checker is not None and checked < self.checks:
                 checked += 1
-                row["checked"] = row.get("checked", 0) + 1
+                row["checked"] += 1
                 rep = self.checker.check(inst, spec, base, check_shapes(spec), 5)
                 if rep.status in (CheckStatus.MEMORY_ERROR, CheckStatus.WRONG_RESULT):
                     row["flagged"] += 1
                     self.found(kernel=rel, origin=origin, config=cfg, what="memory checker", message=rep.message,
                                rules=result.applied_names)
                     continue
-            ok.append((bake(t.render(c, spec), kf.lang), resolve_launch_params(t.decl.launch, c), cfg))
-        return [(src, LaunchSpec(grid=ln.grid, block=ln.block, shared_mem=ln.shared_mem), cfg)
-                for src, ln, cfg in ok[1:]]
+            ok.append(c)
+        # the next round's inputs: two correct instances other than the first values, baked as optimize does
+        return [(bake(t.render(c, spec), kf.lang), resolve_launch_params(t.decl.launch, c), space.key(c))
+                for c in ok[1:3]]
 
 
 def write(out: Path, audit: Audit, args, device: str, seconds: float) -> None:
@@ -181,7 +181,7 @@ def write(out: Path, audit: Audit, args, device: str, seconds: float) -> None:
         if "skipped" in r:
             lines.append(f"| {r['kernel']} | skipped: {r['skipped']} | | | | | |")
         else:
-            lines.append(f"| {r['kernel']} | {r['templates']} | {r['configs']} | {r['wrong']} | {r.get('checked', 0)} | "
+            lines.append(f"| {r['kernel']} | {r['templates']} | {r['configs']} | {r['wrong']} | {r['checked']} | "
                          f"{r['flagged']} | {r['seconds']} |")
     total = sum(r.get("configs", 0) for r in audit.rows)
     lines += ["", f"{total} configurations of {sum(r.get('templates', 0) for r in audit.rows)} templates; "
