@@ -11,13 +11,15 @@ import pytest
 
 from kerntune.agents.tester import (CONFIRM_BLOCK_SHARE, CONFIRM_BLOCKS, CONFIRM_MAX_BLOCKS, CONFIRM_MIN_RUNS,
                                    CONFIRM_PROCESSES, CONFIRM_SPAN_ENV, CONFIRM_SPAN_S)
+import kerntune.engine.checker as checker_module
 from kerntune.engine.checker import MemoryChecker, check_shapes, oclgrind_findings, oclgrind_library
 from kerntune.engine.evaluate import EvalRequest, KernelInstance, TimingOptions
 from kerntune.engine.timed import CompareRequest
+from kerntune.kernelfile import load_kernel
 from kerntune.results import CheckStatus, Status
 from kerntune.spec.load import load_file
 from kerntune.spec.model import LaunchSpec
-from kerntune.spec.shapes import holdout_shapes, spec_shapes, verification_shapes
+from kerntune.spec.shapes import Shape, holdout_shapes, spec_shapes, verification_shapes
 from tests.conftest import REPO, run_cli
 
 pytestmark = pytest.mark.runtime   # the OpenCL runtime's compiler, numerics or limits decide these: .ci/run runs them on PoCL too
@@ -204,9 +206,13 @@ VLOAD_ROWSUM = """__kernel void rowsum(__global float* out, __global const float
 
 
 @needs_oclgrind
-def test_a_kernel_oclgrinds_uninitialized_plugin_cannot_run_is_still_checked(checker):
-    # vload4 takes Oclgrind 21.10's uninitialized-value plugin down with its process: the kernel is
-    # checked again without that plugin (bounds, races, barriers), and the report says so
+def test_a_kernel_oclgrinds_uninitialized_plugin_cannot_run_is_still_checked(worker, monkeypatch):
+    # built with optimization, vload4 takes Oclgrind 21.10's uninitialized-value plugin down with its
+    # process: the kernel is checked again without that plugin (bounds, races, barriers), and the
+    # report says so. (The checker builds without optimization, where the plugin follows vload4: the
+    # next test.)
+    monkeypatch.setattr(checker_module, "OCLGRIND_BUILD_OPTIONS", ())
+    checker = MemoryChecker(worker.info)
     inst = KernelInstance(VLOAD_ROWSUM, "rowsum", "opencl", label="vload4",
                           launch=LaunchSpec(grid=["ceil_div(rows, 64)"], block=[64]))
     report = _check(checker, inst)
@@ -214,6 +220,27 @@ def test_a_kernel_oclgrinds_uninitialized_plugin_cannot_run_is_still_checked(che
     assert "uninitialized-value checks off" in report.message
     broken = replace(inst, source=VLOAD_ROWSUM.replace("c + 4 <= cols", "c + 4 <= cols + 4"), label="reads past")
     assert _check(checker, broken).status is CheckStatus.MEMORY_ERROR
+
+
+@needs_oclgrind
+def test_the_checker_judges_the_source_not_the_optimizer(checker):
+    # unoptimized, every access is one the source makes: vload4 runs with the uninitialized-value
+    # plugin on; and a load under `if (t == 0)` that an optimizer turns into a load by every work-item
+    # (reduce_sum naive.cl's `total += partial[0]`, a "race" with work-item 0's next write) is not one
+    inst = KernelInstance(VLOAD_ROWSUM, "rowsum", "opencl", label="vload4",
+                          launch=LaunchSpec(grid=["ceil_div(rows, 64)"], block=[64]))
+    report = _check(checker, inst)
+    assert report.status is CheckStatus.CLEAN and not report.message, report.message
+    kf = load_kernel(REPO / "kernels/classic/reduce_sum/naive.cl")
+    shape = Shape.of({"n": 600}, label="n=600: three chunks in one work-group", holdout=True)
+    report = checker.check(kf.instance("original"), kf.spec, str(kf.loaded.base_dir), [shape], 1)
+    assert report.status is CheckStatus.CLEAN, report.report
+    racy = kf.instance("original").source.replace("if (tid == 0)\n            total += partial[0];",
+                                                    "total += partial[0];\n        partial[0] = 0u;")
+    assert racy != kf.instance("original").source
+    report = checker.check(replace(kf.instance("original"), source=racy), kf.spec, str(kf.loaded.base_dir),
+                           [shape], 1)
+    assert report.status is CheckStatus.MEMORY_ERROR and "data race" in report.message, report.message
 
 
 def test_a_missing_checker_is_reported_never_silent(worker):

@@ -44,6 +44,11 @@ OCLGRIND_LIBS = ("/usr/lib/oclgrind/liboclgrind-rt-icd.so", "/usr/lib/x86_64-lin
                  "/usr/local/lib/liboclgrind-rt-icd.so", "/usr/lib64/liboclgrind-rt-icd.so")
 SANITIZER_TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")
 OCLGRIND_FATAL = "OCLGRIND FATAL ERROR"       # Oclgrind itself gave up (not a finding about the kernel)
+# Under Oclgrind a kernel is built without optimization: the checker judges the source, and an optimizer
+# may turn `if (tid == 0) total += partial[0];` into a load by every work-item (a speculated load, legal
+# for the compiler, which the race detector then reports against work-item 0's next write). Unoptimized
+# code makes every access the source makes, and no other.
+OCLGRIND_BUILD_OPTIONS = ("-cl-opt-disable",)
 
 # Oclgrind (an OpenCL 1.2 device) has no sub-group functions. Under it they are modeled with
 # sub-groups of one work-item, a legal sub-group size and the one at which a kernel indexes
@@ -231,8 +236,9 @@ class MemoryChecker:
         req = EvalRequest(candidate=inst, spec=spec, base_dir=base_dir, verify_shapes=tuple(shapes), time_shapes=(),
                           seed=seed, reference=None, use_numpy_reference=True, timing=None, distributions=("spec",))
         if self.tool == "oclgrind":
-            if "sub_group" in inst.source:
-                req = replace(req, candidate=replace(inst, source=SUBGROUPS_OF_ONE + inst.source))
+            source = SUBGROUPS_OF_ONE + inst.source if "sub_group" in inst.source else inst.source
+            req = replace(req, candidate=replace(inst, source=source,
+                                                 options=tuple(inst.options) + OCLGRIND_BUILD_OPTIONS))
             report = self._oclgrind(req)
         else:
             report = CheckReport(tool=self.tool, status=CheckStatus.CLEAN)
