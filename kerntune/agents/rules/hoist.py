@@ -16,15 +16,6 @@ move on its own.
   ``x[r * cols + c]``) is computed once before the loop: the index becomes
   ``offset + c`` (strength reduction of the multiply, which also leaves
   each access in the ``p[base + i]`` form vectorize looks for).
-* **Calls of pure helpers with loop-invariant inputs** (``merge_weights(s_a[pair],
-  s_b[pair], &wa, &wb, &lse)`` in a loop over the columns of a pair) are made
-  once before the loop, into fresh variables the loop copies its outputs from.
-  Inlined, such a helper's branches (``if (m == -INFINITY)``) keep a
-  compiler from moving its ``exp`` and ``log`` out of the loop. The helper must
-  be pure (``purecall``: its results only through output parameters it never
-  reads), every trip must make the call, its inputs must be invariant (loads
-  as above), and its outputs variables the loop body declares without a value,
-  assigns nowhere else and reads only after the call.
 """
 
 from __future__ import annotations
@@ -32,12 +23,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from kerntune.agents.rules.access import (
-    accesses, accessor_functions, affine_base, every_trip, assigned_names, declared_names, identifiers, line_start, local_pointers, squash,
+    accesses, affine_base, every_trip, assigned_names, declared_names, identifiers, line_start, local_pointers, squash,
     sum_terms, synchronizes,
 )
 from kerntune.agents.rules.base import Applied, Edit, Param, Rule, RewriteState, apply_edits, unwrap
 from kerntune.agents.rules.generic import is_generated
-from kerntune.agents.rules.purecall import OUT_PTR, VALUE, math_builtin, pure_helpers
 from kerntune.source.parse import walk
 
 
@@ -49,7 +39,6 @@ class LoopPlan:
     bound: str
     loads: list = field(default_factory=list)      # (subscript node, element type)
     offsets: list = field(default_factory=list)    # (index or address node, offset text, pointer or '')
-    calls: list = field(default_factory=list)      # (statement node, call node, kinds, [(output name, C type)])
 
 
 def _pointee_ctype(st: RewriteState, fn, name: str) -> str | None:
@@ -89,7 +78,7 @@ def _offset_type(st: RewriteState, fn, base_node_text: str) -> str:
 def _taken_numbers(st: RewriteState) -> set[int]:
     import re
 
-    return {int(m.group(2)) for m in re.finditer(r"\bkt_(o|h|r)(\d+)\b", st.source)}
+    return {int(m.group(2)) for m in re.finditer(r"\bkt_(o|h)(\d+)\b", st.source)}
 
 
 def _loop_header(st: RewriteState, loop):
@@ -133,77 +122,7 @@ def _has_product(st: RewriteState, nodes) -> bool:
                for t in nodes for x in walk(t))
 
 
-def _output_declaration(st: RewriteState, body, name: str):
-    """The C type of ``name`` when the loop body declares it without a value (``float wa, wb;``)."""
-    for n in walk(body):
-        if n.type == "declaration":
-            for d in n.named_children:
-                if d.type == "identifier" and st.text(d) == name:
-                    t = n.child_by_field_name("type")
-                    quals = [st.text(c) for c in n.children if c.type in ("type_qualifier", "storage_class_specifier")]
-                    return " ".join(st.text(t).split()) if t is not None and not quals else None
-                if d.type == "init_declarator" and st.text(_declared_identifier(d) or d) == name:
-                    return None
-    return None
-
-
-def _declared_identifier(d):
-    d0 = d.child_by_field_name("declarator")
-    while d0 is not None and d0.type != "identifier":
-        d0 = d0.child_by_field_name("declarator")
-    return d0
-
-
-def _call_plan(st: RewriteState, loop, body, stmt, pure, changing, invariant_load):
-    """(statement, call, kinds, outputs) when ``stmt`` is a call of a pure helper that the loop can make
-    once before it, else None."""
-    call = unwrap(stmt.named_children[0]) if stmt.type == "expression_statement" and stmt.named_children else None
-    f = call.child_by_field_name("function") if call is not None and call.type == "call_expression" else None
-    kinds = pure.get(st.text(f)) if f is not None and f.type == "identifier" else None
-    args = call.child_by_field_name("arguments") if kinds is not None else None
-    if args is None or len(args.named_children) != len(kinds) or not every_trip(st, stmt, body):
-        return None
-    outs = []
-    for a, kind in zip(args.named_children, kinds):
-        if kind == VALUE:
-            if identifiers(st, a) & changing:
-                return None
-            for n in walk(a):
-                if n.type in ("assignment_expression", "update_expression", "comma_expression", "field_expression") \
-                        or (n.type == "pointer_expression"):
-                    return None
-                if n.type == "call_expression" and not math_builtin(st.text(n.child_by_field_name("function"))):
-                    return None
-                if n.type == "subscript_expression" and not invariant_load(n):
-                    return None
-            continue
-        target = unwrap(a)
-        if kind == OUT_PTR:
-            if target is None or target.type != "pointer_expression" or not st.text(target).startswith("&"):
-                return None
-            target = unwrap(target.named_children[0]) if target.named_children else None
-        if target is None or target.type != "identifier":
-            return None
-        name = st.text(target)
-        ctype = _output_declaration(st, body, name)
-        if ctype is None or name in assigned_names(st, loop) or name in [o for o, _ in outs]:
-            return None
-        for n in walk(body):     # the output's other uses: reads after the call
-            if n.type != "identifier" or st.text(n) != name or n.start_byte == target.start_byte or \
-                    (n.parent is not None and n.parent.type == "declaration"):
-                continue
-            up = n.parent
-            while up is not None and up.type == "parenthesized_expression":
-                up = up.parent
-            if n.start_byte < call.start_byte or up is None or up.type in ("pointer_expression", "argument_list"):
-                return None      # read before the call (the value of an earlier trip), or handed to a function
-        outs.append((name, ctype))
-    if not outs:
-        return None
-    return stmt, call, kinds, outs
-
-
-def _loop_plan(st: RewriteState, fn, loop, ptrs, pure=None, accessors=None) -> LoopPlan | None:
+def _loop_plan(st: RewriteState, fn, loop, ptrs) -> LoopPlan | None:
     head = _loop_header(st, loop)
     if head is None:
         return None
@@ -212,19 +131,15 @@ def _loop_plan(st: RewriteState, fn, loop, ptrs, pure=None, accessors=None) -> L
     changing = set(assigned_names(st, loop)) | declared_names(st, body) | {var}
     params = ptrs.params | set(ptrs.local)
     plan = LoopPlan(loop, var, start, bound)
-    acc, why = accesses(st, body, ptrs, accessors)
-    written = {a.array for a in acc if a.write}
-    own = {x.id for x in _own(body)}
-
-    def invariant(a) -> bool:
-        """A read of an element nothing in the loop can write, at an index the loop does not change."""
-        return not a.write and a.array not in written and not (written and not st.spec.noalias) and \
-            not identifiers(st, a.index) & changing and _plain(st, a.index)
-
-    if not why:                 # loads and calls: only when every access in the loop is understood
+    acc, why = accesses(st, body, ptrs)
+    if not why:                 # loads: only when every access in the loop is understood
+        written = {a.array for a in acc if a.write}
+        own = {x.id for x in _own(body)}
         seen = set()
         for a in acc:
-            if a.node.type != "subscript_expression" or a.node.id not in own or not invariant(a) or \
+            if a.write or a.node.id not in own or a.array in written or (written and not st.spec.noalias):
+                continue
+            if identifiers(st, a.index) & changing or not _plain(st, a.index) or \
                     not every_trip(st, a.node, body):
                 continue
             key = (a.via, squash(st.text(a.index)))
@@ -233,13 +148,6 @@ def _loop_plan(st: RewriteState, fn, loop, ptrs, pure=None, accessors=None) -> L
                 continue
             seen.add(key)
             plan.loads.append((a.node, ctype.replace("const ", "").replace("volatile ", "").strip()))
-        by_node = {a.node.id: a for a in acc}
-        for n in _own(body):
-            c = _call_plan(st, loop, body, n, pure or {}, changing,
-                           lambda sub: sub.id in by_node and invariant(by_node[sub.id])) \
-                if n.type == "expression_statement" else None
-            if c is not None:
-                plan.calls.append(c)
     for n in _own(body):
         if n.type == "subscript_expression" and st.text(n.child_by_field_name("argument")) in params:
             idx = n.child_by_field_name("indices")
@@ -266,20 +174,19 @@ def _loop_plan(st: RewriteState, fn, loop, ptrs, pure=None, accessors=None) -> L
             base = " ".join(("" if i == 0 and sg == "+" else sg + " ") + "(" + st.text(t) + ")"
                             for i, (sg, t) in enumerate(rest))
             plan.offsets.append((n, base, st.text(ptr[0])))
-    return plan if plan.loads or plan.offsets or plan.calls else None
+    return plan if plan.loads or plan.offsets else None
 
 
 def plan_loops(st: RewriteState) -> list[LoopPlan]:
     """A plan for each loop with something to hoist, innermost first: a loop whose nested loops have
     plans of their own is left alone (its invariants are moved inside the innermost ones)."""
     plans = []
-    pure, accessors = pure_helpers(st), accessor_functions(st)
     for fn in st.functions():
         ptrs = local_pointers(st, fn)
         for loop in (n for n in walk(fn) if n.type == "for_statement"):
             if is_generated(st, loop) or synchronizes(st, loop):
                 continue
-            p = _loop_plan(st, fn, loop, ptrs, pure, accessors)
+            p = _loop_plan(st, fn, loop, ptrs)
             if p is not None:
                 plans.append(p)
     return [p for p in plans if not any(q is not p and p.loop.start_byte <= q.loop.start_byte
@@ -291,12 +198,12 @@ class HoistInvariants(Rule):
     summary = "loop-invariant loads and index arithmetic computed once before the loop, as a parameter"
 
     def check(self, st: RewriteState) -> str:
-        return "" if plan_loops(st) else "no loop-invariant load, index product or pure call in an innermost loop"
+        return "" if plan_loops(st) else "no loop-invariant load or index product in an innermost loop"
 
     def apply(self, st: RewriteState) -> Applied:
         plans = plan_loops(st)
         raw = st.raw
-        edits, nloads, noffsets, ncalls, k = [], 0, 0, 0, 0
+        edits, nloads, noffsets, k = [], 0, 0, 0
         taken = _taken_numbers(st)
 
         def fresh() -> int:
@@ -337,26 +244,6 @@ class HoistInvariants(Rule):
                     decls.append(f"const {ctype} {loads[key]} = ({p.start} < {p.bound}) ? {st.text(node)} : "
                                  f"({ctype})0;")
                     nloads += 1
-            for stmt, call, kinds, outs in p.calls:
-                names = iter(f"kt_r{fresh()}" for _ in outs)
-                fresh_outs = [(o, t, next(names)) for o, t in outs]
-                args, j = [], 0
-                for a, kind in zip(call.child_by_field_name("arguments").named_children, kinds):
-                    if kind == VALUE:
-                        subs = [n for n in walk(a) if n.type == "subscript_expression" and squash(st.text(n)) in loads]
-                        subs = [n for n in subs if not any(m is not n and m.start_byte <= n.start_byte and
-                                                           n.end_byte <= m.end_byte for m in subs)]
-                        args.append(apply_edits(st.raw[a.start_byte:a.end_byte], [
-                            Edit(n.start_byte - a.start_byte, n.end_byte - a.start_byte, loads[squash(st.text(n))])
-                            for n in subs]))
-                    else:
-                        args.append(("&" if kind == OUT_PTR else "") + fresh_outs[j][2])
-                        j += 1
-                decls += [f"{t} {v};" for _, t, v in fresh_outs]
-                decls.append(f"if ({p.start} < {p.bound}) {st.text(call.child_by_field_name('function'))}"
-                             f"({', '.join(args)});")
-                inner.append(Edit(stmt.start_byte, stmt.end_byte, " ".join(f"{o} = {v};" for o, _, v in fresh_outs)))
-                ncalls += 1
             for n in walk(lp.child_by_field_name("body")):
                 if n.type == "subscript_expression" and squash(st.text(n)) in loads and \
                         not any(e.start <= n.start_byte < e.end for e in inner):
@@ -369,8 +256,7 @@ class HoistInvariants(Rule):
                 new = "\n" + new
             edits.append(Edit(start, lp.end_byte, new))
         st.source = apply_edits(raw, edits)
-        calls = f", {ncalls} pure call(s)" if ncalls else ""
         st.add_param(Param("HOIST", (False, True), "#define KT_HOIST {{ 1 if HOIST else 0 }}",
-                           why=f"{nloads} load(s), {noffsets} index offset(s){calls} computed once per loop"))
-        return Applied(self.name, f"{nloads} loop-invariant load(s), {noffsets} index offset(s){calls} hoisted out "
-                                  f"of {len(plans)} loop(s)", ("HOIST",))
+                           why=f"{nloads} load(s) and {noffsets} index offset(s) computed once per loop"))
+        return Applied(self.name, f"{nloads} loop-invariant load(s), {noffsets} index offset(s) hoisted out of "
+                                  f"{len(plans)} loop(s)", ("HOIST",))
