@@ -17,6 +17,12 @@ read that happens to return harmless values passes verification.
     python scripts/audit_rules.py --out bench/results/rule-audit-2026-12-03     # every kernel
     python scripts/audit_rules.py kernels/naive/softmax/softmax.cl --configs 40   # some of them
 
+CUDA kernel files (.cu, with nvcc on PATH; no GPU needed) are audited for what can be known without a
+GPU: each sampled configuration is either pruned before compiling (an H100's limits, the template's
+shared-memory estimate) or compiles with nvcc for sm_90, and the estimate never exceeds the static shared
+memory ptxas reports. A finding there is a configuration the tuner would try that does not compile, or an
+estimate that would prune a configuration that fits.
+
 Writes OUT.md (a table per kernel and every finding) and OUT.json. Exit 1 when there is a finding.
 """
 
@@ -40,19 +46,25 @@ from kerntune.agents.rules.catalog import apply_catalog  # noqa: E402
 from kerntune.engine.checker import MemoryChecker, check_shapes, oclgrind_library  # noqa: E402
 from kerntune.engine.evaluate import EvalRequest  # noqa: E402
 from kerntune.engine.supervisor import DeviceWorker  # noqa: E402
+from kerntune.backends.nvcc import CompileFailed, compile_offline, nvcc_path  # noqa: E402
 from kerntune.errors import KerntuneError  # noqa: E402
+from kerntune.hardware import load_profile  # noqa: E402
+from kerntune.spec import expr  # noqa: E402
 from kerntune.kernelfile import load_kernel  # noqa: E402
 from kerntune.results import CheckStatus, Status  # noqa: E402
 from kerntune.spec.shapes import holdout_shapes, spec_shapes  # noqa: E402
+from kerntune.tuner.feasibility import before_compile  # noqa: E402
 from kerntune.tuner.kernel_files import resolve_launch_params  # noqa: E402
 from kerntune.tuner.space import Space  # noqa: E402
 from kerntune.tuner.template import parse_template  # noqa: E402
 
 COMPUTE_UNITS = 132      # an H100's SMs: the rules that size themselves by the device offer all they can
+H100 = load_profile("h100")   # the limits a CUDA configuration is pruned by before compiling
 
 
-def kernel_files() -> list[Path]:
-    return sorted(p for root in ("kernels", "tests/data") for p in (REPO / root).rglob("*.cl"))
+def kernel_files(suffixes=(".cl", ".cu")) -> list[Path]:
+    return sorted(p for root in ("kernels", "tests/data") for p in (REPO / root).rglob("*")
+                  if p.suffix in suffixes and p.is_file())
 
 
 def small_shapes(spec) -> tuple:
@@ -108,12 +120,17 @@ class Audit:
         spec, base = kf.spec, str(kf.loaded.base_dir)
         original = kf.instance("original")
         shapes = small_shapes(spec)
-        r = self.worker.evaluate(EvalRequest(original, spec, base, shapes, (), seed=3, timing=None), 300)
-        if r.status is not Status.OK:
-            self.rows.append({"kernel": rel, "skipped": f"the original is not correct here ({r.status.value})"})
+        if kf.lang == "cuda":
+            why = "nvcc is not on PATH" if nvcc_path() is None else self._compiles(original)
+        else:
+            r = self.worker.evaluate(EvalRequest(original, spec, base, shapes, (), seed=3, timing=None), 300)
+            why = "" if r.status is Status.OK else f"the original is not correct here ({r.status.value})"
+        if why:
+            self.rows.append({"kernel": rel, "skipped": why})
             return
         launch = original.launch or spec.launch
-        row = {"kernel": rel, "templates": 0, "configs": 0, "wrong": 0, "checked": 0, "flagged": 0, "seconds": 0.0}
+        row = {"kernel": rel, "templates": 0, "configs": 0, "wrong": 0, "checked": 0, "flagged": 0, "pruned": 0,
+               "seconds": 0.0}
         t0 = time.time()
         inputs = [(kf.source, launch, "round 1")]
         for rnd in range(1, self.rounds + 1):
@@ -141,6 +158,18 @@ class Audit:
             inst = t.instance(c, spec)
             row["configs"] += 1
             cfg = space.key(c)
+            if kf.lang == "cuda":
+                if before_compile(t, space, c, spec, shapes, H100) is not None:
+                    row["pruned"] += 1
+                    continue
+                what, message = self._cuda_finding(t, spec, c, inst)
+                if what:
+                    row["wrong"] += 1
+                    self.found(kernel=rel, origin=origin, config=cfg, what=what, message=message,
+                               rules=result.applied_names)
+                else:
+                    ok.append(c)
+                continue
             r = self.worker.evaluate(EvalRequest(inst, spec, base, shapes, (), seed=11, reference=original,
                                                  timing=None), 300)
             if r.status is not Status.OK:
@@ -162,6 +191,31 @@ class Audit:
         return [(bake(t.render(c, spec), kf.lang), resolve_launch_params(t.decl.launch, c), space.key(c))
                 for c in ok[1:3]]
 
+    @staticmethod
+    def _compiles(inst) -> str:
+        try:
+            compile_offline(inst.source, inst.name, options=inst.options)
+        except (CompileFailed, KerntuneError) as e:
+            return f"the original does not compile with nvcc: {str(e).splitlines()[0][:200]}"
+        return ""
+
+    @staticmethod
+    def _cuda_finding(t, spec, config, inst) -> tuple[str, str]:
+        """('', '') when the instance compiles for sm_90 and the template's shared-memory estimate is no more
+        than what ptxas reports; else what is wrong."""
+        try:
+            res = compile_offline(inst.source, inst.name, options=inst.options).resources
+        except CompileFailed as e:
+            return "compile error", str(e)
+        except KerntuneError as e:
+            return "compile error", e.message + (f": {e.detail}" if e.detail else "")
+        if t.decl.shared_estimate is not None:
+            want = expr.evaluate_int(str(t.decl.shared_estimate), {**spec.constants, **config}, "shared_estimate")
+            got = res.static_shared_bytes or 0
+            if want > got:
+                return "shared estimate", f"the template estimates {want} B of static shared memory, ptxas reports {got} B"
+        return "", ""
+
 
 def write(out: Path, audit: Audit, args, device: str, seconds: float) -> None:
     today = datetime.date.today().isoformat()
@@ -175,14 +229,17 @@ def write(out: Path, audit: Audit, args, device: str, seconds: float) -> None:
                                                   else " (no memory checker: Oclgrind is not installed)") +
              f". {seconds / 60:.1f} minutes.", "",
              "```", "python scripts/audit_rules.py " + " ".join(sys.argv[1:]), "```", "",
-             "| kernel | templates | configurations | wrong | under the checker | flagged by it | seconds |",
-             "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+             "CUDA files (no GPU here): each configuration pruned before compiling by an H100's limits, or compiled "
+             "with nvcc for sm_90 (`wrong` counts those that do not compile, or whose shared-memory estimate exceeds "
+             "what ptxas reports).", "",
+             "| kernel | templates | configurations | wrong | under the checker | flagged by it | pruned | seconds |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for r in audit.rows:
         if "skipped" in r:
-            lines.append(f"| {r['kernel']} | skipped: {r['skipped']} | | | | | |")
+            lines.append(f"| {r['kernel']} | skipped: {r['skipped']} | | | | | | |")
         else:
             lines.append(f"| {r['kernel']} | {r['templates']} | {r['configs']} | {r['wrong']} | {r['checked']} | "
-                         f"{r['flagged']} | {r['seconds']} |")
+                         f"{r['flagged']} | {r['pruned']} | {r['seconds']} |")
     total = sum(r.get("configs", 0) for r in audit.rows)
     lines += ["", f"{total} configurations of {sum(r.get('templates', 0) for r in audit.rows)} templates; "
                   f"{len(audit.findings)} finding(s).", ""]
@@ -195,7 +252,10 @@ def write(out: Path, audit: Audit, args, device: str, seconds: float) -> None:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawTextHelpFormatter)
-    ap.add_argument("files", nargs="*", type=Path, help="kernel files (default: every .cl under kernels/ and tests/data)")
+    ap.add_argument("files", nargs="*", type=Path,
+                    help="kernel files (default: every .cl and .cu under kernels/ and tests/data)")
+    ap.add_argument("--lang", choices=("opencl", "cuda", "all"), default="all",
+                    help="which kernel files by default (default all; CUDA needs nvcc)")
     ap.add_argument("--configs", type=int, default=10, help="configurations per template (default 10)")
     ap.add_argument("--rounds", type=int, default=2, choices=(1, 2), help="catalog rounds (default 2)")
     ap.add_argument("--seed", type=int, default=0, help="seed of the random configurations (default 0)")
@@ -204,7 +264,8 @@ def main() -> int:
     ap.add_argument("--no-check", action="store_true", help="verify only, without the memory checker")
     ap.add_argument("--out", type=Path, help="write OUT.md and OUT.json")
     args = ap.parse_args()
-    files = [p.resolve() for p in args.files] or kernel_files()
+    files = [p.resolve() for p in args.files] or kernel_files(
+        {"opencl": (".cl",), "cuda": (".cu",), "all": (".cl", ".cu")}[args.lang])
     missing = [str(p) for p in files if not p.is_file()]
     if missing:
         print(f"error: no such file: {', '.join(missing)}", file=sys.stderr)

@@ -54,3 +54,26 @@ def test_bad_arguments_exit_2():
                        capture_output=True, text=True, cwd=REPO, timeout=120)
     assert r.returncode == 2
     assert "no such file" in r.stderr and "Traceback" not in r.stderr
+
+
+@pytest.mark.nvcc
+def test_cuda_configurations_compile_or_are_pruned(worker, monkeypatch):
+    """transpose optimized.cu: round 2 offers a 128-wide tile (66 KB of static shared memory, past CUDA's
+    48 KB); the template's shared-memory estimate prunes it before compiling. Without the estimate the
+    same configuration is a finding: the tuner would have tried it and got a compile error."""
+    path = REPO / "kernels/classic/transpose/optimized.cu"
+    audit = audit_rules.Audit(worker, configs=6, seed=0, rounds=2, check=False)
+    audit.run_file(path)
+    assert audit.findings == [] and audit.rows[-1]["pruned"] >= 1, audit.rows
+    real = audit_rules.apply_catalog
+
+    def without_estimate(*args, **kwargs):
+        result = real(*args, **kwargs)
+        result.template = "\n".join(ln for ln in result.template.splitlines() if not ln.startswith("shared_estimate:"))
+        return result
+
+    monkeypatch.setattr(audit_rules, "apply_catalog", without_estimate)
+    blind = audit_rules.Audit(worker, configs=6, seed=0, rounds=2, check=False)
+    blind.run_file(path)
+    assert blind.findings and all(f["what"] == "compile error" for f in blind.findings), blind.findings
+    assert "too much shared data" in blind.findings[0]["message"]

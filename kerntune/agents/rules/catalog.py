@@ -12,6 +12,7 @@ from kerntune.agents.rules.base import Applied, Rule, RewriteState
 from kerntune.agents.rules.generic import CompilerFlags, FastMath, Restrict, Unroll
 from kerntune.agents.rules.launch import LaunchBounds, LaunchConfig
 from kerntune.agents.rules.private import prune_copies
+from kerntune.agents.rules.sharedmem import shared_estimate
 from kerntune.spec.model import KernelSpec, LaunchSpec
 from kerntune.tuner.kernel_files import launch_dict
 
@@ -65,6 +66,9 @@ def assemble(st: RewriteState, note: str = "") -> str:
         "restrictions": list(st.restrictions),
         "launch": launch_dict(st.launch),
     }
+    estimate = shared_estimate(st) if st.params else None
+    if estimate:
+        decl["shared_estimate"] = estimate
     if st.flags:
         decl["flags"] = st.flags
     # Jinja's trim_blocks drops the newline after a closing block tag: keep one for the next line
