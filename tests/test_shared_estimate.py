@@ -87,6 +87,31 @@ def test_an_array_under_a_conditional_is_not_counted():
     assert shared_estimate(st) == "(X) * 4"
 
 
+def test_a_helper_called_only_under_a_conditional_is_not_counted():
+    from kerntune.agents.rules.base import Param, RewriteState
+    from kerntune.agents.rules.sharedmem import shared_estimate
+    from kerntune.spec.load import load_file
+
+    source = """
+    __device__ float staged(float v) { __shared__ float s[KT_X * 32]; s[0] = v; return s[0]; }
+    __device__ float other(float v) { __shared__ double t[KT_X]; t[0] = v; return t[0]; }
+    __global__ void k(float* out) {
+    #if KT_X > 4
+        out[0] = staged(out[0]);
+    #endif
+        out[1] = other(out[1]);
+    }
+    """
+    spec = load_file(CLASSIC / "transpose/spec.yaml").spec
+    st = RewriteState(lang="cuda", source=source, kernel="k", spec=spec, launch=spec.launch)
+    st.add_param(Param("X", (8, 16), "#define KT_X {{ X }}"))
+    assert shared_estimate(st) == "(X) * 8"
+    st2 = RewriteState(lang="cuda", source=source.replace("#if KT_X > 4\n", "").replace("    #endif\n", ""),
+                       kernel="k", spec=spec, launch=spec.launch)
+    st2.add_param(Param("X", (8, 16), "#define KT_X {{ X }}"))
+    assert shared_estimate(st2) == "(X * 32) * 4 + (X) * 8"
+
+
 def _sampled(t, spec, n, seed=1):
     space = Space.of(t)
     rng = random.Random(seed)

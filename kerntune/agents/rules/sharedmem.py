@@ -10,18 +10,19 @@ prunes the configuration before compiling it, with the reason
 ``shared_memory``.
 
 The estimate is a lower bound, so that it never prunes a configuration that
-fits: it counts the arrays of the kernel and the functions it calls that are
-declared outside any preprocessor conditional, whose element type it knows and
-whose every dimension it can write in the parameters (integer literals,
-object-like macros defined once, and the ``KT_*`` macros of the parameters);
-any other array is left out.
+fits: it counts the arrays of the kernel and of the functions it calls at a call
+site outside any preprocessor conditional (directly or not; every instance runs
+them), declared outside any conditional, whose element type it knows and whose
+every dimension it can write in the parameters (integer literals, object-like
+macros defined once, and the ``KT_*`` macros of the parameters); any other
+array is left out.
 """
 
 from __future__ import annotations
 
 import re
 
-from kerntune.agents.rules.base import RewriteState
+from kerntune.agents.rules.base import RewriteState, callee, function_name
 from kerntune.source.parse import walk
 
 _SCALAR_BYTES = {
@@ -115,6 +116,41 @@ def _dims(decl_node) -> list | None:
     return dims[::-1] if dims and d is not None and d.type == "identifier" else None
 
 
+def _in_conditional(node, stop) -> bool:
+    up = node.parent
+    while up is not None and up.id != stop.id:
+        if up.type in _CONDITIONALS:
+            return True
+        up = up.parent
+    return False
+
+
+def _always_run(st: RewriteState) -> list:
+    """The kernel and the functions every instance runs: those it calls (directly or not) at a call
+    site outside any preprocessor conditional; a name with several definitions (overloads) is left
+    out, since which one runs is not known. Empty when the kernel is not defined exactly once."""
+    defs: dict[str, list] = {}
+    for n in walk(st.parsed.tree.root_node):
+        if n.type == "function_definition":
+            defs.setdefault(function_name(st, n), []).append(n)
+    if len(defs.get(st.kernel_fn, [])) != 1:
+        return []
+    out, seen, todo = [], set(), [st.kernel_fn]
+    while todo:
+        name = todo.pop()
+        if name in seen or len(defs.get(name, [])) != 1:
+            continue
+        seen.add(name)
+        fn = defs[name][0]
+        out.append(fn)
+        for c in walk(fn):
+            if c.type == "call_expression" and not _in_conditional(c, fn):
+                f = callee(st, c)
+                if f is not None:
+                    todo.append(st.text(f))
+    return sorted(out, key=lambda n: n.start_byte)
+
+
 def shared_estimate(st: RewriteState) -> str | None:
     """A lower bound on the instance's static shared memory in bytes, as an expression of the template's
     parameters; None when no array can be counted."""
@@ -126,16 +162,11 @@ def shared_estimate(st: RewriteState) -> str | None:
                 params[m.group(1)] = m.group(2)
     macros = _macros(st)
     terms, seen = [], set()
-    for fn in st.functions():
+    for fn in _always_run(st):
         for decl in walk(fn):
-            if decl.type != "declaration" or decl.id in seen or not _is_shared(st, decl):
+            if decl.type != "declaration" or decl.id in seen or not _is_shared(st, decl) or _in_conditional(decl, fn):
                 continue
             seen.add(decl.id)
-            up = decl.parent
-            while up is not None and up.id != fn.id and up.type not in _CONDITIONALS:
-                up = up.parent
-            if up is None or up.type in _CONDITIONALS:
-                continue
             t = decl.child_by_field_name("type")
             size = element_bytes(st.text(t), st.lang) if t is not None else None
             if size is None:
