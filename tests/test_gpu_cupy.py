@@ -162,3 +162,30 @@ def test_compute_sanitizer_finds_an_out_of_bounds_read(gpu, tmp_path):
     report = checker.check(oob, spec, str(tmp_path), shapes, 1)
     assert report.status is CheckStatus.MEMORY_ERROR and report.tool == "compute-sanitizer"
     assert "Invalid __global__ read" in report.report
+
+
+def test_compute_sanitizer_judges_the_source_not_the_optimizer(gpu):
+    """reduce_sum naive.cu: `if (tid == 0) total += partial[0]` compiles (optimized) to a shared load by every
+    thread; at n = 600 a block reduces three chunks, so thread 0's next write of partial[0] follows the
+    other threads' reads without a barrier. The checker runs the -G build: clean. A real race (every
+    thread writes partial[0]) is still found."""
+    from dataclasses import replace
+
+    from kerntune.engine.checker import MemoryChecker, compute_sanitizer
+    from kerntune.kernelfile import load_kernel
+    from kerntune.results import CheckStatus
+    from kerntune.spec.shapes import Shape
+
+    if compute_sanitizer() is None:
+        pytest.skip("compute-sanitizer is not on PATH")
+    kf = load_kernel(REPO / "kernels/classic/reduce_sum/naive.cu")
+    shape = Shape.of({"n": 600}, label="n=600", holdout=True)
+    original = kf.instance("original")
+    checker = MemoryChecker(gpu.info)
+    report = checker.check(original, kf.spec, str(kf.loaded.base_dir), [shape], 1)
+    assert report.status is CheckStatus.CLEAN, report.report
+    racy = original.source.replace("if (tid == 0)\n            total += partial[0];",
+                                   "total += partial[0];\n        partial[0] = 0u;")
+    assert racy != original.source
+    report = checker.check(replace(original, source=racy), kf.spec, str(kf.loaded.base_dir), [shape], 1)
+    assert report.status is CheckStatus.MEMORY_ERROR, report.message

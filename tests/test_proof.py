@@ -243,6 +243,36 @@ def test_the_checker_judges_the_source_not_the_optimizer(checker):
     assert report.status is CheckStatus.MEMORY_ERROR and "data race" in report.message, report.message
 
 
+def test_compute_sanitizer_runs_the_unoptimized_build_first(monkeypatch):
+    """The CUDA checker's plan (the tools themselves need a GPU: tests/test_gpu_cupy.py): every tool runs
+    on the kernel built with -G; a build that cannot run that way is checked as built, with a note."""
+    from kerntune.hardware import load_profile
+    from kerntune.results import EvalResult
+
+    monkeypatch.setattr(checker_module, "compute_sanitizer", lambda: "/bin/true")
+    kf = load_kernel(REPO / "kernels/classic/reduce_sum/naive.cu")
+    shape = Shape.of({"n": 600}, label="n=600", holdout=True)
+    for cannot_launch in (False, True):
+        checker = MemoryChecker(load_profile("h100"))
+        runs = []
+
+        def fake_run(req, make_worker, findings_of):
+            runs.append(req.candidate.options)
+            if cannot_launch and "-G" in req.candidate.options:
+                r = EvalResult(status=Status.ERROR, message="too many resources requested for launch")
+                return checker._report(r, []), r.status
+            return checker._report(EvalResult(status=Status.OK), []), Status.OK
+
+        monkeypatch.setattr(checker, "_run", fake_run)
+        report = checker.check(kf.instance("original"), kf.spec, str(kf.loaded.base_dir), [shape], 1)
+        assert report.status is CheckStatus.CLEAN
+        if cannot_launch:
+            assert [("-G" in o) for o in runs] == [True, False] * len(checker.tools)
+            assert "could not run" in report.message and "too many resources" in report.message
+        else:
+            assert len(runs) == len(checker.tools) and all("-G" in o for o in runs) and not report.message
+
+
 def test_a_missing_checker_is_reported_never_silent(worker):
     off = MemoryChecker(worker.info, enabled=False)
     report = _check(off, variant("oob_local_read"))

@@ -49,6 +49,11 @@ OCLGRIND_FATAL = "OCLGRIND FATAL ERROR"       # Oclgrind itself gave up (not a f
 # for the compiler, which the race detector then reports against work-item 0's next write). Unoptimized
 # code makes every access the source makes, and no other.
 OCLGRIND_BUILD_OPTIONS = ("-cl-opt-disable",)
+# The same for compute-sanitizer: NVRTC's optimizer speculates such a guarded shared-memory load too
+# (nvcc -ptx of reduce_sum naive.cu: `ld.shared` of partial[0] by every thread, then `selp`). -G turns
+# device optimization off; a kernel that cannot launch that way (its unoptimized build needs more
+# registers than the block has) is checked as built, and the report says so.
+SANITIZER_BUILD_OPTIONS = ("-G",)
 
 # Oclgrind (an OpenCL 1.2 device) has no sub-group functions. Under it they are modeled with
 # sub-groups of one work-item, a legal sub-group size and the one at which a kernel indexes
@@ -241,11 +246,7 @@ class MemoryChecker:
                                                  options=tuple(inst.options) + OCLGRIND_BUILD_OPTIONS))
             report = self._oclgrind(req)
         else:
-            report = CheckReport(tool=self.tool, status=CheckStatus.CLEAN)
-            for tool in self.tools:
-                report, _ = self._run(req, lambda log, t=tool: self._sanitizer_worker(log, t), sanitizer_findings)
-                if report.status is not CheckStatus.CLEAN:
-                    break
+            report = self._sanitizer(req)
         report = report.model_copy(update={"shapes": labels, "seconds": time.perf_counter() - t0})
         self.checks += 1
         self.seconds += report.seconds
@@ -272,6 +273,25 @@ class MemoryChecker:
         if report.report.startswith(OCLGRIND_FATAL):
             return CheckReport(tool=self.tool, status=CheckStatus.UNCHECKED,
                                message="Oclgrind failed on this kernel: " + " ".join(report.report.splitlines()[:2]))
+        return report
+
+    def _sanitizer(self, req: EvalRequest) -> CheckReport:
+        """compute-sanitizer's tools in turn, on the kernel built without optimization (once more as
+        built when that build cannot run), until one reports something."""
+        inst = req.candidate
+        unoptimized = replace(req, candidate=replace(inst, options=tuple(inst.options) + SANITIZER_BUILD_OPTIONS))
+        report, note = CheckReport(tool=self.tool, status=CheckStatus.CLEAN), ""
+        for tool in self.tools:
+            report, ran = self._run(unoptimized, lambda log, t=tool: self._sanitizer_worker(log, t),
+                                    sanitizer_findings)
+            if report.status is CheckStatus.UNCHECKED and ran is not None and ran is not Status.OK:
+                why = report.message
+                report, _ = self._run(req, lambda log, t=tool: self._sanitizer_worker(log, t), sanitizer_findings)
+                note = f"checked as built with optimization: the unoptimized (-G) build could not run ({why[:160]})"
+            if report.status is not CheckStatus.CLEAN:
+                break
+        if note:
+            report = report.model_copy(update={"message": f"{report.message}; {note}" if report.message else note})
         return report
 
     # --- one tool run in one fresh process ----------------------------------------------------
