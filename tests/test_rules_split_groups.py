@@ -268,6 +268,31 @@ def test_merge_attn_states_split_groups_verify_against_the_original(worker):
 
 
 @pytest.mark.runtime
+def test_a_row_loop_round_2_after_a_split_1_round_1_verifies(worker):
+    """Round 1's winner has the flat loop split with SPLIT = 1 (baked: start tid + (group % 1) * block, step
+    block * 1); round 2's row-loop copies that start and step into its column loop, and split-groups deals
+    the rows out. The column loop's share of one group must stay 0: it was made (group % SPLIT) * block
+    while its step stayed block * 1, and every group skipped the first columns of its rows (the catalog
+    audit's finding of 2026-12-03: 'v: unwritten')."""
+    loaded = load_file(MERGE / "spec.yaml")
+    spec = loaded.spec
+    source = (MERGE / "merge_attn_states_lse.cl").read_text()
+    first = apply_catalog(source, "opencl", spec, compute_units=132)
+    t1 = parse_template(first.template, "opencl", "merge round 1")
+    c1 = {**Space.of(t1).baseline(), "BLOCK": 512, "SPLIT": 1, "VEC": 2, "HOIST": True}
+    launch = resolve_launch_params(t1.decl.launch, c1)
+    second = apply_catalog(bake(t1.render(c1, spec), "opencl"), "opencl", spec, launch=launch, compute_units=132)
+    assert {"row-loop", "split-groups"} <= set(second.applied_names), second.skipped
+    t2 = parse_template(second.template, "opencl", "merge round 2")
+    base = Space.of(t2).baseline()
+    original = KernelInstance(source, spec.kernel, "opencl", label="original")
+    shapes = (min(spec_shapes(spec, "cpu"), key=lambda s: dict(s.sizes)["N"]), *holdout_shapes(spec))
+    configs = [{**base, "BLOCK": 128, "ROW_LOOP": True, "SPLIT": split, "VEC": vec, "HOIST": hoist}
+               for split, vec, hoist in ((4, 1, True), (32, 1, False), (4, 2, True), (8, 4, False))]
+    assert _failures(worker, loaded, t2, original, configs, shapes, seed=11) == []
+
+
+@pytest.mark.runtime
 @pytest.mark.skipif(__import__("kerntune.engine.checker", fromlist=["x"]).oclgrind_library() is None,
                     reason="Oclgrind is not installed (apt-get install oclgrind; .ci/run does)")
 def test_merge_attn_states_split_groups_are_clean_under_the_memory_checker(worker):

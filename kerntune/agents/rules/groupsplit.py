@@ -101,7 +101,7 @@ _SHARED = {"opencl": {"__local", "local"}, "cuda": {"__shared__"}}
 class SplitPlan:
     groups: list = field(default_factory=list)     # the group-index reads to divide by SPLIT
     strided: list = field(default_factory=list)    # block-strided loops: (start, its thread index, step)
-    rows: list = field(default_factory=list)       # row loops: (start, update, variable)
+    rows: list = field(default_factory=list)       # row loops: (start, update, variable, loop)
 
 
 def group_reads(st: RewriteState, fn) -> list:
@@ -380,7 +380,7 @@ def plan(st: RewriteState) -> SplitPlan:
                     not (identifiers(st, cl.bound) & set(assigned_names(st, work))):
                 check_independent(st, work, s, cl.body, elsewhere)
                 _rows_disjoint(st, work, cl, accessors)
-                p.rows.append((cl.start, s.child_by_field_name("update"), cl.var))
+                p.rows.append((cl.start, s.child_by_field_name("update"), cl.var, s))
                 continue
         why = _writes_memory(st, work, s, accessors, "", params)
         if why:
@@ -425,10 +425,14 @@ class SplitGroups(Rule):
             edits.append(Edit(start.start_byte, start.end_byte, f"{st.text(thread)} + {offset}"))
             edits.append(Edit(bdim.start_byte, bdim.end_byte, step))
             replaced.append((start.start_byte, start.end_byte))
-        for start, _, _ in p.rows:
+        for start, _, _, _ in p.rows:
             replaced.append((start.start_byte, start.end_byte))
+        # a row loop is dealt out whole rows at a time: a baked share inside it (row-loop copied a split
+        # column loop's `tid + (group % 1) * block`, step `block * 1`, into its column loop) stays a share
+        # of one group, 0: each group still runs all of its rows' columns
+        inside_rows = [(loop.start_byte, loop.end_byte) for _, _, _, loop in p.rows]
         for n in p.groups:
-            if any(a <= n.start_byte < b for a, b in replaced):
+            if any(a <= n.start_byte < b for a, b in replaced + inside_rows):
                 continue
             if quotient_or_remainder(st, n) == "1":        # a round baked the split with SPLIT = 1
                 e = _enclosing(n)
@@ -436,7 +440,7 @@ class SplitGroups(Rule):
                                                             " KT_SPLIT"))
             else:
                 edits.append(Edit(n.start_byte, n.end_byte, f"({st.text(n)} / KT_SPLIT)"))
-        for start, upd, var in p.rows:
+        for start, upd, var, _ in p.rows:
             edits.append(Edit(start.start_byte, start.end_byte, f"({g} % KT_SPLIT)"))
             edits.append(Edit(upd.start_byte, upd.end_byte, f"{var} += KT_SPLIT"))
         st.source = apply_edits(st.raw, edits)
