@@ -192,23 +192,25 @@ class Audit:
                 for c in ok[1:3]]
 
     @staticmethod
-    def _compiles(inst) -> str:
+    def _nvcc(inst):
+        """(ptxas's resource report, '') when ``inst`` compiles for sm_90, else (None, nvcc's message)."""
         try:
-            compile_offline(inst.source, inst.name, options=inst.options)
-        except (CompileFailed, KerntuneError) as e:
-            return f"the original does not compile with nvcc: {str(e).splitlines()[0][:200]}"
-        return ""
+            return compile_offline(inst.source, inst.name, options=inst.options).resources, ""
+        except CompileFailed as e:
+            return None, str(e)
+        except KerntuneError as e:
+            return None, e.message + (f": {e.detail}" if e.detail else "")
 
-    @staticmethod
-    def _cuda_finding(t, spec, config, inst) -> tuple[str, str]:
+    def _compiles(self, inst) -> str:
+        _, error = self._nvcc(inst)
+        return f"the original does not compile with nvcc: {error.splitlines()[0][:200]}" if error else ""
+
+    def _cuda_finding(self, t, spec, config, inst) -> tuple[str, str]:
         """('', '') when the instance compiles for sm_90 and the template's shared-memory estimate is no more
         than what ptxas reports; else what is wrong."""
-        try:
-            res = compile_offline(inst.source, inst.name, options=inst.options).resources
-        except CompileFailed as e:
-            return "compile error", str(e)
-        except KerntuneError as e:
-            return "compile error", e.message + (f": {e.detail}" if e.detail else "")
+        res, error = self._nvcc(inst)
+        if error:
+            return "compile error", error
         if t.decl.shared_estimate is not None:
             want = expr.evaluate_int(str(t.decl.shared_estimate), {**spec.constants, **config}, "shared_estimate")
             got = res.static_shared_bytes or 0
