@@ -8,6 +8,8 @@ shape (both re-timed in the tester's session), the rules the winning kernel uses
 
     python scripts/optimize_naive.py                        # every kernel, the CPU's OpenCL device
     python scripts/optimize_naive.py --only softmax,gemv    # some of them
+    python scripts/optimize_naive.py --corpus kernels/heldout  # bench/results/heldout-cpu-DATE
+                                                            # another corpus of the same layout
 """
 
 from __future__ import annotations
@@ -92,19 +94,27 @@ def row_of(name: str, run_dir: Path, seconds: float, load: tuple[float, float]) 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--device", default="cpu")
+    ap.add_argument("--corpus", type=Path, default=NAIVE,
+                    help="folder of kernel folders NAME/NAME.cl + NAME/spec.yaml (default kernels/naive; "
+                         "kernels/heldout is the corpus the rules were not written against)")
     ap.add_argument("--only", default="", help="comma-separated kernel folder names (substrings) to run")
     ap.add_argument("--out", type=Path, default=None, help="results path without extension "
-                                                            "(default bench/results/naive-cpu-DATE)")
+                                                            "(default bench/results/CORPUS-cpu-DATE: naive-cpu-DATE)")
     ap.add_argument("--keep-databases", action="store_true",
                     help="keep each round's tuning.db in the run folders (left out by default for size)")
     args = ap.parse_args()
+    corpus = args.corpus.resolve()
+    if not corpus.is_dir():
+        ap.error(f"--corpus {args.corpus}: not a folder")
     stamp = datetime.date.today().isoformat()
-    out = args.out or REPO / "bench" / "results" / f"naive-cpu-{stamp}"
+    out = args.out or REPO / "bench" / "results" / f"{corpus.name}-cpu-{stamp}"
     runs = out.with_name(out.name + "-runs")
     runs.mkdir(parents=True, exist_ok=True)
     rows = []
     ran = False                         # did this call run optimize (else the runs are an earlier call's)
-    kernels = sorted(p.name for p in NAIVE.iterdir() if (p / "spec.yaml").exists())
+    kernels = sorted(p.name for p in corpus.iterdir() if (p / "spec.yaml").exists() and (p / f"{p.name}.cl").exists())
+    if not kernels:
+        ap.error(f"--corpus {args.corpus}: no NAME/NAME.cl with NAME/spec.yaml in it")
     for name in kernels:
         if args.only and not any(o in name for o in args.only.split(",")):
             continue
@@ -112,7 +122,7 @@ def main() -> int:
         if run.exists() and not (run / "results.json").exists():
             shutil.rmtree(run)          # an unfinished run from an earlier attempt: start over, timed
         if not (run / "results.json").exists():
-            cmd = [sys.executable, "-m", "kerntune", "optimize", f"kernels/naive/{name}/{name}.cl",
+            cmd = [sys.executable, "-m", "kerntune", "optimize", str(corpus / name / f"{name}.cl"),
                    "--device", args.device, "--run-dir", str(run), "--json"]
             load0 = os.getloadavg()[0]
             ran = True
@@ -140,7 +150,8 @@ def main() -> int:
     summary = summarize(rows)
     earlier = json.loads(out.with_suffix(".json").read_text()) if out.with_suffix(".json").exists() else {}
     commit = provenance.commit()
-    meta = {"device": args.device, "device_name": _device_name(runs), "date": stamp, "cpus": os.cpu_count(),
+    meta = {"corpus": str(corpus.relative_to(REPO)) if corpus.is_relative_to(REPO) else str(corpus),
+            "device": args.device, "device_name": _device_name(runs), "date": stamp, "cpus": os.cpu_count(),
             "command": " ".join(sys.argv),
             "settings": "kerntune optimize defaults (3 rounds, 120 evaluations, 20 warm-up runs and 20 to 100 "
                         "timed runs per shape while tuning (until the median is known to +-2%, or, since 378bd5f, is "
@@ -191,7 +202,8 @@ def _pct(v) -> str:
 
 
 def render(rows: list[dict], s: dict, meta: dict) -> str:
-    lines = ["# kerntune optimize on naive kernels of common families (CPU)", "",
+    lines = [f"# kerntune optimize on naive kernels of common families (CPU): `{meta.get('corpus', 'kernels/naive')}`",
+             "",
              f"Device `{meta['device']}`"
              + (f" ({meta['device_name']}; {meta['cpus']} cores, shared)" if meta.get("device_name")
                 else f" ({meta['cpus']} cores, shared)")
