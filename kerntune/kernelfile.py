@@ -64,7 +64,8 @@ class KernelFile:
         options = tuple(getattr(self.spec.compile_options, self.lang)) + tuple(impl.compile_options if impl else ())
         launch = LaunchSpec(grid=impl.grid, block=impl.block, shared_mem=impl.shared_mem) if impl else None
         return KernelInstance(source=self.source, name=self.kernel_name, lang=self.lang, options=options,
-                              launch=launch, label=label or self.path.name)
+                              launch=launch, label=label or self.path.name,
+                              file=str(self.path) if self.extraction is None else None)
 
 
 def own_launch(spec, stem: str, header: ImplementationLaunch | None) -> ImplementationLaunch | None:

@@ -14,6 +14,8 @@ from typing import Optional
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
+from kerntune.errors import ErrorCode
+
 
 class Status(str, Enum):
     OK = "ok"
@@ -30,6 +32,17 @@ class Status(str, Enum):
     @property
     def failed(self) -> bool:
         return self is not Status.OK
+
+    @property
+    def error_code(self) -> ErrorCode:
+        """The exit class of a kernel that failed so: wrong (exit 1), or failed to build or run (4)."""
+        if self in (Status.WRONG_RESULT, Status.MEMORY_ERROR):
+            return ErrorCode.VERIFY
+        if self is Status.COMPILE_ERROR:
+            return ErrorCode.COMPILE
+        if self is Status.RESOURCE_LIMIT:
+            return ErrorCode.RESOURCE
+        return ErrorCode.WORKER
 
 
 class Record(BaseModel):

@@ -141,6 +141,23 @@ def test_bench_wrong_kernel_exits_1(tmp_path):
     assert "WRONG" in r.stdout and "wrong result" in r.stderr and "Traceback" not in r.stderr
 
 
+@pytest.mark.parametrize("command", [("check",), ("bench", "--repeats", "3"),
+                                     ("optimize", "--rounds", "1", "--evaluations", "2")])
+def test_a_kernel_that_does_not_compile_is_named_at_its_line(tmp_path, command):
+    # 'half' is an OpenCL type: the compiler's error, at the file's own line, and nothing the binding adds
+    k = write(tmp_path, "vector_add.cl", (EXAMPLES / "vector_add.cl").read_text().replace(
+        "int i = get_global_id(0);", "int i = get_global_id(0);\n    int half = i;"))
+    shutil.copy(EXAMPLES / "vector_add.yaml", tmp_path / "vector_add.yaml")
+    shutil.copy(EXAMPLES / "reference.py", tmp_path / "reference.py")
+    line = k.read_text().splitlines().index("    int half = i;") + 1
+    extra = ("--run-dir", str(tmp_path / "run")) if command[0] == "optimize" else ()
+    r = run_cli(command[0], str(k), "--device", "cpu", *command[1:], *extra)
+    assert r.returncode == 4, (r.stdout, r.stderr)
+    assert f"{k}:{line}:" in r.stderr and "error" in r.stderr
+    assert "BUILD_PROGRAM_FAILURE" not in r.stderr and "pyopencl" not in r.stderr.lower()
+    assert "Traceback" not in r.stderr
+
+
 @pytest.mark.parametrize("args,status,needle", [
     (["bench", "nope.cl"], 2, "not found"),
     (["bench", "README.md"], 2, "cannot tell the language"),

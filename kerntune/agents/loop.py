@@ -23,7 +23,7 @@ from kerntune.agents.tester import Candidate, Tester
 from kerntune.engine.checker import MemoryChecker
 from kerntune.engine.evaluate import EvalRequest, KernelInstance
 from kerntune.engine.supervisor import DeviceWorker
-from kerntune.errors import ErrorCode, KerntuneError
+from kerntune.errors import KerntuneError
 from kerntune.interrupts import as_interrupt
 from kerntune.kernelfile import KernelFile
 from kerntune.record.models import (LLMUsage, Manifest, OptimizeSettings, ProposalRecord, RoundPlan, RoundRecord,
@@ -142,8 +142,8 @@ class Optimizer:
             tester = self._tester()
             result = tester.baseline(self.settings.seed)
             if result.status is not Status.OK:
-                raise KerntuneError(ErrorCode.VERIFY, f"the original kernel fails: {result.status.value}: "
-                                                      f"{result.message}",
+                raise KerntuneError(result.status.error_code,
+                                    f"the original kernel fails: {result.status.value}: {result.message}",
                                     hint="fix it first: `kerntune bench` on it shows the details",
                                     detail=result.compile_log or None)
             result = result.model_copy(update={"check": tester.check(self.original, self.settings.seed)})

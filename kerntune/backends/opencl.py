@@ -13,6 +13,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from kerntune.backends.base import Backend, CompileFailed, LaunchFailed
+from kerntune.backends.compile_log import opencl_build_log
 from kerntune.errors import ErrorCode, KerntuneError
 from kerntune.results import DeviceInfo, ResourceUsage
 
@@ -194,7 +195,7 @@ class OpenCLBackend(Backend):
                 log = prg.get_build_info(self.dev, cl.program_build_info.LOG)
             except cl.Error:
                 pass
-            raise CompileFailed((log or str(e)).strip()) from None
+            raise CompileFailed(opencl_build_log(log or str(e))) from None
         try:
             kernel = cl.Kernel(prg, kernel_name)
         except cl.Error:

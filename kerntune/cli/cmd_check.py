@@ -63,6 +63,7 @@ def check(
     is checked against the device's limits, with theoretical occupancy.
     """
     set_json(json)
+    from kerntune.backends.compile_log import name_locations
     from kerntune.engine.evaluate import resolve_launch
     from kerntune.hardware import launch_problems, load_profile, occupancy
     from kerntune.kernelfile import load_kernel
@@ -84,7 +85,8 @@ def check(
         try:
             result = compile_offline(kf.source, kf.kernel_name, arch=arch, options=inst.options, timeout_s=timeout)
         except CompileFailed as e:
-            raise KerntuneError(ErrorCode.COMPILE, f"{kernel_file} does not compile for {arch}", detail=e.log) from None
+            raise KerntuneError(ErrorCode.COMPILE, f"{kernel_file} does not compile for {arch}",
+                                detail=name_locations(e.log, inst.file)) from None
         from kerntune.hardware import max_threads_for_registers
 
         res = result.resources.model_copy(update={
@@ -95,8 +97,14 @@ def check(
         from kerntune.engine.supervisor import DeviceWorker
 
         ref, info = resolve(device, kf.lang)
-        with DeviceWorker(ref) as worker:
-            res, log = worker.compile(kf.source, kf.kernel_name, inst.options, timeout)
+        try:
+            with DeviceWorker(ref) as worker:
+                res, log = worker.compile(kf.source, kf.kernel_name, inst.options, timeout)
+        except KerntuneError as e:
+            if e.code is not ErrorCode.COMPILE:
+                raise
+            raise KerntuneError(ErrorCode.COMPILE, f"{kernel_file} does not compile on {info.id}",
+                                detail=name_locations(e.detail or "", inst.file)) from None
         mode = "device"
     require_fits(kf.spec, info)
     launches = []

@@ -242,7 +242,7 @@ class MemoryChecker:
                           seed=seed, reference=None, use_numpy_reference=True, timing=None, distributions=("spec",))
         if self.tool == "oclgrind":
             source = SUBGROUPS_OF_ONE + inst.source if "sub_group" in inst.source else inst.source
-            req = replace(req, candidate=replace(inst, source=source,
+            req = replace(req, candidate=replace(inst, source=source, file=inst.file if source == inst.source else None,
                                                  options=tuple(inst.options) + OCLGRIND_BUILD_OPTIONS))
             report = self._oclgrind(req)
         else:

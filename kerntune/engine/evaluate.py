@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from kerntune.backends.base import Backend, CompileFailed, LaunchFailed
+from kerntune.backends.compile_log import name_locations
 from kerntune.dtypes import finite_poison
 from kerntune.engine import distributions as dist
 from kerntune.engine.datacache import DataCache, freeze, spec_key
@@ -37,6 +38,7 @@ class KernelInstance:
     launch: LaunchSpec | None = None            # None: the spec's launch
     params: tuple[tuple[str, Any], ...] = ()    # template parameters, visible to launch expressions
     label: str = "kernel"
+    file: str | None = None                     # the file this source is, line for line (names compile errors)
 
     @property
     def digest(self) -> str:
@@ -307,8 +309,9 @@ class Evaluator:
         try:
             kernel = self.compiled(req.candidate)
         except CompileFailed as e:
-            first = next((ln for ln in e.log.splitlines() if "error" in ln.lower()), e.log.splitlines()[0] if e.log else "")
-            return done(Status.COMPILE_ERROR, message=first.strip()[:300], compile_log=e.log)
+            log = name_locations(e.log, req.candidate.file)
+            first = next((ln for ln in log.splitlines() if "error" in ln.lower()), log.splitlines()[0] if log else "")
+            return done(Status.COMPILE_ERROR, message=first.strip()[:300], compile_log=log)
         log = self.backend.compile_log(kernel)
         res = self.backend.resources(kernel)
         for shape in dict.fromkeys(req.verify_shapes + req.time_shapes):
