@@ -51,7 +51,7 @@ def request(inst: KernelInstance, verify=True, timing: TimingOptions | None = No
 def test_the_honest_variant_passes_everything(worker):
     r = worker.evaluate(request(variant("honest"), timing=TimingOptions(warmup=1, repeats=8)), 120)
     assert r.status is Status.OK, r.message
-    assert r.verification.distributions == ["spec", "shifted", "negative", "large", "small"]
+    assert r.verification.distributions == ["spec", "shifted", "negative", "large", "small", "ties"]
 
 
 def test_a_finite_random_poison_catches_a_write_only_where_nan(worker):
@@ -365,7 +365,7 @@ def test_the_power_experiments_baselines_compute_the_lean_copy(worker, tmp_path,
         r = worker.evaluate(EvalRequest(candidate=baseline, spec=spec, base_dir=str(POWER), verify_shapes=shapes,
                                         time_shapes=(), seed=5, reference=reference), 120)
         assert r.status is Status.OK, r.message
-        assert r.verification.distributions == ["spec", "shifted", "negative", "large", "small"]
+        assert r.verification.distributions == ["spec", "shifted", "negative", "large", "small", "ties"]
 
 
 def test_the_power_experiments_t_only_interval_and_the_final_tests_rule():
@@ -560,3 +560,32 @@ def test_a_general_kernel_ahead_of_a_shapes_pick_is_explained():
     assert "screening ranked them wrongly" in _general_ahead(general, winners)[0]
     assert _general_ahead(general, winners[1:]) == []
     assert _general_ahead(general.model_copy(update={"confirmed": False}), winners) == []
+
+
+# --- tie-breaking: inputs with repeated values ----------------------------------------------------
+ARGMAX = load_file(PROOF / "rowargmax.yaml")
+
+
+@pytest.mark.parametrize("name", ["honest", "last_on_ties", "tree_takes_right"])
+def test_only_repeated_values_show_a_tie_breaking_slip(worker, name):
+    # a row's maximum repeats in no other distribution (fp32 draws): the parallel argmax whose tree
+    # takes the right-hand pair on equal values passed them all, and was handed back as verified
+    from kerntune.tuner.template import load_template
+
+    spec = ARGMAX.spec
+    inst = load_template(PROOF / "rowargmax_adversarial.cl.j2").instance({"VARIANT": name}, spec, label=name)
+    original = load_kernel(PROOF / "rowargmax_naive.cl", PROOF / "rowargmax.yaml").instance()
+
+    def verify(distributions):
+        return worker.evaluate(EvalRequest(candidate=inst, spec=spec, base_dir=str(PROOF),
+                                           verify_shapes=tuple(verification_shapes(spec)), time_shapes=(), seed=5,
+                                           reference=original, timing=None, distributions=distributions), 120)
+
+    r = verify(None)
+    if name == "honest":
+        assert r.status is Status.OK, r.message
+        assert "ties" in r.verification.distributions
+        return
+    assert r.status is Status.WRONG_RESULT and "[ties]" in r.message
+    if name == "tree_takes_right":
+        assert verify(("spec", "shifted", "negative", "large", "small")).status is Status.OK

@@ -29,3 +29,8 @@ def add_rows(x, bias, sizes):
 
 def copy_ballast(src):
     return src.copy()      # the spec's s is 0: the ballast read adds nothing
+
+
+def rowargmax(x, sizes):
+    # the first index of each row's maximum, as np.argmax takes it
+    return x.reshape(sizes["rows"], sizes["cols"]).argmax(axis=1).astype(np.int32)

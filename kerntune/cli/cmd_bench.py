@@ -40,7 +40,8 @@ def bench(
     """Verify a kernel on every spec shape (plus a held-out odd shape), then time it.
 
     Verification uses fresh seeded random inputs from several distributions
-    (the spec's range, shifted, all-negative, large and small magnitudes),
+    (the spec's range, shifted, all-negative, large and small magnitudes,
+    values that repeat),
     outputs poisoned twice (NaN, then a random finite value: every element
     must be written), unchanged inputs, and tolerances by dtype; the
     reference is the spec's NumPy function, or with --against, KERNEL's own
@@ -92,10 +93,7 @@ def _failure(report) -> KerntuneError | None:
     if not failed:
         return None
     f = failed[0]
-    code = ErrorCode.VERIFY if f.status in (Status.WRONG_RESULT, Status.MEMORY_ERROR) else \
-        ErrorCode.COMPILE if f.status is Status.COMPILE_ERROR else \
-        ErrorCode.RESOURCE if f.status is Status.RESOURCE_LIMIT else ErrorCode.WORKER
-    return KerntuneError(code, f"{f.kernel}: {f.status.value.replace('_', ' ')}: {f.message}",
+    return KerntuneError(f.status.error_code, f"{f.kernel}: {f.status.value.replace('_', ' ')}: {f.message}",
                          detail=f.compile_log if f.status is Status.COMPILE_ERROR else None)
 
 

@@ -15,6 +15,9 @@ large      [-L, L)                      overflow, lost precision (L: 1e4 for
                                         fp32, 1e6 for fp64, 256 for fp16/bf16)
 small      [-S, S)                      flush to zero, absolute-error slack
                                         (S: 1e-3, or 1/64 for fp16/bf16)
+ties       8 values, -7/8 .. 7/8 in     tie-breaking (argmax/argmin taking the
+           steps of 1/4, each about     last index, a max-with-index or a
+           1/8 of the elements          sort that is not stable, > for >=)
 special    spec + 1/16 of the elements  NaN/Inf handling (opt-in:
            set to 0, -0, +-inf, NaN,    ``special_values: true``)
            subnormals, the largest
@@ -24,7 +27,8 @@ special    spec + 1/16 of the elements  NaN/Inf handling (opt-in:
 An array with a ``range`` in the spec stays inside it (the range states what
 inputs are valid): ``negative`` draws from its lowest quarter, ``shifted``
 from its highest quarter, ``small`` from a band of 1% of its width around the
-middle, ``large`` from the whole range. Integer arrays (indices, counts) are
+middle, ``large`` from the whole range, ``ties`` from the midpoints of its
+eighths. Integer arrays (indices, counts) are
 drawn from the spec's range in every distribution. Arrays made by the spec's
 ``inputs`` function are what it returns; it may take a ``distribution``
 argument to vary them itself.
@@ -45,7 +49,9 @@ import numpy as np
 
 SPEC = "spec"
 SPECIAL = "special"
-DEFAULT = ("spec", "shifted", "negative", "large", "small")
+TIES = "ties"
+TIE_LEVELS = 8
+DEFAULT = ("spec", "shifted", "negative", "large", "small", TIES)
 NAMES = DEFAULT + (SPECIAL,)
 DEFAULT_FLOAT_RANGE = (-1.0, 1.0)
 
@@ -74,6 +80,14 @@ def float_range(itemsize: int, spec_range: tuple[float, float] | None, name: str
     return DEFAULT_FLOAT_RANGE
 
 
+def tied_values(lo: float, hi: float, shape: tuple[int, ...], rng: np.random.Generator) -> np.ndarray:
+    """Values of [lo, hi) that repeat: the midpoints of its ``TIE_LEVELS`` equal parts, each drawn for
+    about 1/TIE_LEVELS of the elements (never 0 in a range symmetric around it; in the default
+    [-1, 1), multiples of 1/8, exact in every float type)."""
+    k = rng.integers(0, TIE_LEVELS, size=shape)
+    return lo + (hi - lo) * (k + 0.5) / TIE_LEVELS
+
+
 def special_values(storage: np.dtype) -> np.ndarray:
     """The special values of a float type, as float64 (encoded by the caller)."""
     fi = np.finfo(np.float32 if storage.itemsize == 2 else storage)
@@ -94,4 +108,5 @@ def sprinkle_special(values: np.ndarray, storage: np.dtype, rng: np.random.Gener
     return out
 
 
-__all__ = ["DEFAULT", "NAMES", "SPEC", "SPECIAL", "float_range", "special_values", "sprinkle_special"]
+__all__ = ["DEFAULT", "NAMES", "SPEC", "SPECIAL", "TIES", "float_range", "special_values", "sprinkle_special",
+           "tied_values"]

@@ -66,9 +66,9 @@ class HostArgs:
 def _random(dt: DType, shape: tuple[int, ...], rng: np.random.Generator, rng_range: tuple[float, float] | None,
             distribution: str = dist.SPEC) -> np.ndarray:
     if dt.is_float:
-        name = dist.SPEC if distribution == dist.SPECIAL else distribution
+        name = dist.SPEC if distribution in (dist.SPECIAL, dist.TIES) else distribution
         lo, hi = dist.float_range(dt.itemsize, rng_range, name)
-        values = rng.uniform(lo, hi, size=shape)
+        values = dist.tied_values(lo, hi, shape, rng) if distribution == dist.TIES else rng.uniform(lo, hi, size=shape)
         if distribution == dist.SPECIAL:
             values = dist.sprinkle_special(values, dt.storage, rng)
         return encode(dt, values.astype(np.float32 if dt.itemsize <= 4 else np.float64))
