@@ -1,0 +1,13 @@
+// Dequantize an int8 matrix with one fp32 scale per row: out[r][c] = q[r][c] * scale[r].
+// 2-D launch: dimension 0 walks the columns, dimension 1 the rows; one work-item per element.
+__kernel void dequant_rows(__global float* out,
+                           __global const char* q,
+                           __global const float* scale,
+                           int rows, int cols)
+{
+    int c = get_global_id(0);
+    int r = get_global_id(1);
+    if (r < rows && c < cols) {
+        out[r * cols + c] = (float)q[r * cols + c] * scale[r];
+    }
+}

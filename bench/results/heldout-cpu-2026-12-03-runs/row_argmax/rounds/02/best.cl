@@ -1,0 +1,27 @@
+// Rewritten by kerntune's rule catalog (round 2). Applied rules:
+//   launch-config: block 128 -> parameters BLOCK
+//   unroll: unroll pragmas on 1 loop(s)
+//   restrict: restrict on 2 pointer parameter(s)
+//   compiler-flags: -cl-fast-relaxed-math as a parameter
+
+// Index of the largest element of each row (the first one on ties). One work-item per row.
+__kernel void row_argmax(__global int* restrict out,
+                         __global const float* restrict x,
+                         int rows, int cols)
+{
+    int row = get_global_id(0);
+    if (row >= rows)
+        return;
+
+    __global const float* p = x + row * cols;
+    float best = p[0];
+    int best_idx = 0;
+#pragma unroll 4
+    for (int c = 1; c < cols; c++) {
+        if (p[c] > best) {
+            best = p[c];
+            best_idx = c;
+        }
+    }
+    out[row] = best_idx;
+}
