@@ -23,6 +23,7 @@ _JINJA = ("{{", "{%", "{#", "}}", "%}", "#}")
 def default_rules() -> list[Rule]:
     """Structural rewrites first (they need the code as it is), decorations last."""
     from kerntune.agents.rules.groupsplit import SplitGroups
+    from kerntune.agents.rules.guardfirst import GuardFirst
     from kerntune.agents.rules.hoist import HoistInvariants
     from kerntune.agents.rules.macros import ExpandMacros
     from kerntune.agents.rules.online import OnlineSoftmax
@@ -34,7 +35,7 @@ def default_rules() -> list[Rule]:
     from kerntune.agents.rules.vacc import VectorAccumulators
     from kerntune.agents.rules.vcols import VectorColumns
 
-    return [ExpandMacros(), PrivateHelpers(), LaunchConfig(), VectorColumns(), RowColumnGrid(), RowLoop(), SplitGroups(),
+    return [ExpandMacros(), PrivateHelpers(), GuardFirst(), LaunchConfig(), VectorColumns(), RowColumnGrid(), RowLoop(), SplitGroups(),
             OnlineSoftmax(), CooperativeRows(), VectorAccumulators(), ShuffleReduction(), PrivatizeAtomics(),
             ElementsPerThread(), Vectorize(), HoistInvariants(), Unroll(), Restrict(), FastMath(), LaunchBounds(),
             CompilerFlags()]
