@@ -46,6 +46,7 @@ def test_text_that_is_not_a_binding_error_is_kept():
 @pytest.mark.parametrize("log,file,want", [
     (opencl_build_log(PYOPENCL), "k/rope.cl", "k/rope.cl:4:9: error: cannot combine"),
     ("<source>:12:3: warning: unused", "a.cl", "a.cl:12:3: warning: unused"),
+    ("129:19:22: error: initializing", "k.cl", "k.cl:19:22: error: initializing"),   # a worker's 129th program
     ("error: /home/u/.cache/pocl/kcache/tempfile_Ab12Cd.cl:4:9: cannot combine with previous 'int'", "k.cl",
      "k.cl:4:9: error: cannot combine"),
     (NVCC, "k/rope.cu", "k/rope.cu(4): error: expected an expression"),

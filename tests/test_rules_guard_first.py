@@ -77,6 +77,10 @@ __kernel void scale_cols(__global float* out, __global const float* x, __global 
 """
 
 
+def space_baseline(t):
+    return Space.of(t).baseline()
+
+
 def _state(source: str, tmp_path, lang: str = "opencl") -> RewriteState:
     spec = load_file(write(tmp_path, "scale_cols.yaml", SPEC)).spec
     return RewriteState(lang=lang, source=textwrap.dedent(source), kernel="scale_cols", spec=spec, launch=spec.launch)
@@ -123,17 +127,39 @@ def test_a_kernel_already_in_order_is_left_alone(tmp_path):
     assert "follows the index i already" in st.skipped[-1][1]
 
 
-@pytest.mark.parametrize("source", [EXIT, GUARD], ids=["exit", "guard"])
+# a pointer declared with its address space: the parser blanks '__global', so the declaration's node
+# starts at 'const'; moved (guard-first) or re-emitted (elements-per-thread) it keeps the keyword
+POINTER = EXIT.replace("    const float k = 2.0f * alpha;\n", "    __global const float* src = x + i;\n") \
+    .replace("x[r * cols + c] * w[c] * k", "src[0] * w[c] * (2.0f * alpha)")
+POINTER_AFTER = """
+__kernel void scale_cols(__global float* out, __global const float* x, __global const float* w,
+                         const float alpha, const int rows, const int cols)
+{
+    const int n = rows * cols;
+    const int i = get_global_id(0);
+    if (i >= n)
+        return;
+    __global const float* src = x + i;
+    const int c = i % cols;
+    out[i] = src[0] * w[c] * (2.0f * alpha);
+}
+"""
+
+
+@pytest.mark.parametrize("source", [EXIT, GUARD, POINTER, POINTER_AFTER],
+                         ids=["exit", "guard", "pointer", "pointer-after-check"])
 def test_the_element_wise_rules_now_apply_and_every_template_instance_verifies(worker, tmp_path, source):
     write(tmp_path, "ref.py", REF)
     kfile = write(tmp_path, "scale_cols.cl", textwrap.dedent(source))
     loaded = load_file(write(tmp_path, "scale_cols.yaml", SPEC))
     without = [r for r in default_rules() if r.name != "guard-first"]
     before = apply_catalog(textwrap.dedent(source), "opencl", loaded.spec, compute_units=2, rules=without)
-    assert "elements-per-thread" not in before.applied_names
+    assert ("elements-per-thread" in before.applied_names) == (source is POINTER_AFTER)
     result = apply_catalog(textwrap.dedent(source), "opencl", loaded.spec, compute_units=2)
-    assert {"guard-first", "elements-per-thread"} <= set(result.applied_names), result.skipped
+    assert {"guard-first", "elements-per-thread"} - {"guard-first" if source is POINTER_AFTER else ""} \
+        <= set(result.applied_names), result.skipped
     t = parse_template(result.template, "opencl", "scale_cols")
+    assert "__global const float* src" in t.render(space_baseline(t), loaded.spec) or "src" not in source
     space = Space.of(t)
     original = load_kernel(kfile).instance()
     shapes = tuple(spec_shapes(loaded.spec)) + tuple(holdout_shapes(loaded.spec))

@@ -94,6 +94,29 @@ class RewriteState:
     def text(self, node) -> str:
         return self.raw[node.start_byte:node.end_byte].decode()
 
+    def statement_start(self, node) -> int:
+        """Where statement ``node`` starts in the text, OpenCL keywords included: the parser blanks
+        address-space qualifiers, so ``__global const float* p = ...;`` parses as a declaration that
+        starts at ``const``; re-emitting the node's text alone would drop the ``__global``."""
+        start = node.start_byte
+        if self.lang != "opencl":
+            return start
+        text = self.source
+        ends = {}
+        for off, kw in self.parsed.keywords.items():
+            b = off if text.isascii() else len(text[:off].encode())
+            ends[b + len(kw.encode())] = b
+        raw = self.raw
+        while True:
+            stripped = len(raw[:start].rstrip())
+            if stripped not in ends:
+                return start
+            start = ends[stripped]
+
+    def statement_text(self, node) -> str:
+        """``node``'s text from :meth:`statement_start` on."""
+        return self.raw[self.statement_start(node):node.end_byte].decode()
+
     @property
     def kernel_fn(self) -> str:
         """The function the kernel name refers to (``ns::k<float, 128>`` -> ``k``)."""

@@ -22,16 +22,21 @@ _SIDE_EFFECTS = ("assignment_expression", "update_expression", "comma_expression
 
 def _declared(st: RewriteState, stmt) -> list[tuple[str, object]] | None:
     """(name, initializer) of each declarator of a plain declaration whose every declarator is
-    ``name = value``; None for anything else (an array, a pointer declarator, no initializer)."""
+    ``name = value`` or ``*name = value``; None for anything else (an array, no initializer)."""
     if stmt.type != "declaration":
         return None
     ds = [d for d in stmt.named_children if d.type in ("init_declarator", "identifier", "array_declarator",
                                                        "pointer_declarator")]
     out = []
     for d in ds:
-        if d.type != "init_declarator" or d.child_by_field_name("declarator").type != "identifier":
+        if d.type != "init_declarator":
             return None
-        out.append((st.text(d.child_by_field_name("declarator")), d.child_by_field_name("value")))
+        name = d.child_by_field_name("declarator")
+        while name is not None and name.type == "pointer_declarator":      # float* p = ...
+            name = name.child_by_field_name("declarator")
+        if name is None or name.type != "identifier":
+            return None
+        out.append((st.text(name), d.child_by_field_name("value")))
     return out or None
 
 
@@ -89,7 +94,8 @@ def _plan(st: RewriteState):
     for s in stmts[i + 1:j]:
         parts = _declared(st, s)
         if parts is None:
-            raise RuleDeclined(f"a statement other than a declaration stands between {gid} and its bounds check")
+            raise RuleDeclined(f"a statement other than a declaration with initial values (T name = value;) stands "
+                               f"between {gid} and its bounds check")
         for name, value in parts:
             if not _pure(st, value):
                 raise RuleDeclined(f"the initializer of {name} has side effects")
@@ -113,10 +119,11 @@ def _line_start(src: bytes, offset: int) -> int:
 def _whole_lines(st: RewriteState, stmt) -> tuple[int, int, str]:
     """(start, end, text) of the lines ``stmt`` occupies, when nothing else shares them."""
     src = st.raw
-    start = _line_start(src, stmt.start_byte)
+    first = st.statement_start(stmt)
+    start = _line_start(src, first)
     end = src.find(b"\n", stmt.end_byte)
     end = len(src) if end < 0 else end + 1
-    if src[start:stmt.start_byte].strip() or src[stmt.end_byte:end].strip():
+    if src[start:first].strip() or src[stmt.end_byte:end].strip():
         raise RuleDeclined("a moved declaration shares its line with other code")
     return start, end, src[start:end].decode()
 

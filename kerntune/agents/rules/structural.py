@@ -484,7 +484,7 @@ class ElementsPerThread(Rule):
             inner = st.text(rest[0])
         else:
             bound = st.text(unwrap(rest[0].child_by_field_name("condition")).child_by_field_name("right"))
-            inner = f"if ({var} < {bound}) {{\n" + "\n".join(indent + "    " + st.text(r) for r in rest[1:]) + \
+            inner = f"if ({var} < {bound}) {{\n" + "\n".join(indent + "    " + st.statement_text(r) for r in rest[1:]) + \
                 f"\n{indent}    }}"
         new = (f"const {vtype} kt_first = ({vtype})({base}) * KT_EPT + ({vtype}){tid};\n"
                f"{indent}#pragma unroll\n"
