@@ -14,9 +14,9 @@ _NOISE = {"Compilation started", "Compilation failed", "Compilation done"}
 
 # Where compilers put the compiled text: Intel's CPU runtime numbers the programs a process builds
 # ("1:4:9: error" for the first, "129:4:9" for the 129th), other clang-based runtimes say "<source>",
-# "<stdin>", "<program source>" or "input.cl"; PoCL writes the kind first and the source to a temporary file of its cache
-# ("error: /home/u/.cache/pocl/kcache/tempfile_Ab12Cd.cl:4:9: ..."); nvcc gets kerntune's
-# "kernel.cu" and NVRTC (CuPy) "default_program".
+# "<stdin>", "<program source>" or "input.cl"; PoCL writes the kind first and the source to a
+# temporary file of its cache ("error: /home/u/.cache/pocl/kcache/tempfile_Ab12Cd.cl:4:9: ...");
+# nvcc gets kerntune's "kernel.cu" and NVRTC (CuPy) "default_program".
 _CLANG_LOCATION = re.compile(r"^(?:\d+|<source>|<stdin>|<program source>|input\.cl):(\d+):(\d+):", re.M)
 _POCL_LOCATION = re.compile(r"^(error|warning|note): (?:[^\n:]*/)?(?:tempfile[^/\n:]*|program)\.cl:(\d+):(\d+): ",
                             re.M)

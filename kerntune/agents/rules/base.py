@@ -212,6 +212,15 @@ class RuleDeclined(Exception):
     """A rule found, while applying, that its precondition does not hold after all."""
 
 
+def why_not(plan, st: "RewriteState") -> str:
+    """A rule's ``check`` from its plan: '' when ``plan(st)`` is made, else the reason it declined with."""
+    try:
+        plan(st)
+    except RuleDeclined as e:
+        return str(e)
+    return ""
+
+
 def function_name(st: "RewriteState", fn) -> str:
     """The name a function definition defines, without namespace or template arguments."""
     return calls.function_name(fn, st.raw)

@@ -14,7 +14,7 @@ for the work-items that pass the check.
 from __future__ import annotations
 
 from kerntune.agents.rules.access import _OPENCL_INDEX_CALLS, call_name, identifiers, is_flat_index
-from kerntune.agents.rules.base import Applied, Edit, RewriteState, Rule, RuleDeclined, apply_edits, unwrap
+from kerntune.agents.rules.base import Applied, Edit, RewriteState, Rule, RuleDeclined, apply_edits, unwrap, why_not
 from kerntune.source.parse import walk
 
 _SIDE_EFFECTS = ("assignment_expression", "update_expression", "comma_expression")
@@ -133,11 +133,7 @@ class GuardFirst(Rule):
     summary = "declarations between the global index and its bounds check moved before the index or after the check"
 
     def check(self, st: RewriteState) -> str:
-        try:
-            _plan(st)
-        except RuleDeclined as e:
-            return str(e)
-        return ""
+        return why_not(_plan, st)
 
     def apply(self, st: RewriteState) -> Applied:
         before, after, index, check, kind = _plan(st)

@@ -18,7 +18,7 @@ from kerntune.agents.rules.access import (
     identifiers, independent_kernel, is_flat_index, line_start, row_statements, local_pointers, reads_thread_index, reindent, squash,
 )
 from kerntune.agents.rules.base import (
-    Applied, Edit, Param, Rule, RuleDeclined, RewriteState, apply_edits, int_literal, unwrap,
+    Applied, Edit, Param, Rule, RuleDeclined, RewriteState, apply_edits, int_literal, unwrap, why_not,
 )
 from kerntune.agents.rules.structural import guarded
 from kerntune.source.parse import walk
@@ -509,11 +509,7 @@ class CooperativeRows(Rule):
                "reductions, as a parameter")
 
     def check(self, st: RewriteState) -> str:
-        try:
-            plan_rows(st)
-        except RuleDeclined as e:
-            return str(e)
-        return ""
+        return why_not(plan_rows, st)
 
     def apply(self, st: RewriteState) -> Applied:
         plan = plan_rows(st)

@@ -18,7 +18,7 @@ from kerntune.agents.rules.access import (
 )
 from kerntune.agents.rules.base import (
     Applied, Edit, Param, Rule, RuleDeclined, RewriteState, apply_edits, builtin_dim, builtin_x, int_literal,
-    opencl_space, pragma_start, unwrap,
+    opencl_space, pragma_start, unwrap, why_not,
 )
 from kerntune.agents.rules.generic import GENERATED, is_generated
 from kerntune.source.parse import walk
@@ -945,11 +945,7 @@ class PrivatizeAtomics(Rule):
         return kernel, plans
 
     def check(self, st: RewriteState) -> str:
-        try:
-            self._plan(st)
-        except RuleDeclined as e:
-            return str(e)
-        return ""
+        return why_not(self._plan, st)
 
     def apply(self, st: RewriteState) -> Applied:
         kernel, plans = self._plan(st)

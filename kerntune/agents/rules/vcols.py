@@ -31,7 +31,8 @@ operations and math functions are defined lane by lane).
 from __future__ import annotations
 
 from kerntune.agents.rules.access import affine_base, assigned_names, identifiers
-from kerntune.agents.rules.base import Applied, Edit, Param, Rule, RewriteState, RuleDeclined, apply_edits, unwrap
+from kerntune.agents.rules.base import (Applied, Edit, Param, Rule, RewriteState, RuleDeclined, apply_edits, unwrap,
+                                        why_not)
 from kerntune.agents.rules.generic import GENERATED
 from kerntune.agents.rules.structural import _elementwise, _line_indent, _pointee_type, _scale_grid
 from kerntune.agents.rules.vacc import MATH, at_offset, is_double_constant
@@ -215,11 +216,7 @@ class VectorColumns(Rule):
     langs = ("opencl",)
 
     def check(self, st: RewriteState) -> str:
-        try:
-            _plan(st)
-        except RuleDeclined as e:
-            return str(e)
-        return ""
+        return why_not(_plan, st)
 
     def apply(self, st: RewriteState) -> Applied:
         kernel, decl, var, rest, bound, plan = _plan(st)
