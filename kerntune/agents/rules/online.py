@@ -278,7 +278,7 @@ class OnlineSoftmax(Rule):
             t = f.ctype.replace("const ", "").strip()
             lp = f.first
             defs, _ = _locals(st, _body_statements(st, lp.body))
-            lines = [st.text(d) for d in _body_statements(st, lp.body)[:len(defs)]]
+            lines = [st.statement_text(d) for d in _body_statements(st, lp.body)[:len(defs)]]
             lines += [f"const {t} kt_x = {f.element};", f"const {t} kt_m = {MAX_CALL[st.lang][t]}({f.m}, kt_x);",
                       f"{f.s} = ({f.m} == kt_m ? {f.s} : {f.s} * {f.exp}({f.m} - kt_m)) + {f.exp}(kt_x - kt_m);",
                       f"{f.m} = kt_m;"]
