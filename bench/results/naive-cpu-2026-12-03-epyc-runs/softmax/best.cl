@@ -1,0 +1,92 @@
+// kerntune: general configuration BLOCK=64,ONLINE=False,ROWS='warp',VACC=4,HOIST=True,UNROLL_0=0,UNROLL_1=0,RESTRICT=True,FAST_MATH=False,FAST_FLAGS=False from round 1, 2.775x geomean over the original
+// launch: grid ['ceil_div(rows, max(1, 64 // 16))'], block [64], dynamic shared memory 0 B (expressions of the sizes)
+// compile options: none
+// Rewritten by kerntune's rule catalog (round 1). Applied rules:
+//   launch-config: block 128 -> parameters BLOCK
+//   online-softmax: 1 maximum-then-sum-of-exponentials pair(s) of passes may fuse into one online pass
+//   cooperative-rows: softmax: a row per a warp or block instead of per thread; 4 loop(s) over the row, 3 cooperative reduction(s)
+//   vector-accumulators: 1 serial sum(s) over consecutive elements taken VACC at a time
+//   hoist-invariants: 0 loop-invariant load(s), 12 index offset(s) hoisted out of 12 loop(s)
+//   unroll: unroll pragmas on 2 loop(s)
+//   restrict: restrict on 2 pointer parameter(s)
+//   fast-math: 28 call(s) of exp may use intrinsics
+//   compiler-flags: -cl-fast-relaxed-math as a parameter
+
+#ifndef KT_HAVE_ROWS_GROUP_MAX_FLOAT
+#define KT_HAVE_ROWS_GROUP_MAX_FLOAT 1
+inline float kt_rows_group_max_float(float v, __local float* sh)
+{
+    // the max over the work-group, in every work-item (sh: one slot per sub-group)
+    v = sub_group_reduce_max(v);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (get_sub_group_local_id() == 0) sh[get_sub_group_id()] = v;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (get_sub_group_id() == 0) {
+        float t = sh[0];
+        for (uint k = get_sub_group_local_id(); k < get_num_sub_groups(); k += get_sub_group_size())
+            t = max(t, sh[k]);
+        t = sub_group_reduce_max(t);
+        sub_group_barrier(CLK_LOCAL_MEM_FENCE);
+        if (get_sub_group_local_id() == 0) sh[0] = t;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    return sh[0];
+}
+#endif
+#ifndef KT_HAVE_ROWS_GROUP_SUM_FLOAT
+#define KT_HAVE_ROWS_GROUP_SUM_FLOAT 1
+inline float kt_rows_group_sum_float(float v, __local float* sh)
+{
+    // the sum over the work-group, in every work-item (sh: one slot per sub-group)
+    v = sub_group_reduce_add(v);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (get_sub_group_local_id() == 0) sh[get_sub_group_id()] = v;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (get_sub_group_id() == 0) {
+        float t = 0;
+        for (uint k = get_sub_group_local_id(); k < get_num_sub_groups(); k += get_sub_group_size())
+            t = t + sh[k];
+        t = sub_group_reduce_add(t);
+        sub_group_barrier(CLK_LOCAL_MEM_FENCE);
+        if (get_sub_group_local_id() == 0) sh[0] = t;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    return sh[0];
+}
+#endif
+#ifndef KT_HAVE_VACC_HSUM
+#define KT_HAVE_VACC_HSUM 1
+#define KT_VACC_HSUM4(v) (((v).s0 + (v).s1) + ((v).s2 + (v).s3))
+#define KT_VACC_HSUM8(v) (KT_VACC_HSUM4((v).lo) + KT_VACC_HSUM4((v).hi))
+#define KT_VACC_HSUM16(v) (KT_VACC_HSUM8((v).lo) + KT_VACC_HSUM8((v).hi))
+#define KT_VACC_HSUM(n, v) KT_VACC_HSUM_(n, v)
+#define KT_VACC_HSUM_(n, v) KT_VACC_HSUM##n(v)
+#endif
+// Row softmax, naive and numerically stable: one work-item per row, three passes (the maximum,
+// the sum of exponentials, the normalized write).
+//   out[r, c] = exp(x[r, c] - max_r) / sum_c' exp(x[r, c'] - max_r)
+__kernel void softmax(__global float* restrict out, __global const float* restrict x, const int rows, const int cols)
+{
+    const int kt_lane = (int)get_sub_group_local_id();
+    const int kt_lanes = (int)get_sub_group_size();
+    for (int r = (int)(get_group_id(0) * get_num_sub_groups() + get_sub_group_id()); r < rows; r += (int)(get_num_groups(0) * get_num_sub_groups())) {
+        float m = -INFINITY;
+        float s = 0.0f;
+        const int kt_o5 = (r * cols);
+        for (int c = kt_lane; c < cols; c += kt_lanes)
+            m = fmax(m, x[kt_o5 + c]);
+
+        m = sub_group_reduce_max(m);
+        const int kt_o6 = (r * cols);
+        for (int c = kt_lane; c < cols; c += kt_lanes)
+            s += exp(x[kt_o6 + c] - m);
+
+        s = sub_group_reduce_add(s);
+
+        const int kt_o7 = (r * cols);
+        for (int c = kt_lane; c < cols; c += kt_lanes)
+            out[kt_o7 + c] = exp(x[kt_o7 + c] - m) / s;
+
+    }
+
+}
