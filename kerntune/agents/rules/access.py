@@ -44,6 +44,15 @@ def reindent(text: str, indent: str) -> str:
 
 
 _SPACES = re.compile(rb"\b(__global|global|__local|local|__constant|constant|__private|private|__kernel|kernel)\b")
+_SPACE_AT_END = re.compile(_SPACES.pattern + rb"\Z")
+
+
+def statement_start(raw: bytes, offset: int) -> int:
+    """Where the statement whose node starts at ``offset`` starts, the OpenCL address spaces written
+    directly in front of it (which the parser sees blanked out) included."""
+    while (m := _SPACE_AT_END.search(raw[:offset].rstrip())) is not None:
+        offset = m.start()
+    return offset
 
 
 def line_start(raw: bytes, offset: int) -> int:

@@ -94,28 +94,15 @@ class RewriteState:
     def text(self, node) -> str:
         return self.raw[node.start_byte:node.end_byte].decode()
 
-    def statement_start(self, node) -> int:
-        """Where statement ``node`` starts in the text, OpenCL keywords included: the parser blanks
-        address-space qualifiers, so ``__global const float* p = ...;`` parses as a declaration that
-        starts at ``const``; re-emitting the node's text alone would drop the ``__global``."""
-        start = node.start_byte
-        if self.lang != "opencl":
-            return start
-        text = self.source
-        ends = {}
-        for off, kw in self.parsed.keywords.items():
-            b = off if text.isascii() else len(text[:off].encode())
-            ends[b + len(kw.encode())] = b
-        raw = self.raw
-        while True:
-            stripped = len(raw[:start].rstrip())
-            if stripped not in ends:
-                return start
-            start = ends[stripped]
-
     def statement_text(self, node) -> str:
-        """``node``'s text from :meth:`statement_start` on."""
-        return self.raw[self.statement_start(node):node.end_byte].decode()
+        """``node``'s text with the OpenCL address spaces in front of it: the parser blanks them, so
+        ``__global const float* p = ...;`` parses as a declaration that starts at ``const``, and
+        re-emitting the node's text alone would drop the ``__global``."""
+        from kerntune.agents.rules.access import statement_start
+
+        if self.lang != "opencl":
+            return self.text(node)
+        return self.raw[statement_start(self.raw, node.start_byte):node.end_byte].decode()
 
     @property
     def kernel_fn(self) -> str:

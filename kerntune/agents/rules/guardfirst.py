@@ -13,8 +13,9 @@ for the work-items that pass the check.
 
 from __future__ import annotations
 
-from kerntune.agents.rules.access import _OPENCL_INDEX_CALLS, call_name, identifiers, is_flat_index
-from kerntune.agents.rules.base import Applied, Edit, RewriteState, Rule, RuleDeclined, apply_edits, unwrap, why_not
+from kerntune.agents.rules.access import _OPENCL_INDEX_CALLS, call_name, identifiers, is_flat_index, line_start
+from kerntune.agents.rules.base import Applied, Edit, RewriteState, Rule, RuleDeclined, apply_edits, why_not
+from kerntune.agents.rules.structural import _bound_guard, _is_exit_guard
 from kerntune.source.parse import walk
 
 _SIDE_EFFECTS = ("assignment_expression", "update_expression", "comma_expression")
@@ -50,18 +51,14 @@ def _pure(st: RewriteState, value) -> bool:
 
 
 def _bounds_check(st: RewriteState, stmt, gid: str) -> str:
-    """'exit' for ``if (gid >= B) return;``, 'guard' for ``if (gid < B) {...}`` with no else; '' otherwise."""
+    """'exit' for ``if (gid >= B) return;``, 'guard' for ``if (gid < B) {...}`` with no else (as
+    elements-per-thread reads them); '' otherwise."""
     if stmt.type != "if_statement":
         return ""
-    cond = unwrap(stmt.child_by_field_name("condition"))
-    if cond is None or cond.type != "binary_expression" or st.text(unwrap(cond.child_by_field_name("left"))) != gid:
-        return ""
-    op = st.text(cond.child_by_field_name("operator"))
-    cons = stmt.child_by_field_name("consequence")
-    inner = [c for c in cons.named_children if c.type != "comment"] if cons.type == "compound_statement" else [cons]
-    if op == ">=" and len(inner) == 1 and inner[0].type == "return_statement" and not inner[0].named_children:
+    if _is_exit_guard(st, stmt, gid):
         return "exit"
-    if op == "<" and stmt.child_by_field_name("alternative") is None and cons.type == "compound_statement":
+    if _bound_guard(st, stmt, gid) and stmt.child_by_field_name("alternative") is None and \
+            stmt.child_by_field_name("consequence").type == "compound_statement":
         return "guard"
     return ""
 
@@ -119,11 +116,10 @@ def _line_start(src: bytes, offset: int) -> int:
 def _whole_lines(st: RewriteState, stmt) -> tuple[int, int, str]:
     """(start, end, text) of the lines ``stmt`` occupies, when nothing else shares them."""
     src = st.raw
-    first = st.statement_start(stmt)
-    start = _line_start(src, first)
+    start = line_start(src, stmt.start_byte)        # the line's start, when only blanks or address spaces precede
     end = src.find(b"\n", stmt.end_byte)
     end = len(src) if end < 0 else end + 1
-    if src[start:first].strip() or src[stmt.end_byte:end].strip():
+    if src[_line_start(src, start):start].strip() or src[stmt.end_byte:end].strip():
         raise RuleDeclined("a moved declaration shares its line with other code")
     return start, end, src[start:end].decode()
 
