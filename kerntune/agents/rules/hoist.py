@@ -139,8 +139,8 @@ def _loop_plan(st: RewriteState, fn, loop, ptrs) -> LoopPlan | None:
         for a in acc:
             if a.write or a.node.id not in own or a.array in written or (written and not st.spec.noalias):
                 continue
-            if identifiers(st, a.index) & changing or not _plain(st, a.index) or \
-                    not every_trip(st, a.node, body):
+            if identifiers(st, a.index) & changing or a.via in changing or not _plain(st, a.index) or \
+                    not every_trip(st, a.node, body):     # (a pointer the loop declares or sets points anew)
                 continue
             key = (a.via, squash(st.text(a.index)))
             ctype = _pointee_ctype(st, fn, a.via)
