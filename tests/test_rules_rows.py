@@ -115,9 +115,10 @@ BODY
      "more than one index"),
     # an accumulation into memory inside the loop
     ("    for (int c = 0; c < cols; ++c) out[r * cols] += x[r * cols + c];", "not out[base + c]"),
-    # an arg-max: the accumulator is read outside a sum/max/min update
+    # an arg-max keeping the last column on ties (>=): the accumulator is read outside a sum/max/min
+    # update (a strict one is an arg-max cooperative-rows takes: tests/test_rules_argmax.py)
     ("    float m = -INFINITY; int at = 0;\n"
-     "    for (int c = 0; c < cols; ++c) { if (x[r * cols + c] > m) { m = x[r * cols + c]; at = c; } }\n"
+     "    for (int c = 0; c < cols; ++c) { if (x[r * cols + c] >= m) { m = x[r * cols + c]; at = c; } }\n"
      "    out[r * cols] = at;", "other than by accumulating"),
     # a sum that leaves the row's loop early
     ("    float s = 0.0f;\n    for (int c = 0; c < cols; ++c) { if (x[r * cols + c] < 0.0f) break; s += x[r * cols + c]; }\n"

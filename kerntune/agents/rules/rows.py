@@ -2,9 +2,10 @@
 global index; if (r >= rows) return; for (c = 0; c < cols; ++c) ...``) gets
 the row to a warp (OpenCL: a sub-group) or to a whole block (work-group)
 instead: the threads of the row take its columns in turn, and each
-accumulation over the row (a sum, a maximum, a minimum, or the online
-maximum-and-sum that ``online-softmax`` writes) is combined across them by a
-cooperative reduction. The precondition (docs/rules.md) makes sure that no
+accumulation over the row (a sum, a maximum, a minimum, the online
+maximum-and-sum that ``online-softmax`` writes, or an arg-max / arg-min, the
+first column where the row's maximum / minimum is) is combined across them by
+a cooperative reduction. The precondition (docs/rules.md) makes sure that no
 thread reads what another thread of the row wrote.
 """
 
@@ -31,15 +32,26 @@ MAX_OPS = {"fmax": "max", "fmaxf": "max", "max": "max", "fmin": "min", "fminf": 
 INT_TYPES = {"int", "unsigned", "unsigned int", "uint", "long", "unsigned long", "ulong", "size_t", "long long",
              "unsigned long long", "short", "unsigned short", "ushort"}
 REDUCE_TYPES = {"float", "double", "int", "uint", "unsigned", "unsigned int"}
+# an arg-max's column, and the value no column reaches (the identity of its min-reduction)
+ARG_INDEX_TYPES = {"int": "0x7fffffff", "uint": "0xffffffffu", "unsigned": "0xffffffffu",
+                   "unsigned int": "0xffffffffu"}
+ARG_OPS = {">": "argmax", "<": "argmin"}
 
 
 @dataclass
 class Reduction:
     name: str
-    op: str                # sum, max, min, or online (the running maximum m of an online max-and-sum)
+    op: str                # sum, max, min, online (the running maximum m of an online max-and-sum), or
+                           # argmax / argmin (the best value m, with the column where it first is)
     ctype: str
     zero: bool = False     # a sum that starts from a literal zero: no lane needs zeroing
-    partner: str = ""      # online: the sum s rescaled with m
+    partner: str = ""      # online: the sum s rescaled with m; argmax / argmin: the column's variable
+    partner_ctype: str = ""
+
+
+def _primitive_ops(op: str) -> set[str]:
+    """The plain reductions (sum, max, min) that combining ``op`` across threads takes."""
+    return {"online": {"max", "sum"}, "argmax": {"max", "min"}, "argmin": {"min"}}.get(op, {op})
 
 
 @dataclass
@@ -279,8 +291,27 @@ def _column_loop(st: RewriteState, cl: CountedLoop, own: set[str], scope) -> Col
         raise RuleDeclined(f"the loop over {cl.var} modifies {cl.var}")
     online = _online_pair(st, cl.node)
     out = ColumnLoop(cl)
+    args = _arg_updates(st, body, cl.var)
+    taken = set()
+    for best, (op, idx, update) in args.items():
+        if best in inner or idx in inner or {best, idx} & taken:
+            continue
+        for name in (best, idx):
+            mine = [n for n in walk(update) if n.type == "identifier" and st.text(n) == name]
+            uses = [n for n in walk(body) if n.type == "identifier" and st.text(n) == name]
+            if len(assigned.get(name, ())) != 1 or len(uses) != len(mine):
+                raise RuleDeclined(f"the loop over {cl.var} uses {name} outside its {op} update "
+                                   f"(if (... {'>' if op == 'argmax' else '<'} {best}) {{ {best} = ...; {idx} = "
+                                   f"{cl.var}; }})")
+        vtype, itype = _ctype_of(st, scope, best), _ctype_of(st, scope, idx)
+        if vtype is None or _rtype(vtype) not in REDUCE_TYPES:
+            raise RuleDeclined(f"the {op} value {best} has type {vtype}, which the reduction does not cover")
+        if itype is None or _rtype(itype) not in ARG_INDEX_TYPES:
+            raise RuleDeclined(f"the {op} column {idx} has type {itype} (int or unsigned int are covered)")
+        out.reductions.append(Reduction(best, op, vtype, zero=True, partner=idx, partner_ctype=itype))
+        taken |= {best, idx}
     for name, sites in assigned.items():
-        if name in inner:
+        if name in inner or name in taken:
             continue
         ctype = _ctype_of(st, scope, name)
         if online is not None and name in online:
@@ -304,6 +335,49 @@ def _column_loop(st: RewriteState, cl: CountedLoop, own: set[str], scope) -> Col
             ctype = _ctype_of(st, scope, name)
             if ctype not in ("float", "double"):
                 raise RuleDeclined(f"the online accumulator {name} is not floating-point")
+    return out
+
+
+def _arg_updates(st: RewriteState, body, var: str) -> dict[str, tuple[str, str, object]]:
+    """The arg-max / arg-min updates in a loop over ``var``: ``if (E > m) { m = E; i = var; }`` (or
+    ``m < E``; with ``<``, an arg-min), no else, E not reading m or i: best -> (op, i, the if).
+
+    Only a strict comparison: a thread then keeps the first column where its maximum is, and the
+    threads' pairs combine into the row's first (the smallest column among those whose value is the
+    row's maximum), whatever the values the pair starts from."""
+    out = {}
+    for n in walk(body):
+        if n.type != "if_statement" or n.child_by_field_name("alternative") is not None:
+            continue
+        cond = unwrap(n.child_by_field_name("condition"))
+        if cond is None or cond.type != "binary_expression":
+            continue
+        rel = st.text(cond.child_by_field_name("operator"))
+        if rel not in ("<", ">"):
+            continue
+        left, right = unwrap(cond.child_by_field_name("left")), unwrap(cond.child_by_field_name("right"))
+        for mine, other, flip in ((right, left, False), (left, right, True)):
+            if mine is None or other is None or mine.type != "identifier":
+                continue
+            best = st.text(mine)
+            op = ARG_OPS[rel if not flip else {"<": ">", ">": "<"}[rel]]
+            cons = n.child_by_field_name("consequence")
+            stmts = [c for c in cons.named_children if c.type != "comment"] if cons.type == "compound_statement" \
+                else [cons]
+            sets = {}
+            for c in stmts:
+                e = c.named_children[0] if c.type == "expression_statement" and c.named_children else None
+                if e is None or e.type != "assignment_expression" or st.text(e.child_by_field_name("operator")) != "=":
+                    break
+                target = unwrap(e.child_by_field_name("left"))
+                if target is None or target.type != "identifier":
+                    break
+                sets[st.text(target)] = squash(st.text(e.child_by_field_name("right")))
+            else:
+                idx = [k for k, v in sets.items() if k != best and v == var]
+                if len(stmts) == 2 and sets.get(best) == squash(st.text(other)) and len(idx) == 1 \
+                        and not {best, idx[0]} & identifiers(st, other):
+                    out[best] = (op, idx[0], n)
     return out
 
 
@@ -431,6 +505,14 @@ def _after_loop(st: RewriteState, mode: str, cl: ColumnLoop, indent: str) -> str
             mx = _reduce_call(st, mode, "max", t, m)
             total = _reduce_call(st, mode, "sum", t, f"{m} == kt_m ? {s} : {s} * {exp}({m} - kt_m)")
             lines.append(f"{{ const {t} kt_m = {mx}; {s} = {total}; {m} = kt_m; }}")
+        elif red.op in ("argmax", "argmin"):
+            # the row's best value, then the smallest column among the threads that hold it (a NaN best
+            # is every thread's starting value: a strict comparison never takes a NaN, nor replaces one)
+            m, i, t, it = red.name, red.partner, _rtype(red.ctype), _rtype(red.partner_ctype)
+            best = _reduce_call(st, mode, red.op[3:], t, m)
+            col = _reduce_call(st, mode, "min", it,
+                               f"({m} == kt_m || kt_m != kt_m) ? {i} : ({it}){ARG_INDEX_TYPES[it]}")
+            lines.append(f"{{ const {t} kt_m = {best}; {i} = {col}; {m} = kt_m; }}")
         else:
             lines.append(f"{red.name} = {_reduce_call(st, mode, red.op, red.ctype, red.name)};")
     return "".join(f"\n{indent}{ln}" for ln in lines)
@@ -441,6 +523,8 @@ def _types_reduced(plan: RowPlan) -> set[str]:
     for cl in plan.loops:
         for red in cl.reductions:
             out.add(_rtype(red.ctype))
+            if red.partner_ctype:
+                out.add(_rtype(red.partner_ctype))
     return out
 
 
@@ -533,9 +617,8 @@ class CooperativeRows(Rule):
             st.prelude.append(guarded("ROWS_REDUCE", CUDA_ROWS))
         else:
             for t in sorted(_types_reduced(plan)):
-                for op in sorted({r.op for cl in plan.loops for r in cl.reductions} - {"online"} |
-                                 ({"max", "sum"} if any(r.op == "online" for cl in plan.loops
-                                                        for r in cl.reductions) else set())):
+                for op in sorted(set().union(*(_primitive_ops(r.op) for cl in plan.loops
+                                               for r in cl.reductions))):
                     init = "0" if op == "sum" else "sh[0]"
                     if warps:
                         helper = OPENCL_GROUP.format(t=t, op=op, n=_tname(t), op2=OPENCL_OP2[op], init=init,
