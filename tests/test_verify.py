@@ -145,3 +145,25 @@ def test_64_bit_integer_tolerance_counts_the_exact_difference():
     assert compare(a, Tolerance(rel_l2=1.0, atol=3.0, rtol=0.0), got, ref, True).ok
     c = compare(a, Tolerance(rel_l2=1.0, atol=2.0, rtol=0.0), got, ref, True)
     assert not c.ok and c.bad_elements == 1 and c.max_abs_err == 3.0
+
+
+def test_an_integer_outputs_atol_is_a_count_that_never_scales():
+    """atol_scales widens or narrows a float output's absolute tolerance with its magnitude; an integer
+    output's atol (codes, counts, indices) stays as written: `atol: 1` on int8 codes passes an error of
+    exactly 1 on inputs whose codes are 0.1% smaller in RMS than on the spec's own."""
+    from kerntune.engine.judge import Expected, atol_scales, judge_runs
+
+    spec = KernelSpec.model_validate({
+        "kernel": "k", "launch": {"grid": [1], "block": [1]}, "shapes": [{"n": 4}],
+        "args": [{"name": "q", "dtype": "int8", "shape": ["n"], "intent": "out",
+                  "tolerance": {"atol": 1, "rtol": 0, "rel_l2": 1.0}},
+                 {"name": "y", "dtype": "fp32", "shape": ["n"], "intent": "out"}]})
+    scales = atol_scales(spec, {"q": 99.9, "y": 2.0}, {"q": 100.0, "y": 1.0})
+    assert scales == {"y": 2.0}
+    ref = {"q": np.array([11, -3, 0, 127], dtype=np.int8), "y": np.ones(4, dtype=np.float32)}
+    got = {"q": np.array([12, -3, 0, 127], dtype=np.int8), "y": np.ones(4, dtype=np.float32)}
+    checks = judge_runs(spec, {}, [(got, {})], Expected(ref), scales)
+    assert all(c.ok for c in checks), checks
+    # and two off is still wrong
+    got["q"][1] = -5
+    assert not judge_runs(spec, {}, [(got, {})], Expected(ref), scales)[0].ok
