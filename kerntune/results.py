@@ -109,6 +109,24 @@ class ArgCheck(Record):
     expected: Optional[int | float] = None
     reason: str = ""                       # "", "unwritten", "nonfinite", "tolerance", "input modified"
 
+    def describe(self) -> str:
+        """The failure with its numbers: ``out: tolerance: 2 element(s) out of bounds, max abs err
+        1, rel L2 err 3.1e-07; first at [12, 40]: got 12, expected 11``."""
+        text = f"{self.name}: {self.reason or 'mismatch'}"
+        if self.ok:
+            return text
+        if self.reason in ("tolerance", "nonfinite"):
+            nums = [f"{self.bad_elements} element(s) out of bounds"] if self.bad_elements else []
+            nums.append(f"max abs err {self.max_abs_err:.3g}, rel L2 err {self.rel_l2_err:.3g}")
+            text += ": " + ", ".join(nums)
+        if self.first_bad_index is not None:
+            text += f"; first at {list(self.first_bad_index)}"
+            if self.got is not None and self.reason != "unwritten":
+                text += f": got {self.got:.9g}, expected {self.expected:.9g}" \
+                    if isinstance(self.got, float) or isinstance(self.expected, float) \
+                    else f": got {self.got}, expected {self.expected}"
+        return text
+
 
 class ShapeCheck(Record):
     shape: dict[str, int]
@@ -134,10 +152,11 @@ class Verification(Record):
         for s in self.shapes:
             if not s.ok:
                 bad = [a for a in s.args if not a.ok]
+                inputs = f" (inputs: {s.distribution})" if s.distribution != "spec" else ""
+                stage = f" ({s.stage})" if s.stage != "verify" else ""
                 if bad:
-                    a = bad[0]
-                    return f"{s.label}: {a.name}: {a.reason}" + (f" ({s.message})" if s.message else "")
-                return f"{s.label}: {s.message}"
+                    return f"{s.label}{inputs}{stage}: {bad[0].describe()}" + (f" ({s.message})" if s.message else "")
+                return f"{s.label}{inputs}{stage}: {s.message}"
         return ""
 
 

@@ -139,6 +139,8 @@ def test_bench_wrong_kernel_exits_1(tmp_path):
     r = run_cli("bench", str(k), "--repeats", "3")
     assert r.returncode == 1
     assert "WRONG" in r.stdout and "wrong result" in r.stderr and "Traceback" not in r.stderr
+    # by how much, where, on which inputs: the numbers, not only the word
+    assert "c: tolerance:" in r.stderr and "max abs err" in r.stderr and "first at [" in r.stderr, r.stderr
 
 
 @pytest.mark.parametrize("command", [("check",), ("bench", "--repeats", "3"),

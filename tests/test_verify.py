@@ -167,3 +167,19 @@ def test_an_integer_outputs_atol_is_a_count_that_never_scales():
     # and two off is still wrong
     got["q"][1] = -5
     assert not judge_runs(spec, {}, [(got, {})], Expected(ref), scales)[0].ok
+
+
+def test_a_wrong_result_says_by_how_much():
+    """The one-line failure (bench's WRONG line, a wrong candidate's message) carries the numbers:
+    how many elements, the largest errors, the first bad element, the inputs that showed it."""
+    from kerntune.results import ArgCheck, ShapeCheck, Verification
+
+    bad = ArgCheck(name="q", ok=False, max_abs_err=2.0, rel_l2_err=3.1e-4, bad_elements=2, first_bad_index=[12, 40],
+                   got=13, expected=11, reason="tolerance")
+    v = Verification(ok=False, reference="numpy", seed=1, shapes=[
+        ShapeCheck(shape={"n": 4}, label="n4", seed=1, ok=True),
+        ShapeCheck(shape={"n": 8}, label="n8", seed=1, ok=False, distribution="shifted", args=[bad])])
+    assert v.first_failure() == ("n8 (inputs: shifted): q: tolerance: 2 element(s) out of bounds, max abs err 2, "
+                                 "rel L2 err 0.00031; first at [12, 40]: got 13, expected 11")
+    unwritten = ArgCheck(name="y", ok=False, first_bad_index=[3], got=float("nan"), expected=1.0, reason="unwritten")
+    assert unwritten.describe() == "y: unwritten; first at [3]"
