@@ -375,7 +375,10 @@ def _show_optimize(run, json: bool) -> None:
 
     result = run.results()
     rounds = sorted(p.name for p in (run.path / "rounds").glob("[0-9]*") if (p / "tuning.db").exists())
-    each = f"`kerntune show {run.path}/rounds/{rounds[0]}`" if rounds else "none has a search yet"
+    summaries = sorted(p.name for p in (run.path / "rounds").glob("[0-9]*") if (p / "summary.json").exists())
+    each = f"`kerntune show {run.path}/rounds/{rounds[0]}`" if rounds else \
+        (f"{run.path}/rounds/{summaries[0]}/summary.json (the rounds' databases were left out of this run "
+         "folder)" if summaries else "none has a search yet")
     if result is None:
         status = run.manifest().status.value
         raise KerntuneError(ErrorCode.RUN, f"{run.path} is a `kerntune optimize` run with no result yet ({status}, "
