@@ -73,7 +73,7 @@ def test_optimize_end_to_end(kernel, tmp_path):
     for db in (run / "rounds").glob("*/tuning.db"):
         db.unlink()
     s = run_cli("show", str(run))
-    assert s.returncode == 0 and "rounds/01/summary.json" in s.stdout and "no search" not in s.stdout, s.stdout
+    assert s.returncode == 0 and "rounds/01/summary.json" in s.stdout and "has a search yet" not in s.stdout, s.stdout
     (run / "results.json").unlink()
     s = run_cli("show", str(run))
     assert s.returncode == 2 and "no result yet" in s.stderr and f"--resume {run}" in s.stderr
