@@ -5,7 +5,10 @@ instead: the threads of the row take its columns in turn, and each
 accumulation over the row (a sum, a maximum, a minimum, the online
 maximum-and-sum that ``online-softmax`` writes, or an arg-max / arg-min, the
 first column where the row's maximum / minimum is) is combined across them by
-a cooperative reduction. The precondition (docs/rules.md) makes sure that no
+a cooperative reduction. A running sum the loop reads after adding to it (a
+prefix sum, a scan) goes to a warp (sub-group) alone: each step takes as
+many consecutive columns as it has threads, scans them across the threads and
+carries the step's total to the next. The precondition (docs/rules.md) makes sure that no
 thread reads what another thread of the row wrote.
 """
 
@@ -47,11 +50,17 @@ class Reduction:
     zero: bool = False     # a sum that starts from a literal zero: no lane needs zeroing
     partner: str = ""      # online: the sum s rescaled with m; argmax / argmin: the column's variable
     partner_ctype: str = ""
+    term: str = ""         # scan: what each column adds (E of acc += E)
+    update: object = None  # scan: the statement acc += E (a direct child of the loop's body)
 
 
 def _primitive_ops(op: str) -> set[str]:
     """The plain reductions (sum, max, min) that combining ``op`` across threads takes."""
-    return {"online": {"max", "sum"}, "argmax": {"max", "min"}, "argmin": {"min"}}.get(op, {op})
+    return {"online": {"max", "sum"}, "argmax": {"max", "min"}, "argmin": {"min"}, "scan": set()}.get(op, {op})
+
+
+def has_scan(plan) -> bool:
+    return any(r.op == "scan" for cl in plan.loops for r in cl.reductions)
 
 
 @dataclass
@@ -270,6 +279,12 @@ def plan_rows(st: RewriteState) -> RowPlan:
         loops.append(_column_loop(st, cl, own, scope))
     if not loops:
         raise RuleDeclined("no loop over the row (for (int c = 0; c < cols; ++c)) at the row's top level")
+    if any(r.op == "scan" for cl in loops for r in cl.reductions):
+        if st.lang == "opencl" and not st.subgroups:
+            raise RuleDeclined("a running sum read in its loop (a scan) is shared out only to a sub-group, and "
+                               "the device has none")
+        if any(len(cl.reductions) > 1 and any(r.op == "scan" for r in cl.reductions) for cl in loops):
+            raise RuleDeclined("a loop keeps a running sum (a scan) beside other accumulators")
     _check_memory(st, rest, loops, lane0, ptrs)
     if not st.spec.noalias and any(a.write for r in rest for a in accesses(st, r, ptrs)[0]):
         raise RuleDeclined("the spec does not promise that the arrays never overlap (noalias: true): another "
@@ -324,11 +339,18 @@ def _column_loop(st: RewriteState, cl: CountedLoop, own: set[str], scope) -> Col
                                "maximum or minimum")
         uses = sum(1 for n in walk(body) if n.type == "identifier" and st.text(n) == name)
         mentions = sum(1 for s in sites for n in walk(s) if n.type == "identifier" and st.text(n) == name)
-        if uses != mentions:
-            raise RuleDeclined(f"the loop over {cl.var} reads the accumulator {name} outside its update")
         if ctype is None or ctype.replace("const ", "") not in REDUCE_TYPES:
             raise RuleDeclined(f"the accumulator {name} has type {ctype}, which the reduction does not cover")
         op = ops.pop()
+        if uses != mentions:
+            why = _scan_why(st, cl, name, sites) if op == "sum" else "not a sum"
+            if why:
+                raise RuleDeclined(f"the loop over {cl.var} reads the accumulator {name} outside its update "
+                                   f"({'a running sum, but ' + why if op == 'sum' else why})")
+            update = sites[0].parent
+            out.reductions.append(Reduction(name, "scan", ctype, zero=True, term=_scan_term(st, sites[0], name),
+                                            update=update))
+            continue
         out.reductions.append(Reduction(name, op, ctype, zero=op != "sum" or _is_zero(st, _init_of(st, scope, name))))
     if online is not None:
         for name in online:
@@ -336,6 +358,55 @@ def _column_loop(st: RewriteState, cl: CountedLoop, own: set[str], scope) -> Col
             if ctype not in ("float", "double"):
                 raise RuleDeclined(f"the online accumulator {name} is not floating-point")
     return out
+
+
+SCAN_PURE_CALLS = {"exp", "expf", "log", "logf", "sqrt", "sqrtf", "fabs", "fabsf", "fmax", "fmaxf", "fmin",
+                   "fminf", "min", "max", "tanh", "tanhf", "rsqrt", "rsqrtf"}
+
+
+def _scan_term(st: RewriteState, site, acc: str) -> str:
+    """E of ``acc += E``, ``acc = acc + E`` or ``acc = E + acc``."""
+    right = site.child_by_field_name("right")
+    if st.text(site.child_by_field_name("operator")) == "+=":
+        return st.text(right)
+    r = unwrap(right)
+    a, b = r.child_by_field_name("left"), r.child_by_field_name("right")
+    return st.text(b) if st.text(unwrap(a)) == acc else st.text(a)
+
+
+def _scan_why(st: RewriteState, cl: CountedLoop, acc: str, sites) -> str:
+    """Why the loop's running sum ``acc`` is not a scan it can give a warp ('' when it is): its one
+    update ``acc += E`` a statement of the loop's body, before it only declarations with no side
+    effect (which threads past the row's end evaluate at its last column), ``acc`` read only after
+    it, no ``continue``."""
+    body = cl.body
+    if len(sites) != 1 or body.type != "compound_statement":
+        return "updated more than once"
+    site = sites[0]
+    stmt = site.parent
+    if stmt is None or stmt.type != "expression_statement" or stmt.parent is None or stmt.parent.id != body.id:
+        return "updated other than as a statement of the loop's body"
+    op = st.text(site.child_by_field_name("operator"))
+    if op == "-=" or (op == "=" and st.text(unwrap(site.child_by_field_name("right")).child_by_field_name(
+            "operator")) != "+"):
+        return "a subtraction"
+    if any(n.type == "continue_statement" for n in walk(body)):
+        return "the loop has a continue"
+    for n in walk(body):
+        if n.type == "identifier" and st.text(n) == acc and n.start_byte < stmt.start_byte:
+            return "read before its update"
+    for prev in body.named_children:
+        if prev.start_byte >= stmt.start_byte:
+            break
+        if prev.type == "comment":
+            continue
+        if prev.type != "declaration":
+            return f"a statement other than a declaration precedes its update: {st.text(prev)[:50]}"
+        for n in walk(prev):
+            if n.type in ("assignment_expression", "update_expression", "comma_expression") or (
+                    n.type == "call_expression" and call_name(st, n) not in SCAN_PURE_CALLS):
+                return f"a declaration before its update has a side effect or a call: {st.text(prev)[:50]}"
+    return ""
 
 
 def _arg_updates(st: RewriteState, body, var: str) -> dict[str, tuple[str, str, object]]:
@@ -488,6 +559,17 @@ KT_ROWS_REDUCERS(min)
 #undef KT_ROWS_REDUCERS"""
 
 
+CUDA_SCAN = """template <typename T> __device__ __forceinline__ T kt_rows_warp_scan(T v)
+{
+    // the inclusive prefix sum over the warp's lanes
+    for (int o = 1; o < 32; o <<= 1) {
+        const T t = __shfl_up_sync(0xffffffffu, v, o);
+        if ((int)(threadIdx.x & 31u) >= o) v += t;
+    }
+    return v;
+}"""
+
+
 def _reduce_call(st: RewriteState, mode: str, op: str, ctype: str, value: str) -> str:
     if st.lang == "cuda":
         return f"kt_rows_{'warp' if mode == 'warp' else 'block'}_{op}({value})"
@@ -518,6 +600,36 @@ def _after_loop(st: RewriteState, mode: str, cl: ColumnLoop, indent: str) -> str
     return "".join(f"\n{indent}{ln}" for ln in lines)
 
 
+def _scan_loop(st: RewriteState, lp: CountedLoop, scan: Reduction, n: int, ind: str) -> str:
+    """The loop of a running sum, for a warp (sub-group): each step its threads take consecutive
+    columns (one past the row's end takes the last column's values and adds nothing), scan what they
+    add, and carry the step's total; the statements after the update run for columns in the row."""
+    t, acc, var, vt = _rtype(scan.ctype), scan.name, lp.var, lp.vtype
+    bound, first = st.text(lp.bound), st.text(lp.start)
+    body = [c for c in lp.body.named_children]
+    k = next(i for i, c in enumerate(body) if c.id == scan.update.id)
+    inner = ind + "    "
+    prefix = "".join(f"{inner}{st.statement_text(c)}\n" for c in body[:k])
+    tail = "".join(f"{inner}    {st.statement_text(c)}\n" for c in body[k + 1:])
+    if st.lang == "cuda":
+        scan_of, last = "kt_rows_warp_scan", f"__shfl_sync(0xffffffffu, kt_s{n}, 31)"
+    else:
+        scan_of, last = "sub_group_scan_inclusive_add", f"sub_group_broadcast(kt_s{n}, get_sub_group_size() - 1)"
+    return (f"{t} kt_carry{n} = {acc};\n"
+            f"{ind}for ({vt} kt_c{n} = {first}; kt_c{n} < {bound}; kt_c{n} += kt_lanes) {{\n"
+            f"{inner}const int kt_in{n} = kt_c{n} + kt_lane < {bound};\n"
+            f"{inner}const {vt} {var} = kt_in{n} ? kt_c{n} + kt_lane : ({bound}) - 1;\n"
+            f"{prefix}"
+            f"{inner}const {t} kt_s{n} = {scan_of}(kt_in{n} ? ({t})({scan.term}) : ({t})0);\n"
+            f"{inner}if (kt_in{n}) {{\n"
+            f"{inner}    {acc} = kt_carry{n} + kt_s{n};\n"
+            f"{tail}"
+            f"{inner}}}\n"
+            f"{inner}kt_carry{n} += {last};\n"
+            f"{ind}}}\n"
+            f"{ind}{acc} = kt_carry{n};")
+
+
 def _types_reduced(plan: RowPlan) -> set[str]:
     out = set()
     for cl in plan.loops:
@@ -533,8 +645,16 @@ def _row_version(st: RewriteState, plan: RowPlan, mode: str, indent: str) -> str
     raw = st.raw
     start, end = line_start(raw, plan.body[0].start_byte), plan.body[-1].end_byte
     edits = []
-    for cl in plan.loops:
+    for n, cl in enumerate(plan.loops):
         lp = cl.loop
+        scan = next((r for r in cl.reductions if r.op == "scan"), None)
+        if scan is not None:
+            ls = raw.rfind(b"\n", 0, lp.node.start_byte) + 1
+            ind = raw[ls:lp.node.start_byte].decode()
+            ind = ind if not ind.strip() else indent + "    "
+            edits.append(Edit(lp.node.start_byte - start, lp.node.end_byte - start,
+                              _scan_loop(st, lp, scan, n, ind)))
+            continue
         s0 = unwrap(lp.start)
         first = "kt_lane" if _is_zero_int(st, s0) else f"({st.text(lp.start)}) + kt_lane"
         cond = lp.node.child_by_field_name("condition")
@@ -605,8 +725,12 @@ class CooperativeRows(Rule):
         # an OpenCL device without sub-groups (PoCL's CPU device) has no warp mode, and its work-group
         # mode combines through local memory alone
         warps = st.lang == "cuda" or st.subgroups
-        block = _row_version(st, plan, "block", indent)
-        if warps:
+        scans = has_scan(plan)
+        block = _row_version(st, plan, "block", indent) if not scans else ""
+        if scans:
+            warp = _row_version(st, plan, "warp", indent)
+            new = f"\n#if KT_ROWS == 0\n{indent}{original}\n#else\n{warp}\n#endif\n"
+        elif warps:
             warp = _row_version(st, plan, "warp", indent)
             new = (f"\n#if KT_ROWS == 0\n{indent}{original}\n#else\n#if KT_ROWS == 1\n{warp}\n#else\n{block}\n"
                    f"#endif\n#endif\n")
@@ -615,6 +739,8 @@ class CooperativeRows(Rule):
         st.source = apply_edits(st.raw, [Edit(ls, plan.end, new.lstrip("\n"))])
         if st.lang == "cuda":
             st.prelude.append(guarded("ROWS_REDUCE", CUDA_ROWS))
+            if scans:
+                st.prelude.append(guarded("ROWS_SCAN", CUDA_SCAN))
         else:
             for t in sorted(_types_reduced(plan)):
                 for op in sorted(set().union(*(_primitive_ops(r.op) for cl in plan.loops
@@ -632,7 +758,8 @@ class CooperativeRows(Rule):
         warp_grid = f"ceil_div({rows}, max(1, {b} // {warp_size}))"
         grid = f"({plan.grid}) if ROWS == 'thread' else (({warp_grid}) if ROWS == 'warp' else ({rows}))"
         st.launch = st.launch.model_copy(update={"grid": [grid, *st.launch.grid[1:]]})
-        st.add_param(Param("ROWS", ("thread", "warp", "block") if warps else ("thread", "block"),
+        st.add_param(Param("ROWS", ("thread", "warp") if scans else
+                           ("thread", "warp", "block") if warps else ("thread", "block"),
                            "#define KT_ROWS {{ 0 if ROWS == 'thread' else (1 if ROWS == 'warp' else 2) }}",
                            why="who takes a row: one thread (the original), a warp (sub-group), a block "
                                "(work-group)"))
@@ -643,6 +770,6 @@ class CooperativeRows(Rule):
             else:
                 st.restrictions.append(f"ROWS == 'thread' or {b} % 32 == 0")
         nred = sum(len(cl.reductions) for cl in plan.loops)
-        who = "a warp or block" if warps else "a work-group"
+        who = "a warp (a running sum: scanned across it)" if scans else "a warp or block" if warps else "a work-group"
         return Applied(self.name, f"{st.kernel}: a row per {who} instead of per thread; {len(plan.loops)} "
                                   f"loop(s) over the row, {nred} cooperative reduction(s)", ("ROWS",))
