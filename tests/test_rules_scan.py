@@ -175,3 +175,22 @@ def test_cuda_scan_instances_compile(tmp_path, kernel):
         except CompileFailed as e:
             failures.append((c, str(e)[:400]))
     assert failures == [], failures[:2]
+
+
+def test_a_scan_loop_keeps_an_earlier_rounds_unroll_pragma_on_the_loop(worker, tmp_path):
+    """Round 2 starts from round 1's instance, whose loop carries `#pragma unroll 4`: the pragma stays
+    on the new loop, not on the carry's declaration before it (which failed to compile: the audit's
+    finding of 2026-12-04)."""
+    if not worker.info.subgroups:
+        pytest.skip(f"{worker.info.name} has no sub-groups")
+    source = SCAN_CL.replace("        for (int c = 0;", "        #pragma unroll 4\n        for (int c = 0;")
+    loaded, src, result = _scan(tmp_path, "opencl", source=source)
+    spec = loaded.spec
+    t = parse_template(result.template, "opencl", "scan")
+    inst = t.instance({**Space.of(t).baseline(), "ROWS": "warp"}, spec)
+    assert "#pragma unroll 4\n            for (" in inst.source or "#pragma unroll 4\n        for (" in inst.source, \
+        inst.source
+    r = worker.evaluate(EvalRequest(inst, spec, str(loaded.base_dir), SHAPES[:2], (), seed=3,
+                                    reference=KernelInstance(src, spec.kernel, "opencl", label="original"),
+                                    timing=None), 300)
+    assert r.status is Status.OK, r.message

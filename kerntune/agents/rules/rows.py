@@ -600,7 +600,7 @@ def _after_loop(st: RewriteState, mode: str, cl: ColumnLoop, indent: str) -> str
     return "".join(f"\n{indent}{ln}" for ln in lines)
 
 
-def _scan_loop(st: RewriteState, lp: CountedLoop, scan: Reduction, n: int, ind: str) -> str:
+def _scan_loop(st: RewriteState, lp: CountedLoop, scan: Reduction, n: int, ind: str, pragmas=()) -> str:
     """The loop of a running sum, for a warp (sub-group): each step its threads take consecutive
     columns (one past the row's end takes the last column's values and adds nothing), scan what they
     add, and carry the step's total; the statements after the update run for columns in the row."""
@@ -616,6 +616,7 @@ def _scan_loop(st: RewriteState, lp: CountedLoop, scan: Reduction, n: int, ind: 
     else:
         scan_of, last = "sub_group_scan_inclusive_add", f"sub_group_broadcast(kt_s{n}, get_sub_group_size() - 1)"
     return (f"{t} kt_carry{n} = {acc};\n"
+            + "".join(f"{ind}{pr}\n" for pr in pragmas) +
             f"{ind}for ({vt} kt_c{n} = {first}; kt_c{n} < {bound}; kt_c{n} += kt_lanes) {{\n"
             f"{inner}const int kt_in{n} = kt_c{n} + kt_lane < {bound};\n"
             f"{inner}const {vt} {var} = kt_in{n} ? kt_c{n} + kt_lane : ({bound}) - 1;\n"
@@ -652,8 +653,14 @@ def _row_version(st: RewriteState, plan: RowPlan, mode: str, indent: str) -> str
             ls = raw.rfind(b"\n", 0, lp.node.start_byte) + 1
             ind = raw[ls:lp.node.start_byte].decode()
             ind = ind if not ind.strip() else indent + "    "
-            edits.append(Edit(lp.node.start_byte - start, lp.node.end_byte - start,
-                              _scan_loop(st, lp, scan, n, ind)))
+            # an unroll pragma an earlier round wrote before the loop goes before the new loop, after
+            # the carry's declaration
+            first, pragmas = lp.node.start_byte, []
+            prev = lp.node.prev_sibling
+            while prev is not None and prev.type == "preproc_call" and st.text(prev).lstrip().startswith("#pragma"):
+                first, pragmas = prev.start_byte, [st.text(prev).strip(), *pragmas]
+                prev = prev.prev_sibling
+            edits.append(Edit(first - start, lp.node.end_byte - start, _scan_loop(st, lp, scan, n, ind, pragmas)))
             continue
         s0 = unwrap(lp.start)
         first = "kt_lane" if _is_zero_int(st, s0) else f"({st.text(lp.start)}) + kt_lane"
