@@ -169,3 +169,35 @@ def improved_run(tmp_path_factory) -> Path:
     # when each block's own interval had to clear the bar)
     return optimize_run(kernel, d / "run", "--rounds", "2", "--evaluations", "10", "--repeats", "5",
                         "--warmup", "1", "--final-repeats", "80")
+
+
+def catalog_of(folder: Path, lang: str, subgroups: bool = True):
+    """(loaded spec, source, catalog result) of the corpus kernel in ``folder`` (``NAME/NAME.cl`` or
+    ``.cu`` beside ``spec.yaml``)."""
+    from kerntune.agents.rules.catalog import apply_catalog
+    from kerntune.spec.load import load_file
+
+    loaded = load_file(folder / "spec.yaml")
+    src = (folder / f"{folder.name}{'.cl' if lang == 'opencl' else '.cu'}").read_text()
+    return loaded, src, apply_catalog(src, lang, loaded.spec, subgroups=subgroups)
+
+
+def wrong_configs(worker, template, configs, loaded, shapes, original_source: str, seed: int) -> list:
+    """The configurations of ``template`` (within its restrictions on ``shapes``) whose instance does
+    not verify against the original kernel on every input distribution: (config, status, message)."""
+    from kerntune.engine.evaluate import EvalRequest, KernelInstance
+    from kerntune.results import Status
+    from kerntune.tuner.space import Space
+
+    spec = loaded.spec
+    space = Space.of(template)
+    original = KernelInstance(original_source, spec.kernel, template.lang, label="original")
+    bad = []
+    for c in configs:
+        if space.violated(c, shapes):
+            continue
+        r = worker.evaluate(EvalRequest(template.instance(c, spec), spec, str(loaded.base_dir), shapes, (), seed=seed,
+                                        reference=original, timing=None), 300)
+        if r.status is not Status.OK:
+            bad.append((c, r.status.value, r.message))
+    return bad

@@ -15,13 +15,11 @@ import pytest
 
 from kerntune.agents.rules.catalog import apply_catalog
 from kerntune.agents.rules.hoist import HoistInvariants
-from kerntune.engine.evaluate import EvalRequest, KernelInstance
-from kerntune.results import Status
 from kerntune.spec.load import load_file
 from kerntune.spec.model import Shape
 from kerntune.tuner.space import Space
 from kerntune.tuner.template import parse_template
-from tests.conftest import REPO
+from tests.conftest import REPO, catalog_of, wrong_configs
 
 pytestmark = pytest.mark.runtime
 
@@ -73,9 +71,7 @@ def _argmin(tmp_path: Path, lang: str, subgroups: bool = True, source: str | Non
 
 
 def _argmax(lang: str, subgroups: bool = True):
-    loaded = load_file(ARGMAX / "spec.yaml")
-    src = (ARGMAX / f"row_argmax{'.cl' if lang == 'opencl' else '.cu'}").read_text()
-    return loaded, src, apply_catalog(src, lang, loaded.spec, subgroups=subgroups)
+    return catalog_of(ARGMAX, lang, subgroups)
 
 
 @pytest.mark.parametrize("lang", ["opencl", "cuda"])
@@ -127,16 +123,8 @@ def test_every_mode_verifies_against_the_original(worker, tmp_path, kernel, mode
         _argmin(tmp_path, "opencl", subgroups)
     spec = loaded.spec
     t, configs = _modes(result, "opencl", spec)
-    original = KernelInstance(src, spec.kernel, "opencl", label="original")
     shapes = (Shape.of({"rows": 37, "cols": 1000}), Shape.of({"rows": 5, "cols": 77}))
-    bad = []
-    for c in configs:
-        if Space.of(t).violated(c, shapes):
-            continue
-        r = worker.evaluate(EvalRequest(t.instance(c, spec), spec, str(loaded.base_dir), shapes, (), seed=13,
-                                        reference=original, timing=None), 300)
-        if r.status is not Status.OK:
-            bad.append((c, r.status.value, r.message))
+    bad = wrong_configs(worker, t, configs, loaded, shapes, src, seed=13)
     assert bad == [], bad[:3]
 
 

@@ -20,7 +20,7 @@ from kerntune.spec.load import load_file
 from kerntune.spec.model import Shape
 from kerntune.tuner.space import Space
 from kerntune.tuner.template import parse_template
-from tests.conftest import REPO
+from tests.conftest import REPO, catalog_of, wrong_configs
 
 pytestmark = pytest.mark.runtime
 
@@ -73,9 +73,7 @@ def _scan(tmp_path: Path, lang: str, subgroups: bool = True, source: str | None 
 
 
 def _prefix(lang: str, subgroups: bool = True):
-    loaded = load_file(PREFIX / "spec.yaml")
-    src = (PREFIX / f"row_prefix_sum{'.cl' if lang == 'opencl' else '.cu'}").read_text()
-    return loaded, src, apply_catalog(src, lang, loaded.spec, subgroups=subgroups)
+    return catalog_of(PREFIX, lang, subgroups)
 
 
 @pytest.mark.parametrize("lang", ["opencl", "cuda"])
@@ -127,17 +125,8 @@ def test_every_mode_verifies_against_the_original(worker, tmp_path, kernel):
     if not worker.info.subgroups:
         pytest.skip(f"{worker.info.name} has no sub-groups: cooperative-rows declines a scan there")
     loaded, src, result = _prefix("opencl") if kernel == "prefix" else _scan(tmp_path, "opencl")
-    spec = loaded.spec
     t, space, configs = _configs(result, "opencl")
-    original = KernelInstance(src, spec.kernel, "opencl", label="original")
-    bad = []
-    for c in configs:
-        if space.violated(c, SHAPES):
-            continue
-        r = worker.evaluate(EvalRequest(t.instance(c, spec), spec, str(loaded.base_dir), SHAPES, (), seed=17,
-                                        reference=original, timing=None), 300)
-        if r.status is not Status.OK:
-            bad.append((c, r.status.value, r.message))
+    bad = wrong_configs(worker, t, configs, loaded, SHAPES, src, seed=17)
     assert bad == [], bad[:3]
 
 
