@@ -590,6 +590,8 @@ def _after_loop(st: RewriteState, mode: str, cl: ColumnLoop, indent: str) -> str
         elif red.op in ("argmax", "argmin"):
             # the row's best value, then the smallest column among the threads that hold it (a NaN best
             # is every thread's starting value: a strict comparison never takes a NaN, nor replaces one)
+            # The value kept is the reduction's: where the row's maximum is both -0 and +0 it may be the
+            # other zero than the first column's (equal as numbers; the column is exact)
             m, i, t, it = red.name, red.partner, _rtype(red.ctype), _rtype(red.partner_ctype)
             best = _reduce_call(st, mode, red.op[3:], t, m)
             col = _reduce_call(st, mode, "min", it,
