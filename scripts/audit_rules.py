@@ -147,7 +147,8 @@ class Audit:
         spec, base = kf.spec, str(kf.loaded.base_dir)
         result = apply_catalog(source, kf.lang, spec, kernel=kf.kernel_name, launch=launch,
                                device_max_threads=self.worker.info.max_threads_per_block,
-                               subgroups=self.worker.info.subgroups, compute_units=COMPUTE_UNITS)
+                               subgroups=self.worker.info.subgroups, compute_units=COMPUTE_UNITS,
+                               vector_width=self.worker.info.vector_width)
         if result.space_size <= 1:
             return []
         t = parse_template(result.template, kf.lang, rel)

@@ -80,7 +80,7 @@ def main() -> int:
         ref, info = resolve(args.device, kf.lang)
         if source == "catalog":
             text = apply_catalog(kf.source, kf.lang, kf.spec, device_max_threads=info.max_threads_per_block,
-                                 subgroups=info.subgroups).template
+                                 subgroups=info.subgroups, vector_width=info.vector_width).template
             template = parse_template(text, kf.lang, f"{name} (rule catalog)")
         else:
             template = load_template(REPO / source)

@@ -171,15 +171,16 @@ def improved_run(tmp_path_factory) -> Path:
                         "--warmup", "1", "--final-repeats", "80")
 
 
-def catalog_of(folder: Path, lang: str, subgroups: bool = True):
+def catalog_of(folder: Path, lang: str, subgroups: bool = True, vector_width: int = 16):
     """(loaded spec, source, catalog result) of the corpus kernel in ``folder`` (``NAME/NAME.cl`` or
-    ``.cu`` beside ``spec.yaml``)."""
+    ``.cu`` beside ``spec.yaml``), made for a device with or without sub-groups and with the widest vector
+    its compiler takes (a worker's ``info.vector_width``: 8 on PoCL without AVX-512)."""
     from kerntune.agents.rules.catalog import apply_catalog
     from kerntune.spec.load import load_file
 
     loaded = load_file(folder / "spec.yaml")
     src = (folder / f"{folder.name}{'.cl' if lang == 'opencl' else '.cu'}").read_text()
-    return loaded, src, apply_catalog(src, lang, loaded.spec, subgroups=subgroups)
+    return loaded, src, apply_catalog(src, lang, loaded.spec, subgroups=subgroups, vector_width=vector_width)
 
 
 def wrong_configs(worker, template, configs, loaded, shapes, original_source: str, seed: int) -> list:

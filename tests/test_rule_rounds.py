@@ -159,14 +159,14 @@ WINNERS = {"shuffle-reduction", "vectorize", "elements-per-thread", "privatize-a
            "hoist-invariants", "row-loop", "all"}
 
 
-def next_rounds(name: str, lang: str, labels: set[str] | None = None, subgroups: bool = True):
+def next_rounds(name: str, lang: str, labels: set[str] | None = None, subgroups: bool = True, vector_width: int = 16):
     """(round-1 winner label, baked source, next template, spec) for each winner of the case, with the
     templates made for a device with sub-groups or without (shuffle-reduction then declines)."""
     stem, spec_path, expected = CASES[name]
     loaded = load_file(REPO / spec_path)
     spec = loaded.spec
     source = (REPO / (stem + EXT[lang])).read_text()
-    first = apply_catalog(source, lang, spec, subgroups=subgroups)
+    first = apply_catalog(source, lang, spec, subgroups=subgroups, vector_width=vector_width)
     if not subgroups:
         expected = expected - {"shuffle-reduction"}
     assert expected <= set(first.applied_names), (name, lang, first.skipped)
@@ -178,7 +178,8 @@ def next_rounds(name: str, lang: str, labels: set[str] | None = None, subgroups:
             continue
         baked = bake(t1.render(config, spec), lang)
         launch = resolve_launch_params(t1.decl.launch, config)
-        second = apply_catalog(baked, lang, spec, launch=launch, note="round 2", subgroups=subgroups)
+        second = apply_catalog(baked, lang, spec, launch=launch, note="round 2", subgroups=subgroups,
+                               vector_width=vector_width)
         yield label, config, baked, second, parse_template(second.template, lang, f"{name} round 2 after {label}"), \
             spec, shapes, first
 
@@ -233,14 +234,15 @@ def test_baked_winner_is_the_winner(name, lang):
 def test_third_round_compiles_for_opencl(worker, name):
     """The all-rules winner of round 2 after round 1's all-rules winner, baked and rewritten once more."""
     failures, compiled = [], 0
-    sub = worker.info.subgroups
-    for label, config, baked, second, t2, spec, shapes, first in next_rounds(name, "opencl", {"all"}, sub):
+    sub, width = worker.info.subgroups, worker.info.vector_width
+    for label, config, baked, second, t2, spec, shapes, first in next_rounds(name, "opencl", {"all"}, sub, width):
         space2 = Space.of(t2)
         pick = next((c for lbl, c in winners(space2, second.trace, shapes) if lbl == "all"), None)
         if pick is None:
             continue
         third = apply_catalog(bake(t2.render(pick, spec), "opencl"), "opencl", spec,
-                              launch=resolve_launch_params(t2.decl.launch, pick), note="round 3", subgroups=sub)
+                              launch=resolve_launch_params(t2.decl.launch, pick), note="round 3", subgroups=sub,
+                              vector_width=width)
         assert not lost_rules(second, pick, third, spec, "opencl"), (label, third.skipped)
         t3 = parse_template(third.template, "opencl", f"{name} round 3 after {label}")
         for c in one_at_a_time(Space.of(t3), shapes):
@@ -256,7 +258,7 @@ def test_third_round_compiles_for_opencl(worker, name):
 @pytest.mark.parametrize("name", list(CASES))
 def test_next_round_compiles_for_opencl(worker, name):
     failures, compiled = [], 0
-    rounds = next_rounds(name, "opencl", WINNERS, worker.info.subgroups)
+    rounds = next_rounds(name, "opencl", WINNERS, worker.info.subgroups, worker.info.vector_width)
     for label, config, baked, second, t2, spec, shapes, first in rounds:
         assert not lost_rules(first, config, second, spec, "opencl"), (label, second.skipped)
         for c in opencl_sample(Space.of(t2), shapes, label):

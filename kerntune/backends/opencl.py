@@ -25,6 +25,9 @@ FLUSH_SOURCE = "__kernel void kerntune_flush(__global uint4* p) { p[get_global_i
 COPY_SOURCE = ("__kernel void kerntune_copy(__global uint4* d, __global const uint4* s) "
                "{ d[get_global_id(0)] = s[get_global_id(0)]; }")
 PROBE_SOURCE = "__kernel void kerntune_probe(__global float* a) { a[get_global_id(0)] = 1.0f; }"
+# 16-wide vectors: built, never run; see widest_vector
+VECTOR_PROBE_SOURCE = ("__kernel void kerntune_vec16(__global float* a) "
+                       "{ size_t i = get_global_id(0); vstore16(vload16(i, a) * 2.0f, i, a); }")
 SYSTEM_ICD_DIR = Path("/etc/OpenCL/vendors")
 
 
@@ -113,6 +116,27 @@ def probe(dev: Any) -> str:
             return f"its compiler does not know this CPU model (PoCL's LLVM is older than the CPU); {fix}"
         return "cannot build a trivial kernel: " + " ".join(text.split())[:200]
     return ""
+
+
+def widest_vector(platform: int, device: int) -> int:
+    """16, or 8 where the device's compiler cannot take 16-wide vectors natively: PoCL's LLVM, when its target
+    has no AVX-512 (CPUs without it, and CPUs newer than its LLVM, which it builds for as a generic x86-64),
+    warns that a float16 "changes the ABI" and then crashes (LLVM ERROR, SIGSEGV) on some kernels that use
+    them, e.g. a vload16 in a loop, and a process that has built one may crash later on kernels without
+    them; Intel's runtime splits them itself. Learned from one build of a kernel with float16 loads and
+    stores (never run) on this device alone: the supervisor calls it in a throwaway process (not in a
+    worker, nor while listing devices, where a PoCL build after one of Intel's runtime can abort the
+    process: two LLVMs in one process)."""
+    cl = _cl()
+    devs = {(p, d): dev for p, d, dev in list_devices()}
+    dev = devs[(platform, device)]
+    prg = cl.Program(cl.Context([dev]), VECTOR_PROBE_SOURCE)
+    try:
+        prg.build()
+    except cl.Error:
+        return 8
+    log = prg.get_build_info(dev, cl.program_build_info.LOG) or ""
+    return 8 if "changes the ABI" in log else 16
 
 
 CPU_FLUSH_BYTES = 64 * 2**20

@@ -204,6 +204,8 @@ class DeviceWorker:
             self.kill()
             raise reply[1]
         self._info = reply[1]
+        if self._info.backend == "opencl" and self._info.vector_width is None and not self.env and not self.prefix:
+            self._info = self._info.model_copy(update={"vector_width": vector_width(self.device)})
 
     @property
     def info(self) -> DeviceInfo:
@@ -316,6 +318,25 @@ def run_isolated(fn: Callable[..., Any], *args: Any, timeout_s: float = 60.0, wh
     if reply[0] == "error":
         raise reply[1]
     return reply[1]
+
+
+_VECTOR_WIDTHS: dict[str, int] = {}
+
+
+def vector_width(device: DeviceRef) -> int:
+    """The widest OpenCL vector ``device``'s compiler takes natively (see opencl.widest_vector), learned once
+    per process in a throwaway one; 8 if the probe crashes or hangs. A worker under a checker (``env``,
+    ``prefix``: a simulator's device) is not asked: its info keeps None, which the rules read as 16."""
+    if device.id not in _VECTOR_WIDTHS:
+        from kerntune.backends.opencl import widest_vector
+
+        try:
+            width = run_isolated(widest_vector, device.platform, device.index, timeout_s=120,
+                                 what="probing the widest vector")
+        except KerntuneError:
+            width = 8
+        _VECTOR_WIDTHS[device.id] = width
+    return _VECTOR_WIDTHS[device.id]
 
 
 @atexit.register

@@ -69,6 +69,7 @@ class RewriteState:
     device_max_threads: int = 1024
     subgroups: bool = True            # the device has sub-groups (OpenCL cl_khr_subgroups; CUDA: warps)
     compute_units: int = 0            # the device's SMs / compute units (0: not known)
+    vector_width: int = 16            # OpenCL: the widest vector its compiler takes natively (DeviceInfo.vector_width)
     params: dict[str, Param] = field(default_factory=dict)
     restrictions: list[str] = field(default_factory=list)
     flags: dict[str, dict[str, str]] = field(default_factory=dict)

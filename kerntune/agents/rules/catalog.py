@@ -90,13 +90,14 @@ def assemble(st: RewriteState, note: str = "") -> str:
 
 def apply_catalog(source: str, lang: str, spec: KernelSpec, kernel: str | None = None, device_max_threads: int = 1024,
                   rules: list[Rule] | None = None, note: str = "", launch: LaunchSpec | None = None,
-                  subgroups: bool = True, compute_units: int = 0) -> CatalogResult:
+                  subgroups: bool = True, compute_units: int = 0, vector_width: int | None = None) -> CatalogResult:
     """Rewrite ``source`` (launched with ``launch``, default the spec's) with every applicable rule;
     ``subgroups``: whether the device has sub-groups (rules that need them decline otherwise);
-    ``compute_units``: its SMs / compute units (0: not known), which bound how far a grid is split."""
+    ``compute_units``: its SMs / compute units (0: not known), which bound how far a grid is split;
+    ``vector_width``: the widest OpenCL vector its compiler takes natively (wider ones are not offered; None: 16)."""
     st = RewriteState(lang=lang, source=source, kernel=kernel or spec.kernel, spec=spec, launch=launch or spec.launch,
                       device_max_threads=min(device_max_threads, 1024), subgroups=subgroups,
-                      compute_units=compute_units)
+                      compute_units=compute_units, vector_width=vector_width or 16)
     for rule in rules if rules is not None else default_rules():
         rule.run(st)
     prune_copies(st)
