@@ -78,7 +78,7 @@ class DeviceInfo(Record):
     subgroups: bool = True                 # sub-groups (OpenCL cl_khr_subgroups / cl_intel_subgroups; CUDA warps)
     vector_width: Optional[int] = None     # widest OpenCL vector (elements) its compiler takes natively (8 where
                                            # 16-wide vectors are not native and may crash it); None: not probed
-                                           # (a device listing); the OpenCL backend's own info has it
+                                           # (a device listing); a DeviceWorker's info has it
 
 
 class ResourceUsage(Record):

@@ -77,14 +77,15 @@ def main() -> int:
         if args.only and name not in args.only.split(","):
             continue
         kf = load_kernel(REPO / kernel, REPO / spec)
-        ref, info = resolve(args.device, kf.lang)
-        if source == "catalog":
-            text = apply_catalog(kf.source, kf.lang, kf.spec, device_max_threads=info.max_threads_per_block,
-                                 subgroups=info.subgroups, vector_width=info.vector_width).template
-            template = parse_template(text, kf.lang, f"{name} (rule catalog)")
-        else:
-            template = load_template(REPO / source)
+        ref, _ = resolve(args.device, kf.lang)
         with tempfile.TemporaryDirectory() as d, DeviceWorker(ref) as worker:
+            info = worker.info   # the listing's info has no vector width: the worker's has
+            if source == "catalog":
+                text = apply_catalog(kf.source, kf.lang, kf.spec, device_max_threads=info.max_threads_per_block,
+                                     subgroups=info.subgroups, vector_width=info.vector_width).template
+                template = parse_template(text, kf.lang, f"{name} (rule catalog)")
+            else:
+                template = load_template(REPO / source)
             store = RunStore.in_dir(Path(d), create=True)
             t0 = time.monotonic()
             settings = TuneSettings(strategy="exhaustive", seed=0, warmup=args.warmup, repeats=args.repeats,

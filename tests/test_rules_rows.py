@@ -478,8 +478,8 @@ def test_cuda_rewrites_compile_with_nvcc(folder):
 
 
 def test_a_vector_columns_winner_goes_into_the_next_round(worker):
-    """gemv_t's winner at the widest VW the device takes (16; 8 on PoCL without AVX-512), baked (vload16 and
-    vstore16 written out, the grid divided by 16), verifies against the original, and the next round's
+    """gemv_t's winner at the widest VW the device takes (16; 8 on PoCL without AVX-512), baked (vloadN and
+    vstoreN written out, the grid divided by N), verifies against the original, and the next round's
     template over it compiles everywhere."""
     from kerntune.agents.bake import bake
     from kerntune.tuner.kernel_files import resolve_launch_params

@@ -118,6 +118,16 @@ def probe(dev: Any) -> str:
     return ""
 
 
+def find_device(platform: int, device: int) -> Any:
+    """The OpenCL device ``opencl:platform:device``; a clear error naming the ones there are if none."""
+    devs = {(p, d): dev for p, d, dev in list_devices()}
+    if (platform, device) not in devs:
+        have = ", ".join(f"opencl:{p}:{d}" for p, d in devs) or "none"
+        raise KerntuneError(ErrorCode.DEVICE, f"no OpenCL device opencl:{platform}:{device}",
+                            hint=f"available: {have} (see `kerntune devices`)")
+    return devs[(platform, device)]
+
+
 def widest_vector(platform: int, device: int) -> int:
     """16, or 8 where the device's compiler cannot take 16-wide vectors natively: PoCL's LLVM, when its target
     has no AVX-512 (CPUs without it, and CPUs newer than its LLVM, which it builds for as a generic x86-64),
@@ -128,8 +138,7 @@ def widest_vector(platform: int, device: int) -> int:
     worker, nor while listing devices, where a PoCL build after one of Intel's runtime can abort the
     process: two LLVMs in one process)."""
     cl = _cl()
-    devs = {(p, d): dev for p, d, dev in list_devices()}
-    dev = devs[(platform, device)]
+    dev = find_device(platform, device)
     prg = cl.Program(cl.Context([dev]), VECTOR_PROBE_SOURCE)
     try:
         prg.build()
@@ -192,12 +201,7 @@ class OpenCLBackend(Backend):
 
     def __init__(self, platform: int, device: int):
         cl = self.cl = _cl()
-        devs = {(p, d): dev for p, d, dev in list_devices()}
-        if (platform, device) not in devs:
-            have = ", ".join(f"opencl:{p}:{d}" for p, d in devs) or "none"
-            raise KerntuneError(ErrorCode.DEVICE, f"no OpenCL device opencl:{platform}:{device}",
-                                hint=f"available: {have} (see `kerntune devices`)")
-        self.dev = devs[(platform, device)]
+        self.dev = find_device(platform, device)
         self._info = describe(platform, device, self.dev)
         self.ctx = cl.Context([self.dev])
         self.queue = cl.CommandQueue(self.ctx, properties=cl.command_queue_properties.PROFILING_ENABLE)

@@ -113,6 +113,10 @@ class RewriteState:
     def add_param(self, p: Param) -> None:
         self.params[p.name] = p
 
+    def opencl_vector_widths(self) -> tuple[int, ...]:
+        """1, 4, 8, 16 lanes, up to the widest vector the device's compiler takes (``vector_width``)."""
+        return tuple(w for w in (1, 4, 8, 16) if w <= self.vector_width)
+
     def has_macro(self, name: str) -> bool:
         """Whether the source mentions ``name`` as a whole word (a macro an earlier round defined)."""
         return re.search(r"\b" + re.escape(name) + r"\b", self.source) is not None

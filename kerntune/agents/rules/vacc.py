@@ -205,7 +205,7 @@ class VectorAccumulators(Rule):
             edits.append(Edit(start, p.loop.end_byte, new))
         st.source = apply_edits(st.raw, edits)
         st.prelude.append(HSUM if st.lang == "opencl" else guarded("VEC_HELPERS", CUDA_VEC))
-        widths = tuple(w for w in (1, 4, 8, 16) if w <= st.vector_width) if st.lang == "opencl" else (1, 2, 4, 8)
+        widths = st.opencl_vector_widths() if st.lang == "opencl" else (1, 2, 4, 8)
         header = OPENCL_HEADER if st.lang == "opencl" else "#define KT_VACC {{ VACC }}"
         st.add_param(Param("VACC", widths, header,
                            why="elements per step of a thread's serial sum (vector loads, VACC partial sums)"))

@@ -235,7 +235,7 @@ class VectorColumns(Rule):
                f"{ind}    }}\n{ind}}}\n#else\n{ind}{original}\n#endif\n{ind}")
         st.source = apply_edits(st.raw, [Edit(start, end, new)])
         st.launch = st.launch.model_copy(update={"grid": [_scale_grid(st.launch.grid[0], "VW"), *st.launch.grid[1:]]})
-        st.add_param(Param("VW", tuple(w for w in (1, 4, 8, 16) if w <= st.vector_width), HEADER,
+        st.add_param(Param("VW", st.opencl_vector_widths(), HEADER,
                            why="consecutive global indices per work-item, as one vector; the grid divided by VW"))
         return Applied(self.name, f"{st.kernel}: VW consecutive values of {var} per work-item as a vector "
                                   f"({len(plan.loads)} load(s), {len(plan.stores)} store(s), "
