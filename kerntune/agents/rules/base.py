@@ -314,3 +314,67 @@ def is_helper(name: str) -> bool:
 def marker(ident: str) -> str:
     """A placeholder comment the assembly replaces with the Jinja snippet ``ident``."""
     return f"/*@KT:{ident}*/"
+
+
+# --- helpers the structural rules share ------------------------------------------------------
+
+BARRIERS = {"cuda": "__syncthreads", "opencl": "barrier"}
+
+
+def guarded(name: str, code: str) -> str:
+    """Helper code that may meet a copy of itself in a later round (rewrites of rewritten kernels)."""
+    return f"#ifndef KT_HAVE_{name}\n#define KT_HAVE_{name} 1\n{code}\n#endif"
+
+
+def has_call(st: RewriteState, node, name: str) -> bool:
+    return any(n.type == "call_expression" and st.text(n.child_by_field_name("function")) == name
+               for n in walk(node))
+
+
+def decl_value(st: RewriteState, fn, name: str):
+    """The initializer of a local variable ``name`` in function ``fn``, if declared once."""
+    found = []
+    for n in walk(fn):
+        if n.type == "init_declarator":
+            d = n.child_by_field_name("declarator")
+            if d is not None and d.type == "identifier" and st.text(d) == name:
+                found.append(n.child_by_field_name("value"))
+    return found[0] if len(found) == 1 else None
+
+
+def is_thread_x(st: RewriteState, fn, node) -> bool:
+    node = unwrap(node)
+    if builtin_dim(st, node, "thread") == "x":
+        return True
+    if node is not None and node.type == "identifier":
+        value = decl_value(st, fn, st.text(node))
+        return value is not None and builtin_dim(st, value, "thread") == "x"
+    return False
+
+
+def is_block_dim_x(st: RewriteState, node, fn=None) -> bool:
+    node = unwrap(node)
+    if node is None:
+        return False
+    if builtin_dim(st, node, "block_dim") == "x" or st.text(node) == "KT_BLOCK":
+        return True
+    if node.type != "identifier":
+        return False
+    # a macro standing for the block size (#define THREADS KT_BLOCK, after launch-config)
+    if st.macro_value(st.text(node)) == "KT_BLOCK":
+        return True
+    # a local variable holding it (const int threads = get_local_size(0);)
+    value = decl_value(st, fn, st.text(node)) if fn is not None else None
+    return value is not None and builtin_dim(st, value, "block_dim") == "x"
+
+
+def line_indent(st: RewriteState, node) -> str:
+    start = st.raw.rfind(b"\n", 0, node.start_byte) + 1
+    pre = st.raw[start:node.start_byte].decode()
+    return pre if not pre.strip() else ""
+
+
+def indent_before(st: RewriteState, offset: int) -> str:
+    start = st.raw.rfind(b"\n", 0, offset) + 1
+    pre = st.raw[start:offset].decode()
+    return pre if not pre.strip() else ""

@@ -22,18 +22,21 @@ _JINJA = ("{{", "{%", "{#", "}}", "%}", "#}")
 
 def default_rules() -> list[Rule]:
     """Structural rewrites first (they need the code as it is), decorations last."""
+    from kerntune.agents.rules.atomics import PrivatizeAtomics
+    from kerntune.agents.rules.ept import ElementsPerThread
     from kerntune.agents.rules.groupsplit import SplitGroups
     from kerntune.agents.rules.guardfirst import GuardFirst
     from kerntune.agents.rules.hoist import HoistInvariants
     from kerntune.agents.rules.macros import ExpandMacros
     from kerntune.agents.rules.online import OnlineSoftmax
     from kerntune.agents.rules.private import PrivateHelpers
+    from kerntune.agents.rules.rowcolgrid import RowColumnGrid
     from kerntune.agents.rules.rowloop import RowLoop
     from kerntune.agents.rules.rows import CooperativeRows
-    from kerntune.agents.rules.split import RowColumnGrid
-    from kerntune.agents.rules.structural import ElementsPerThread, PrivatizeAtomics, ShuffleReduction, Vectorize
+    from kerntune.agents.rules.shuffle import ShuffleReduction
     from kerntune.agents.rules.vacc import VectorAccumulators
     from kerntune.agents.rules.vcols import VectorColumns
+    from kerntune.agents.rules.vectorize import Vectorize
 
     return [ExpandMacros(), PrivateHelpers(), GuardFirst(), LaunchConfig(), VectorColumns(), RowColumnGrid(), RowLoop(), SplitGroups(),
             OnlineSoftmax(), CooperativeRows(), VectorAccumulators(), ShuffleReduction(), PrivatizeAtomics(),

@@ -50,7 +50,7 @@ from kerntune.agents.rules.generic import is_generated
 from kerntune.agents.rules.macros import code_identifiers
 from kerntune.agents.rules.private import shared_helpers
 from kerntune.agents.rules.rowloop import check_independent
-from kerntune.agents.rules.structural import block_strided, loop_share
+from kerntune.agents.rules.vectorize import block_strided, loop_share
 from kerntune.source.parse import walk
 from kerntune.source.poly import Poly
 from kerntune.spec import expr

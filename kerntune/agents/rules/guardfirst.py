@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from kerntune.agents.rules.access import _OPENCL_INDEX_CALLS, call_name, identifiers, is_flat_index, line_start
 from kerntune.agents.rules.base import Applied, Edit, RewriteState, Rule, RuleDeclined, apply_edits, why_not
-from kerntune.agents.rules.structural import _bound_guard, _is_exit_guard
+from kerntune.agents.rules.ept import bound_guard, is_exit_guard
 from kerntune.source.parse import walk
 
 _SIDE_EFFECTS = ("assignment_expression", "update_expression", "comma_expression")
@@ -55,9 +55,9 @@ def _bounds_check(st: RewriteState, stmt, gid: str) -> str:
     elements-per-thread reads them); '' otherwise."""
     if stmt.type != "if_statement":
         return ""
-    if _is_exit_guard(st, stmt, gid):
+    if is_exit_guard(st, stmt, gid):
         return "exit"
-    if _bound_guard(st, stmt, gid) and stmt.child_by_field_name("alternative") is None and \
+    if bound_guard(st, stmt, gid) and stmt.child_by_field_name("alternative") is None and \
             stmt.child_by_field_name("consequence").type == "compound_statement":
         return "guard"
     return ""

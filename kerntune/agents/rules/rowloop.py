@@ -47,8 +47,9 @@ from kerntune.agents.rules.base import (
     Applied, Edit, Param, Rule, RuleDeclined, RewriteState, apply_edits, pragma_start, unwrap,
 )
 from kerntune.agents.rules.generic import is_generated
-from kerntune.agents.rules.split import col_of, decl_parts, row_of, rows_of_bound
-from kerntune.agents.rules.structural import block_strided, decl_value
+from kerntune.agents.rules.rowcolgrid import col_of, decl_parts, row_of, rows_of_bound
+from kerntune.agents.rules.base import decl_value
+from kerntune.agents.rules.vectorize import block_strided
 from kerntune.source import calls
 from kerntune.source.parse import walk
 

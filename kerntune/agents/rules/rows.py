@@ -24,7 +24,7 @@ from kerntune.agents.rules.access import (
 from kerntune.agents.rules.base import (
     Applied, Edit, Param, Rule, RuleDeclined, RewriteState, apply_edits, int_literal, unwrap, why_not,
 )
-from kerntune.agents.rules.structural import guarded
+from kerntune.agents.rules.base import guarded
 from kerntune.source.parse import walk
 
 ONLINE_MARK = "/*kt:online"          # online-softmax's marker before the loop it fused: /*kt:online m s*/

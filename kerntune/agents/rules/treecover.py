@@ -109,7 +109,7 @@ class _Evaluator:
         return f
 
     def _named(self, name: str, depth: int):
-        from kerntune.agents.rules.structural import decl_value
+        from kerntune.agents.rules.base import decl_value
 
         if depth > 20:
             raise _Unknown

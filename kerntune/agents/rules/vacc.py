@@ -33,7 +33,8 @@ from kerntune.agents.rules.base import (
 )
 from kerntune.agents.rules.generic import GENERATED, is_generated
 from kerntune.agents.rules.rows import _ctype_of
-from kerntune.agents.rules.structural import CUDA_VEC, _indent_before, _pointee_type, guarded
+from kerntune.agents.rules.base import guarded, indent_before
+from kerntune.agents.rules.vectorize import CUDA_VEC, pointee_type
 from kerntune.source.parse import walk
 
 TYPES = ("float", "double")
@@ -124,7 +125,7 @@ def _why_not(st: RewriteState, fn, loop) -> tuple[Plan | None, str]:
             base = affine_base(st, index, cl.var)
             if arr is None or arr.type != "identifier" or base is None:
                 return None, f"the loop index {cl.var} is used in {st.text(n)}, not as p[base + {cl.var}]"
-            if " ".join((_pointee_type(st, fn, st.text(arr)) or "").replace("const", "").split()) != ctype:
+            if " ".join((pointee_type(st, fn, st.text(arr)) or "").replace("const", "").split()) != ctype:
                 return None, f"{st.text(arr)} is not an array of {ctype}"
             loads.append((n, st.text(arr), base))
     if not loads:
@@ -199,7 +200,7 @@ class VectorAccumulators(Rule):
                              f"for ({p.vtype} {p.var} = {c}; {p.var} < {p.bound}; ++{p.var})",
                              "    " + st.text(p.loop.child_by_field_name("body"))]], "}"]
             start = pragma_start(st, p.loop)
-            lead = _indent_before(st, start)
+            lead = indent_before(st, start)
             new = ("\n#if KT_VACC > 1\n" + "\n".join(lead + ln if not ln.startswith("#") else ln for ln in lines) +
                    "\n#else\n" + lead + st.raw[start:p.loop.end_byte].decode() + "\n#endif\n" + lead)
             edits.append(Edit(start, p.loop.end_byte, new))

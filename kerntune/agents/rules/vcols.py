@@ -34,7 +34,9 @@ from kerntune.agents.rules.access import affine_base, assigned_names, identifier
 from kerntune.agents.rules.base import (Applied, Edit, Param, Rule, RewriteState, RuleDeclined, apply_edits, unwrap,
                                         why_not)
 from kerntune.agents.rules.generic import GENERATED
-from kerntune.agents.rules.structural import _elementwise, _line_indent, _pointee_type, _scale_grid
+from kerntune.agents.rules.base import line_indent
+from kerntune.agents.rules.ept import elementwise, scale_grid
+from kerntune.agents.rules.vectorize import pointee_type
 from kerntune.agents.rules.vacc import MATH, at_offset, is_double_constant
 from kerntune.source.parse import walk
 
@@ -68,7 +70,7 @@ class _Plan:
                 base = affine_base(st, index, var)
                 if arr is None or arr.type != "identifier" or base is None:
                     raise RuleDeclined(f"the index {var} is used in {st.text(n)}, not as p[base + {var}]")
-                types.add(_base_type(_pointee_type(st, fn, st.text(arr)) or "?"))
+                types.add(_base_type(pointee_type(st, fn, st.text(arr)) or "?"))
                 subs.add(n.id)
                 parent = n.parent
                 if parent is not None and parent.type == "assignment_expression" and \
@@ -191,7 +193,7 @@ class _Plan:
 
 
 def _plan(st: RewriteState):
-    found, why = _elementwise(st)
+    found, why = elementwise(st)
     if found is None:
         raise RuleDeclined(why)
     kernel, decl, var, rest, kind = found
@@ -205,7 +207,7 @@ def _plan(st: RewriteState):
     bound = st.text(cond.child_by_field_name("right"))
     if not body or not any(n.type in ("for_statement", "while_statement") for s in body for n in walk(s)):
         raise RuleDeclined("no loop per work-item (element-wise kernels: elements-per-thread and vectorize)")
-    if _scale_grid(st.launch.grid[0], "VW") is None:
+    if scale_grid(st.launch.grid[0], "VW") is None:
         raise RuleDeclined("the grid's x size is not ceil_div(elements, threads per block)")
     return kernel, decl, var, rest, bound, _Plan(st, kernel, var, body)
 
@@ -221,7 +223,7 @@ class VectorColumns(Rule):
     def apply(self, st: RewriteState) -> Applied:
         kernel, decl, var, rest, bound, plan = _plan(st)
         vtype = " ".join(st.text(decl.child_by_field_name("type")).split())
-        ind = _line_indent(st, decl)
+        ind = line_indent(st, decl)
         start, end = decl.start_byte, rest[-1].end_byte
         original = st.raw[start:end].decode()
         body_text = st.raw[plan.body[0].start_byte:plan.body[-1].end_byte].decode()
@@ -234,7 +236,7 @@ class VectorColumns(Rule):
                f"{ind}    for ({vtype} {var} = kt_c0; {var} < {bound}; ++{var}) {{\n{ind}        {body_text}\n"
                f"{ind}    }}\n{ind}}}\n#else\n{ind}{original}\n#endif\n{ind}")
         st.source = apply_edits(st.raw, [Edit(start, end, new)])
-        st.launch = st.launch.model_copy(update={"grid": [_scale_grid(st.launch.grid[0], "VW"), *st.launch.grid[1:]]})
+        st.launch = st.launch.model_copy(update={"grid": [scale_grid(st.launch.grid[0], "VW"), *st.launch.grid[1:]]})
         st.add_param(Param("VW", st.opencl_vector_widths(), HEADER,
                            why="consecutive global indices per work-item, as one vector; the grid divided by VW"))
         return Applied(self.name, f"{st.kernel}: VW consecutive values of {var} per work-item as a vector "
