@@ -106,7 +106,8 @@ class ArgCheck(Record):
     max_abs_err: float = 0.0
     max_rel_err: float = 0.0
     rel_l2_err: float = 0.0
-    bad_elements: int = 0
+    bad_elements: int = 0                  # elements failing the check, nonfinite ones included
+    nonfinite_elements: int = 0            # of those, NaN or Inf where the reference differs
     first_bad_index: Optional[list[int]] = None
     got: Optional[int | float] = None          # int for integer outputs: exact beyond 2**53
     expected: Optional[int | float] = None
@@ -119,8 +120,13 @@ class ArgCheck(Record):
         if self.ok:
             return text
         if self.reason in ("tolerance", "nonfinite"):
-            nums = [f"{self.bad_elements} element(s) out of bounds"] if self.bad_elements else []
-            nums.append(f"max abs err {self.max_abs_err:.3g}, rel L2 err {self.rel_l2_err:.3g}")
+            nf = self.nonfinite_elements
+            nums = [f"{nf} element(s) NaN or Inf unlike the reference"] if nf else []
+            if self.bad_elements > nf:
+                nums.append(f"{self.bad_elements - nf} element(s) out of bounds")
+            errs = f"max abs err {self.max_abs_err:.3g}, rel L2 err {self.rel_l2_err:.3g}"
+            # the error measures cannot take a NaN: they are over the elements finite on both sides
+            nums.append(errs + (" where both are finite" if nf else ""))
             text += ": " + ", ".join(nums)
         if self.first_bad_index is not None:
             text += f"; first at {list(self.first_bad_index)}"

@@ -40,7 +40,8 @@ def unwritten_mask(dt: DType, got: np.ndarray, which: int) -> np.ndarray:
 
 
 def _slow_chunk(dt: DType, got: np.ndarray, expected: np.ndarray, expected_is_storage: bool, tol: Tolerance):
-    """Every case, non-finite values included: (sq_diff, sq_ref, max_abs, max_rel, bad, first, kind)."""
+    """Every case, non-finite values included: (sq_diff, sq_ref, max_abs, max_rel, bad, first, kind,
+    nonfinite), ``bad`` counting the ``nonfinite`` elements (NaN or Inf unlike the reference) too."""
     g = decode(dt, got).astype(np.float64)
     e = (decode(dt, expected) if expected_is_storage else expected).astype(np.float64)
     ef, gf = np.isfinite(e), np.isfinite(g)
@@ -60,7 +61,7 @@ def _slow_chunk(dt: DType, got: np.ndarray, expected: np.ndarray, expected_is_st
         first = min(i for i in (i_nf, i_tb) if i is not None)
         kind = "nonfinite" if first == i_nf else "tolerance"
     return (float(np.sum(diff * diff)), float(np.sum(ae * ae)), float(diff.max()), float(rel.max()),
-            nb + tb, first, kind)
+            nb + tb, first, kind, nb)
 
 
 def _wide_int(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -84,11 +85,11 @@ def _int64_chunk(dt: DType, got: np.ndarray, expected: np.ndarray, tol: Toleranc
     tb = int(np.count_nonzero(bad))
     rel = np.divide(diff, ae, out=np.zeros_like(diff), where=ae > 0)
     return (float(np.dot(diff, diff)), float(np.dot(ae, ae)), float(diff.max(initial=0.0)),
-            float(rel.max(initial=0.0)), tb, int(np.argmax(bad)) if tb else None, "tolerance" if tb else "")
+            float(rel.max(initial=0.0)), tb, int(np.argmax(bad)) if tb else None, "tolerance" if tb else "", 0)
 
 
 def _chunk(dt: DType, got: np.ndarray, expected: np.ndarray, expected_is_storage: bool, tol: Tolerance):
-    """One chunk's (sq_diff, sq_ref, max_abs, max_rel, bad, first, kind). Two fast paths give
+    """One chunk's (sq_diff, sq_ref, max_abs, max_rel, bad, first, kind, nonfinite). Two fast paths give
     the same answers as ``_slow_chunk`` with fewer passes over the data: outputs bit for bit
     equal to stored expected values (no error at all), and outputs where every difference
     is finite (no NaN or Inf on either side); anything else takes the slow path."""
@@ -98,7 +99,7 @@ def _chunk(dt: DType, got: np.ndarray, expected: np.ndarray, expected_is_storage
         e = decode(dt, expected).astype(np.float64)
         sq_ref = float(np.dot(e, e))
         if math.isfinite(sq_ref):
-            return 0.0, sq_ref, 0.0, 0.0, 0, None, ""
+            return 0.0, sq_ref, 0.0, 0.0, 0, None, "", 0
     g = decode(dt, got).astype(np.float64)
     ae = (decode(dt, expected) if expected_is_storage else expected).astype(np.float64)
     diff = np.subtract(g, ae, out=g)
@@ -116,7 +117,7 @@ def _chunk(dt: DType, got: np.ndarray, expected: np.ndarray, expected_is_storage
     rel.fill(0.0)
     np.divide(diff, ae, out=rel, where=ae > 0)
     return (float(np.dot(diff, diff)), float(np.dot(ae, ae)), max_abs, float(rel.max()),
-            tb, first, "tolerance" if tb else "")
+            tb, first, "tolerance" if tb else "", 0)
 
 
 def _threads() -> int:
@@ -147,7 +148,7 @@ def compare(arg: ArgSpec, tol: Tolerance, got: np.ndarray, expected: np.ndarray,
                         first_bad_index=[int(i) for i in idx], reason="unwritten")
     sq_diff = sq_ref = 0.0
     max_abs = max_rel = 0.0
-    bad = 0
+    bad = nonfinite = 0
     first_bad: int | None = None
     first_kind = ""
     def one(s: int):
@@ -157,11 +158,12 @@ def compare(arg: ArgSpec, tol: Tolerance, got: np.ndarray, expected: np.ndarray,
     # NumPy releases the GIL in its loops: large outputs are compared a chunk per thread (in order)
     parts = list(_pool().map(one, starts)) if len(starts) > 1 and _threads() > 1 else [one(s) for s in starts]
     for s, part in zip(starts, parts):
-        c_sq_diff, c_sq_ref, c_max_abs, c_max_rel, c_bad, c_first, c_kind = part
+        c_sq_diff, c_sq_ref, c_max_abs, c_max_rel, c_bad, c_first, c_kind, c_nonfinite = part
         sq_diff += c_sq_diff
         sq_ref += c_sq_ref
         max_abs, max_rel = max(max_abs, c_max_abs), max(max_rel, c_max_rel)
         bad += c_bad
+        nonfinite += c_nonfinite
         if first_bad is None and c_first is not None:
             first_bad, first_kind = s + c_first, c_kind
     rel_l2 = math.sqrt(sq_diff) / math.sqrt(sq_ref) if sq_ref > 0 else (0.0 if sq_diff == 0 else math.inf)
@@ -176,7 +178,8 @@ def compare(arg: ArgSpec, tol: Tolerance, got: np.ndarray, expected: np.ndarray,
         ev = e_flat[first_bad:first_bad + 1]
         exp_v = _scalar((decode(dt, ev) if expected_is_storage else ev)[0])
     return ArgCheck(name=arg.name, ok=ok, max_abs_err=max_abs, max_rel_err=max_rel, rel_l2_err=rel_l2,
-                    bad_elements=bad, first_bad_index=idx, got=got_v, expected=exp_v, reason=reason)
+                    bad_elements=bad, nonfinite_elements=nonfinite, first_bad_index=idx, got=got_v, expected=exp_v,
+                    reason=reason)
 
 
 def same_bits(a: np.ndarray, b: np.ndarray) -> bool:

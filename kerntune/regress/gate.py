@@ -156,15 +156,10 @@ def describe(r: EvalResult) -> str:
     msg = f"{r.status.value.replace('_', ' ')}: {r.message}"
     v = r.verification
     if r.status is Status.WRONG_RESULT and v is not None:
-        for s in v.shapes:
-            bad = next((a for a in s.args if not a.ok), None)
-            if bad is not None:
-                where = f"; first at {bad.first_bad_index}" if bad.first_bad_index is not None else ""
-                got = f": got {bad.got:.6g}, expected {bad.expected:.6g}" if bad.got is not None and \
-                    bad.expected is not None else ""
-                msg += (f" ({bad.bad_elements} bad elements, max abs error {bad.max_abs_err:.3g}, relative L2 error "
-                        f"{bad.rel_l2_err:.3g}{where}{got})")
-                break
+        # the worker's message is usually this already (shape, inputs, counts, errors, first bad element)
+        failure = v.first_failure()
+        if failure and failure not in msg:
+            msg += f" ({failure})"
     return msg
 
 
