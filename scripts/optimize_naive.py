@@ -59,7 +59,7 @@ def largest(timings: list[dict]) -> dict | None:
     return max(timings, key=lambda t: t.get("bytes_moved") or 0) if timings else None
 
 
-def row_of(name: str, run_dir: Path, seconds: float, load: tuple[float, float]) -> dict:
+def row_of(name: str, kernel: str, run_dir: Path, seconds: float, load: tuple[float, float]) -> dict:
     r = json.loads((run_dir / "results.json").read_text())
     test = json.loads((run_dir / "test.json").read_text()) if (run_dir / "test.json").exists() else {}
     run = Run(run_dir)
@@ -70,7 +70,7 @@ def row_of(name: str, run_dir: Path, seconds: float, load: tuple[float, float]) 
     used = rules_used(run, r["general_round"], r["general_config"]) if r.get("improved") and r.get("general_round") \
         else []
     return {
-        "name": name, "kernel": f"kernels/naive/{name}/{name}.cl", "improved": r["improved"],
+        "name": name, "kernel": kernel, "improved": r["improved"],
         "speedup": r.get("general_speedup") or 1.0, "lo": gi.get("lo"), "hi": gi.get("hi"),
         "best_candidate": None if r["improved"] else gi.get("ratio"),
         "general_round": r.get("general_round"), "general_key": r.get("general_key"),
@@ -142,7 +142,9 @@ def main() -> int:
         if not args.keep_databases:
             for db in run.glob("rounds/*/tuning.db*"):
                 db.unlink()
-        row = row_of(name, run, timing["seconds"], (timing["load_before"], timing["load_after"]))
+        path = corpus / name / f"{name}.cl"
+        row = row_of(name, str(path.relative_to(REPO)) if path.is_relative_to(REPO) else str(path), run,
+                     timing["seconds"], (timing["load_before"], timing["load_after"]))
         rows.append(row)
         print(f"{name}: {row['speedup']:.2f}x{'' if row['improved'] else ' (not faster)'} "
               f"[{row['lo'] or 0:.2f}, {_hi(row['hi'])}] in "

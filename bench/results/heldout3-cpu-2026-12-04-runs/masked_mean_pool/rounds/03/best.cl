@@ -1,0 +1,69 @@
+// Rewritten by kerntune's rule catalog (round 3). Applied rules:
+//   unroll: unroll pragmas on 2 loop(s)
+//   restrict: restrict on 3 pointer parameter(s)
+//   compiler-flags: -cl-fast-relaxed-math as a parameter
+// Rewritten by kerntune's rule catalog (round 2). Applied rules:
+//   launch-config: block 64x1 -> parameters BLOCK
+//   vector-columns: masked_mean_pool: VW consecutive values of d per work-item as a vector (1 load(s), 1 store(s), 1 vector variable(s))
+//   unroll: unroll pragmas on 2 loop(s)
+//   restrict: restrict on 3 pointer parameter(s)
+//   compiler-flags: -cl-fast-relaxed-math as a parameter
+
+// Rewritten by kerntune's rule catalog (round 1). Applied rules:
+//   launch-config: block 256 -> parameters BLOCK
+//   row-column-grid: masked_mean_pool: idx split into row b and column d by a 2-D grid (rows batch, columns dim)
+//   hoist-invariants: 0 loop-invariant load(s), 2 index offset(s) hoisted out of 2 loop(s)
+//   unroll: unroll pragmas on 2 loop(s)
+//   restrict: restrict on 3 pointer parameter(s)
+//   compiler-flags: -cl-fast-relaxed-math as a parameter
+
+// Mean of each sequence's unmasked token vectors:
+//   out[b, d] = sum_t mask[b, t] * x[b, t, d] / max(sum_t mask[b, t], 1)
+// x is [batch, seq, dim], mask is [batch, seq] of 0/1 (1 = real token, 0 = padding).
+// One work-item per output element; the flat index is split into (b, d).
+__kernel void masked_mean_pool(__global float* restrict   out, __global const float* restrict   x,
+                               __global const int* restrict   mask,
+                               const int batch, const int seq, const int dim)
+{
+    
+    const int kt_c0 = (int)get_global_id(0) * 16;
+    if (kt_c0 >= dim) return;
+    if (kt_c0 + 16 <= dim) {
+#pragma unroll 4
+        for (int b = (int)get_global_id(1); b < batch; b += (int)get_global_size(1)) {
+
+            float16 sum = (float16)(0.0f);
+            int count = 0;
+            const int kt_o1 = (b * seq);
+#pragma unroll 8
+            for (int t = 0; t < seq; t++) {
+                int m = mask[kt_o1 + t];
+                sum += (float)m * vload16(0, x + (((size_t)b * seq + t) * dim) + kt_c0);
+                count += m;
+            }
+
+            vstore16((float16)(sum / (float)max(count, 1)), 0, out + (b * dim) + kt_c0);
+        }
+    } else {
+        /*kt:generated*/
+        for (int d = kt_c0; d < dim; ++d) {
+            for (int b = (int)get_global_id(1); b < batch; b += (int)get_global_size(1)) {
+
+            float sum = 0.0f;
+            int count = 0;
+            const int kt_o1 = (b * seq);
+#pragma unroll 2
+            for (int t = 0; t < seq; t++) {
+                int m = mask[kt_o1 + t];
+                sum += (float)m * x[((size_t)b * seq + t) * dim + d];
+                count += m;
+            }
+
+            out[(b * dim + d)] = sum / (float)max(count, 1);
+        }
+        }
+    }
+
+    
+
+}
