@@ -43,7 +43,7 @@ def shuffle(worker) -> set[str]:
 
 def verify_sample(worker, kernel: Path, spec: Path, shape_set=None, expect_failures=()):
     r, t, s, loaded = catalog(kernel, spec, "opencl", subgroups=worker.info.subgroups,
-                                  vector_width=worker.info.vector_width)
+                              vector_width=worker.info.vector_width)
     original = KernelInstance(kernel.read_text(), s.kernel, "opencl", label="original")
     shapes = tuple(verification_shapes(s, shape_set))
     space = Space.of(t)
