@@ -146,9 +146,7 @@ class Audit:
     def _round(self, rel, kf, original, source, launch, origin, shapes, row) -> list[tuple]:
         spec, base = kf.spec, str(kf.loaded.base_dir)
         result = apply_catalog(source, kf.lang, spec, kernel=kf.kernel_name, launch=launch,
-                               device_max_threads=self.worker.info.max_threads_per_block,
-                               subgroups=self.worker.info.subgroups, compute_units=COMPUTE_UNITS,
-                               vector_width=self.worker.info.vector_width)
+                               device=self.worker.info, compute_units=COMPUTE_UNITS)
         if result.space_size <= 1:
             return []
         t = parse_template(result.template, kf.lang, rel)

@@ -81,8 +81,8 @@ def main() -> int:
         with tempfile.TemporaryDirectory() as d, DeviceWorker(ref) as worker:
             info = worker.info   # the listing's info has no vector width: the worker's has
             if source == "catalog":
-                text = apply_catalog(kf.source, kf.lang, kf.spec, device_max_threads=info.max_threads_per_block,
-                                     subgroups=info.subgroups, vector_width=info.vector_width).template
+                text = apply_catalog(kf.source, kf.lang, kf.spec, device=info,
+                                     compute_units=0).template   # as recorded: split sizes not bound by the device
                 template = parse_template(text, kf.lang, f"{name} (rule catalog)")
             else:
                 template = load_template(REPO / source)

@@ -52,8 +52,7 @@ def test_launch_config_declines_or_every_block_size_verifies(worker, kernel: Pat
     loaded = load_for_kernel(kernel)
     spec = loaded.spec
     source = kernel.read_text()
-    result = apply_catalog(source, "opencl", spec, subgroups=worker.info.subgroups,
-                           vector_width=worker.info.vector_width)
+    result = apply_catalog(source, "opencl", spec, device=worker.info)
     skipped = dict(result.skipped)
     if kernel.stem not in APPLIES:
         assert "launch-config" not in result.applied_names, f"{kernel.stem}: the rule should have declined"
@@ -149,8 +148,7 @@ def test_every_block_size_instance_is_clean_under_the_memory_checker(worker, ker
 
     loaded = load_for_kernel(kernel)
     spec = loaded.spec
-    result = apply_catalog(kernel.read_text(), "opencl", spec, subgroups=worker.info.subgroups,
-                           vector_width=worker.info.vector_width)
+    result = apply_catalog(kernel.read_text(), "opencl", spec, device=worker.info)
     t = parse_template(result.template, "opencl", kernel.stem)
     space = Space.of(t)
     launch = next(a for a in result.trace if a.rule == "launch-config")

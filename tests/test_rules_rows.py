@@ -498,8 +498,7 @@ def test_a_vector_columns_winner_goes_into_the_next_round(worker):
     r = worker.evaluate(EvalRequest(KernelInstance(baked, spec.kernel, "opencl", launch=launch, label="baked"), spec,
                                     str(loaded.base_dir), shapes, (), seed=3, reference=original, timing=None), 300)
     assert r.status is Status.OK, r.message
-    second = apply_catalog(baked, "opencl", spec, launch=launch, note="round 2", subgroups=worker.info.subgroups,
-                           vector_width=worker.info.vector_width)
+    second = apply_catalog(baked, "opencl", spec, launch=launch, note="round 2", device=worker.info)
     t2 = parse_template(second.template, "opencl", "gemv_t round 2")
     space = Space.of(t2)
     for c in [space.baseline()] + [{**space.baseline(), k: v[-1]} for k, v in space.params.items()]:

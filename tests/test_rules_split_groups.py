@@ -336,3 +336,25 @@ def test_the_split_goes_as_far_as_the_device_has_compute_units(tmp_path):
     p.write_text(textwrap.dedent(many))
     busy = apply_catalog(kernel, "opencl", load_file(p).spec, compute_units=132)
     assert "at least 132 work-groups" in dict(busy.skipped)["split-groups"]
+
+
+def test_the_rules_read_the_devices_limits_and_a_keyword_overrides_one(tmp_path):
+    """apply_catalog(device=...) takes the compute units, sub-groups, vector width and threads per block
+    from the device's info; a keyword limit given beside it wins over the device's value."""
+    from kerntune.results import DeviceInfo
+
+    p = tmp_path / "spec.yaml"
+    p.write_text(textwrap.dedent(SPEC))
+    spec = load_file(p).spec
+    kernel = textwrap.dedent(_kernel())
+    h100 = DeviceInfo(id="offline:sm_90", backend="nvcc", lang="opencl", name="an H100's limits", sm_count=132)
+    by_device = apply_catalog(kernel, "opencl", spec, device=h100)
+    assert by_device.template == apply_catalog(kernel, "opencl", spec, compute_units=132).template
+    assert by_device.params["SPLIT"] == (1, 2, 4, 8, 16, 32)
+    small = h100.model_copy(update={"sm_count": 2, "subgroups": False, "vector_width": 8})
+    declined = apply_catalog(kernel, "opencl", spec, device=small)
+    assert "SPLIT" not in declined.params and "2 compute unit(s)" in dict(declined.skipped)["split-groups"]
+    assert declined.template == apply_catalog(kernel, "opencl", spec, compute_units=2, subgroups=False,
+                                              vector_width=8).template
+    overridden = apply_catalog(kernel, "opencl", spec, device=small, compute_units=16)
+    assert overridden.params["SPLIT"] == (1, 2, 4, 8, 16)

@@ -76,9 +76,7 @@ class RuleGenerator:
         def attempt(exclude: set[str]):
             rules = [r for r in default_rules() if r.name not in exclude]
             return apply_catalog(req.kernel_source, req.lang, req.spec, kernel=req.kernel, launch=req.launch, rules=rules,
-                                 device_max_threads=req.device.max_threads_per_block, note=f"round {req.round}",
-                                 subgroups=req.device.subgroups, compute_units=req.device.sm_count,
-                                 vector_width=req.device.vector_width)
+                                 device=req.device, note=f"round {req.round}")
 
         result = attempt(set())
         if result.space_size <= 1:

@@ -13,6 +13,7 @@ from kerntune.agents.rules.generic import CompilerFlags, FastMath, Restrict, Unr
 from kerntune.agents.rules.launch import LaunchBounds, LaunchConfig
 from kerntune.agents.rules.private import prune_copies
 from kerntune.agents.rules.sharedmem import shared_estimate
+from kerntune.results import DeviceInfo
 from kerntune.spec.model import KernelSpec, LaunchSpec
 from kerntune.tuner.kernel_files import launch_dict
 
@@ -91,16 +92,35 @@ def assemble(st: RewriteState, note: str = "") -> str:
     return "\n".join(lines) + "\n" + "".join(parts)
 
 
-def apply_catalog(source: str, lang: str, spec: KernelSpec, kernel: str | None = None, device_max_threads: int = 1024,
-                  rules: list[Rule] | None = None, note: str = "", launch: LaunchSpec | None = None,
-                  subgroups: bool = True, compute_units: int = 0, vector_width: int | None = None) -> CatalogResult:
-    """Rewrite ``source`` (launched with ``launch``, default the spec's) with every applicable rule;
+def device_limits(device: DeviceInfo | None) -> dict:
+    """The device properties the rules read, as apply_catalog's keyword limits (the generic device's
+    where ``device`` is None; a listing's info, which has not probed the vector width, counts 16)."""
+    if device is None:
+        return {"device_max_threads": 1024, "subgroups": True, "compute_units": 0, "vector_width": 16}
+    return {"device_max_threads": device.max_threads_per_block, "subgroups": device.subgroups,
+            "compute_units": device.sm_count, "vector_width": device.vector_width or 16}
+
+
+def apply_catalog(source: str, lang: str, spec: KernelSpec, kernel: str | None = None, *,
+                  device: DeviceInfo | None = None, rules: list[Rule] | None = None, note: str = "",
+                  launch: LaunchSpec | None = None, device_max_threads: int | None = None,
+                  subgroups: bool | None = None, compute_units: int | None = None,
+                  vector_width: int | None = None) -> CatalogResult:
+    """Rewrite ``source`` (launched with ``launch``, default the spec's) with every applicable rule,
+    for ``device`` (its limits decide what rules offer; None: a generic device with 1024 threads per
+    block, sub-groups, unknown compute units and 16-wide vectors). The keyword limits, where given,
+    override the device's:
+    ``device_max_threads``: the most threads per block / work-group;
     ``subgroups``: whether the device has sub-groups (rules that need them decline otherwise);
     ``compute_units``: its SMs / compute units (0: not known), which bound how far a grid is split;
-    ``vector_width``: the widest OpenCL vector its compiler takes natively (wider ones are not offered; None: 16)."""
+    ``vector_width``: the widest OpenCL vector its compiler takes natively (wider ones are not offered)."""
+    limits = device_limits(device)
+    given = {"device_max_threads": device_max_threads, "subgroups": subgroups, "compute_units": compute_units,
+             "vector_width": vector_width}
+    limits.update({k: v for k, v in given.items() if v is not None})
     st = RewriteState(lang=lang, source=source, kernel=kernel or spec.kernel, spec=spec, launch=launch or spec.launch,
-                      device_max_threads=min(device_max_threads, 1024), subgroups=subgroups,
-                      compute_units=compute_units, vector_width=vector_width or 16)
+                      device_max_threads=min(limits["device_max_threads"], 1024), subgroups=limits["subgroups"],
+                      compute_units=limits["compute_units"], vector_width=limits["vector_width"])
     for rule in rules if rules is not None else default_rules():
         rule.run(st)
     prune_copies(st)
