@@ -24,6 +24,11 @@ def test_devices_json_lists_a_usable_cpu():
     assert r.returncode == 0, r.stderr
     data = json.loads(r.stdout)
     assert any(d["kind"] == "cpu" and not d["problem"] for d in data["devices"])
+    # the listing probes what the rules read: each usable OpenCL device's native vector width
+    usable = [d for d in data["devices"] if d["backend"] == "opencl" and not d["problem"]]
+    assert usable and all(d["vector_width"] in (2, 4, 8, 16) for d in usable), usable
+    table = run_cli("devices")
+    assert table.returncode == 0 and "vector" in table.stdout and "groups" in table.stdout, table.stdout
     assert {"h100", "h200", "a100", "l4", "rtx4090"} <= {p["id"].split(":")[1] for p in data["profiles"]}
 
 

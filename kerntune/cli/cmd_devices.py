@@ -15,13 +15,15 @@ def devices(
 ) -> None:
     """List CUDA GPUs and OpenCL devices with the limits that matter for tuning.
 
-    Use the ID with --device: a CUDA ordinal (0), 'cpu', or opencl:P:D.
+    Use the ID with --device: a CUDA ordinal (0), 'cpu', or opencl:P:D. The sub-groups and vector
+    columns are what the rule catalog reads: without sub-groups the shuffle reduction is not offered,
+    and OpenCL vectors wider than the compiler's native width (probed with a small compile) are not.
     """
     set_json(json)
-    from kerntune.engine.devices import all_devices
+    from kerntune.engine.devices import all_devices, with_vector_widths
     from kerntune.hardware import list_profiles, load_profile
 
-    found = list(all_devices())
+    found = list(with_vector_widths(all_devices()))
     stored = [load_profile(p) for p in list_profiles()] if profiles else []
     if json:
         print_json({"devices": [d.model_dump(mode="json") for d in found],
@@ -49,9 +51,11 @@ def _table(title: str, devs: list, live: bool) -> Grid:
                                                       if d.max_shared_per_block_optin else "")
         kind = Text(d.kind) if not d.problem else Text.assemble(d.kind, " ", ("unusable", "red"))
         rows.append([ident, name, kind, str(d.sm_count), str(d.max_threads_per_block), shared,
-                     str(d.registers_per_sm or "-"), fmt_bytes(d.l2_bytes), fmt_bytes(d.global_mem_bytes)])
-    return grid(["id", "name", "kind", "SMs/\nCUs", "threads\n/block", "shared\n/block", "regs\n/SM", "L2", "memory"],
-                rows, title=title, right=frozenset(range(3, 9)))
+                     str(d.registers_per_sm or "-"), fmt_bytes(d.l2_bytes), fmt_bytes(d.global_mem_bytes)]
+                    + (["yes" if d.subgroups else "no", str(d.vector_width or "-")] if live else []))
+    headers = ["id", "name", "kind", "SMs/\nCUs", "threads\n/block", "shared\n/block", "regs\n/SM", "L2", "memory"]
+    return grid(headers + (["sub-\ngroups", "vector\nwidth"] if live else []), rows, title=title,
+                right=frozenset(range(3, 9)))
 
 
 def register(app: typer.Typer) -> None:

@@ -147,7 +147,8 @@ class Grid:
         lines: list[Text] = [Text(self.title, style="italic")] if self.title else []
         for row in self.rows:
             line = Text("  ").append_text(_text(row[0]))
-            parts = [(" ".join(self.headers[i].split()).replace("/ ", "/").replace(" /", "/"), _text(c))
+            parts = [(" ".join(self.headers[i].split()).replace("/ ", "/").replace(" /", "/")
+                      .replace("- ", "-"), _text(c))
                      for i, c in enumerate(row) if i and _text(c).plain]
             for j, (h, v) in enumerate(parts):
                 line.append(": " if j == 0 else ", ").append(f"{h} " if self.show_header else "", style="dim")

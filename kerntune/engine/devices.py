@@ -17,6 +17,15 @@ def all_devices() -> tuple[DeviceInfo, ...]:
     return tuple(run_isolated(enumerate_devices, timeout_s=120, what="listing devices"))
 
 
+def with_vector_widths(devices: tuple[DeviceInfo, ...]) -> tuple[DeviceInfo, ...]:
+    """``devices`` with each usable OpenCL device's widest native vector probed (a small compile in a
+    throwaway process, about 0.3 s a device; what a worker on it would find and the rules would read)."""
+    from kerntune.engine.supervisor import vector_width
+
+    return tuple(d.model_copy(update={"vector_width": vector_width(_ref(d))})
+                 if d.backend == "opencl" and not d.problem and d.vector_width is None else d for d in devices)
+
+
 def _ref(info: DeviceInfo) -> DeviceRef:
     ref = parse_device(info.id)
     assert isinstance(ref, DeviceRef)
