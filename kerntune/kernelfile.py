@@ -84,7 +84,9 @@ def header_launch(path: Path, lang: str, text: str, loaded: LoadedSpec) -> Imple
         launch = read_header(text)
     except ValueError as e:
         raise KerntuneError(ErrorCode.FILE, f"{path}: kerntune's header above the kernel: {e}",
-                            hint="restore the header's launch line, or give the file a `launches:` entry "
+                            hint="mend the header to kerntune's form: a line '// kerntune: <anything>', then "
+                                 "'// launch: grid [..], block [..], dynamic shared memory <bytes> B' and "
+                                 "'// compile options: <flags or none>'; or give the file a `launches:` entry "
                                  f"named {path.name.split('.')[0]!r} in the spec") from None
     if launch is None:
         return None

@@ -63,6 +63,22 @@ def test_header_round_trip():
     assert strip_header(again) == "__kernel void k() {}\n"
     assert read_header("// a user's comment\n// launch: grid [1], block [1], dynamic shared memory 0 B "
                        "(expressions of the sizes)\n") is None
+    # the launch line written by hand, without kerntune's words after the shared memory
+    short = "// kerntune: by hand\n// launch: grid ['ceil_div(n, 64)'], block [64], dynamic shared memory 0 B\n"
+    assert read_header(short).block == [64]
+
+
+def test_a_header_without_its_first_line_is_not_silently_ignored(tmp_path):
+    """Header lines copied from a best.cl without the '// kerntune' line above them: read as comments,
+    the file would run under the spec's launch and options while its author expects the header's."""
+    path = _tuned(tmp_path)
+    path.write_text(path.read_text().split("\n", 1)[1])
+    assert path.read_text().startswith("// launch: ")
+    with pytest.raises(KerntuneError) as e:
+        load_kernel(path)
+    assert "'// kerntune: ...'" in e.value.message
+    r = run_cli("bench", str(path), "--device", "cpu", "--repeats", "3")
+    assert r.returncode == 2 and "Traceback" not in r.stderr and "first line" in r.stderr, r.stderr
 
 
 def test_load_kernel_takes_the_header_launch(tmp_path):

@@ -87,8 +87,9 @@ def with_header(source: str, what: str, launch: LaunchSpec, options: tuple[str, 
                           options=" ".join(options) or "none") + strip_header(source)
 
 
-_LAUNCH_LINE = re.compile(r"// launch: grid (\[[^\]]*\]), block (\[[^\]]*\]), dynamic shared memory (.+?) B "
-                          r"\(expressions of the sizes\)$")
+_LAUNCH_LINE = re.compile(r"// launch: grid (\[[^\]]*\]), block (\[[^\]]*\]), dynamic shared memory (.+?) B"
+                          r"(?: \(expressions of the sizes\))?$")
+_HEADER_LINES = ("// launch: ", "// compile options: ", "// entry point: ")
 
 
 def read_header(text: str) -> ImplementationLaunch | None:
@@ -97,6 +98,10 @@ def read_header(text: str) -> ImplementationLaunch | None:
     cannot be read (edited by hand)."""
     header = HEADER.match(text)
     if header is None:
+        if text.startswith(_HEADER_LINES):
+            # a header's lines copied without its first: read as a comment it would be silently ignored
+            raise ValueError("the file starts with a header's lines but not with its first line, "
+                             "'// kerntune: ...' (add that line above them, or make them ordinary comments)")
         return None
     fields: dict[str, Any] = {}
     for line in header.group(0).splitlines()[1:]:
