@@ -19,7 +19,7 @@ class ShapeRow(Record):
     label: str
     shape: dict[str, int]
     bytes_moved: Optional[int] = None
-    floor_ms: Optional[float] = None          # bytes moved / measured copy bandwidth
+    floor_ms: Optional[float] = None          # bytes moved / the copy bandwidth of the best's timing session
     baseline_ms: Optional[float] = None
     general_ms: Optional[float] = None
     best_ms: Optional[float] = None
@@ -35,6 +35,8 @@ class ShapeRow(Record):
     best_pct: Optional[float] = None
     general_interval: Optional[Interval] = None   # confirmed runs: the speedups with their 95% intervals
     best_interval: Optional[Interval] = None
+    copies_gbs: list[float] = []              # the copy measured in each session that timed this row's kernels
+                                              # (every % of copy is against its own session's copy)
 
 
 class Point(Record):
@@ -109,7 +111,7 @@ class RunReport(Record):
     general_speedup: Optional[float] = None   # geomean over the shapes
     general_interval: Optional[Interval] = None   # its 95% confidence interval (confirmed runs)
     per_shape_speedup: Optional[float] = None # geomean of every shape's own best
-    copy_gbs: Optional[float] = None
+    copy_gbs: Optional[float] = None          # the copy measured with the baseline (the tuning's first session)
     measured: int = 0
     space_size: Optional[int] = None
     elapsed_s: Optional[float] = None
@@ -127,6 +129,26 @@ class RunReport(Record):
     test: Optional[TestReport] = None
     llm: LLMUsage = LLMUsage()
     files: Optional[OutputFiles] = None       # what the run handed back (best kernel, dispatch, spec)
+
+
+def copy_span(r: RunReport) -> Optional[tuple[float, float]]:
+    """The lowest and highest copy bandwidth (GB/s) measured in the sessions behind the report's times,
+    or None when no copy was measured."""
+    seen = [c for s in r.shapes for c in s.copies_gbs] + ([r.copy_gbs] if r.copy_gbs else [])
+    return (min(seen), max(seen)) if seen else None
+
+
+def copy_words(r: RunReport) -> str:
+    """The copy bandwidth the report's floors and percentages are against, in words: one figure, or the
+    range over the timing sessions when they measured different copies (a busy or drifting host)."""
+    span = copy_span(r)
+    if span is None:
+        return ""
+    lo, hi = span
+    if hi <= lo * 1.05:
+        return f"{hi:.1f} GB/s, read + write"
+    return (f"read + write; measured {lo:.1f} to {hi:.1f} GB/s in the different timing sessions, and each "
+            "time is set against the copy of its own session")
 
 
 def _x(v: float) -> str:

@@ -63,6 +63,14 @@ def timing_of(c: Optional[CandidateResult], shape: dict[str, int]) -> Optional[S
     return next((t for t in c.timings if shape_id(t.shape) == sid), None)
 
 
+def session_copy(t: Optional[ShapeTiming]) -> Optional[float]:
+    """The copy bandwidth (GB/s) measured in the session that timed ``t``, from its achieved bandwidth and
+    its % of that copy."""
+    if t is None or not t.pct_of_copy or not t.achieved_gbs:
+        return None
+    return t.achieved_gbs * 100 / t.pct_of_copy
+
+
 def copy_gbs(*results: Optional[EvalResult]) -> Optional[float]:
     for r in results:
         if r is not None and r.copy_bandwidth is not None and r.copy_bandwidth.stats.median_ms > 0:
@@ -75,8 +83,13 @@ def shape_row(label: str, shape: dict[str, int], copy: Optional[float], base: Op
     """A row from the three timings; ``known`` overrides (the tester's own numbers)."""
     bytes_moved = next((t.bytes_moved for t in (base, general, best) if t is not None), None)
     row: dict[str, Any] = dict(label=label, shape=shape, bytes_moved=bytes_moved)
-    if bytes_moved and copy:
-        row["floor_ms"] = bytes_moved / (copy * 1e9) * 1e3
+    sessions = [session_copy(t) for t in (best, general, base)]
+    row["copies_gbs"] = sorted({c for c in sessions if c})
+    # the floor against the copy of the session that timed the best kernel: its "best / floor" then agrees
+    # with its % of copy (the copy drifts between sessions on a busy host)
+    floor_copy = next((c for c in sessions if c), copy)
+    if bytes_moved and floor_copy:
+        row["floor_ms"] = bytes_moved / (floor_copy * 1e9) * 1e3
     for name, t in (("baseline", base), ("general", general), ("best", best)):
         if t is not None:
             row[f"{name}_ms"] = t.stats.median_ms
@@ -119,4 +132,4 @@ def confirmed_rows(test: TestReport, copy: Optional[float]) -> tuple[list[ShapeR
 
 
 __all__ = ["General", "NO_GENERAL", "confirmed_rows", "copy_gbs", "failures", "per_shape_geomean", "series",
-           "shape_id", "shape_row", "test_failures", "timing", "timing_of"]
+           "session_copy", "shape_id", "shape_row", "test_failures", "timing", "timing_of"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from kerntune.record.models import LLMUsage, RoundRecord
 from kerntune.record.outcome import OutputFiles
-from kerntune.reporting.model import RunReport
+from kerntune.reporting.model import RunReport, copy_words
 
 TITLES = {
     "speedup": "Speedup per shape",
@@ -41,9 +41,11 @@ def caption(pid: str, r: RunReport) -> str:
         return (f"Baseline time / candidate time per shape ({how}). The general configuration is one kernel for "
                 "every shape; the per-shape best is the fastest verified kernel for each shape on its own." + spread)
     if pid == "times":
-        copy = f" ({r.copy_gbs:.1f} GB/s, read + write)" if r.copy_gbs else ""
+        words = copy_words(r)
+        copy = f" ({words})" if words else ""
         return ("Median run time, log scale. The dashed line is the copy-speed floor: the bytes the kernel must "
-                f"move divided by the bandwidth of a device-to-device copy measured in the same run{copy}. A bar "
+                f"move divided by the bandwidth of a device-to-device copy measured in the same run{copy}; a "
+                "shape's floor uses the copy of the session that timed its best kernel. A bar "
                 "below the floor means caches served part of the traffic (small shapes, CPU caches).")
     if pid == "convergence":
         unit = "geometric-mean speedup over the baseline" if r.metric == "speedup" else "geometric-mean time"
@@ -51,7 +53,9 @@ def caption(pid: str, r: RunReport) -> str:
         return (f"Every measured evaluation in order: dots are each configuration's {unit} across the tuning "
                 f"shapes, the line is the best so far, crosses are failures.{per}")
     if pid == "bandwidth":
-        return ("Bytes moved / median time, as a percentage of the copy measured in the same run. Above 100% "
+        words = copy_words(r)
+        copy = f" ({words})" if words else ""
+        return (f"Bytes moved / median time, as a percentage of the copy measured in the same run{copy}. Above 100% "
                 "part of the data came from cache.")
     if pid == "failures":
         test = (" The final test re-verifies the top candidates on fresh inputs, the held-out shapes and shapes "
