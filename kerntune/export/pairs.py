@@ -31,7 +31,8 @@ class PairShape(Record):
     original_iqr_ms: float
     optimized_iqr_ms: float
     runs: int                                  # timed runs behind each median
-    speedup: float                             # original_ms / optimized_ms (ratio of the medians)
+    speedup: float                             # the tester's paired estimate on this shape (the interval's)
+    speedup_interval: Optional[Interval] = None   # its confidence interval; None: the ratio of the medians
 
 
 class Pair(Record):
@@ -76,10 +77,15 @@ def _shapes(base: list[ShapeTiming], cand: CandidateResult) -> list[PairShape]:
         c = mine.get(b.label)
         if c is None:
             continue
+        # the speedup is the tester's paired estimate (runs interleaved with the original, pooled over its
+        # sessions), the figure `show` and the report give; the medians come from single sessions, so
+        # their ratio can differ from it on a drifting host
+        iv = cand.intervals.get(b.label)
         out.append(PairShape(label=b.label, shape=b.shape, original_ms=b.stats.median_ms,
                              optimized_ms=c.stats.median_ms, original_iqr_ms=b.stats.iqr_ms,
                              optimized_iqr_ms=c.stats.iqr_ms, runs=min(b.stats.n, c.stats.n),
-                             speedup=b.stats.median_ms / c.stats.median_ms))
+                             speedup=iv.ratio if iv is not None else b.stats.median_ms / c.stats.median_ms,
+                             speedup_interval=iv))
     return out
 
 
@@ -93,13 +99,14 @@ def _describe(run: Run, r: int, key: str, transformations: list[dict[str, Any]],
             f"parameters {key} (round {r}); {speed:.3f}x {what}")
 
 
-def run_pairs(run: Run, min_speedup: float = THRESHOLD) -> tuple[list[Pair], Optional[str]]:
-    """The pairs of one run, or why it has none."""
+def run_pairs(run: Run, min_speedup: float = THRESHOLD) -> tuple[list[Pair], list[str]]:
+    """The pairs of one run, and why it has none or why a kernel was left out."""
     if not run.finished:
-        return [], run.unfinished_reason
+        return [], [run.unfinished_reason]
     test = run.test
     if test is None:
-        return [], "the tester confirmed no candidate (no test.json)"
+        return [], ["the tester confirmed no candidate (no test.json)"]
+    left_out: list[str] = []
     original = run.original_source
     wanted: list[tuple[str, Optional[str], int, str, str]] = []     # kind, shape label, round, key, file
     if test.general is not None and test.improved:
@@ -123,6 +130,11 @@ def run_pairs(run: Run, min_speedup: float = THRESHOLD) -> tuple[list[Pair], Opt
             continue     # a pair is faster only when the confidence interval's lower bound says so
         speed, gm = interval.ratio, cand.geomean.ratio   # the tester's paired estimates
         optimized = strip_header(run.text(rel))
+        if source_hash(optimized) != source_hash(run.rendered(r, cand.config)):
+            # the file is not the kernel the tester verified (edited, or replaced, after the run)
+            left_out.append(f"{rel} is not the kernel the tester verified (round {r}, {key}): it was changed "
+                            "after the run, so it is not exported")
+            continue
         launch, options = run.launch_and_options(r, cand.config)
         # a kernel is its source with its launch and compile options: the same source launched with
         # other block sizes is another kernel
@@ -144,10 +156,10 @@ def run_pairs(run: Run, min_speedup: float = THRESHOLD) -> tuple[list[Pair], Opt
                           "seed": test.seed, "shapes": [s.label for s in shapes],
                           "fresh_shapes": test.fresh_shapes, "flags": cand.flags},
             original_hash=oh, optimized_hash=ph, run_id=run.run_id, run_dir=str(run.path)))
-    if not pairs:
-        return [], (f"no verified kernel beat the original by {min_speedup:g}x or more (the lower bound of the "
-                    "speedup's confidence interval)")
-    return pairs, None
+    if not pairs and not left_out:
+        left_out.append(f"no verified kernel beat the original by {min_speedup:g}x or more (the lower bound of "
+                        "the speedup's confidence interval)")
+    return pairs, left_out
 
 
 def export_pairs(runs: list[Run], min_speedup: float = THRESHOLD) -> tuple[list[Pair], list[Skip], int]:
@@ -159,8 +171,7 @@ def export_pairs(runs: list[Run], min_speedup: float = THRESHOLD) -> tuple[list[
     dropped = 0
     for run in runs:
         pairs, why = run_pairs(run, min_speedup)
-        if why is not None:
-            skipped.append(Skip(run_dir=str(run.path), reason=why))
+        skipped += [Skip(run_dir=str(run.path), reason=w) for w in why]
         for p in pairs:
             if p.id in seen:
                 dropped += 1

@@ -154,6 +154,13 @@ class Run:
         rel = self.rd.template_rel(r, self.manifest.lang)
         return parse_template(self.text(rel), self.manifest.lang, str(self.path / rel))
 
+    def rendered(self, r: int, config: dict[str, Any]) -> str:
+        """Round ``r``'s template at ``config`` as the run wrote it out (parameters baked in, no header):
+        the kernel the tester verified."""
+        from kerntune.agents.bake import bake
+
+        return bake(self.template(r).render(config, self.loaded_spec.spec), self.manifest.lang)
+
     def launch_and_options(self, r: int, config: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         """The launch (sizes still symbolic) and compile options of a round's template at ``config``."""
         t = self.template(r)
