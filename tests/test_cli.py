@@ -265,3 +265,64 @@ def test_tune_without_a_spec_says_where_the_templates_spec_is(tmp_path):
     t = write(tmp_path, "lonely.cl.j2", (REPO / "templates/examples/vector_add.cl.j2").read_text())
     r = run_cli("tune", str(t))
     assert r.returncode == 2 and "kerntune init KERNEL" in r.stderr
+
+
+# --- option values that make no sense: refused up front (exit 2, the option named), never a wrong verdict ----
+VA_CL = str(EXAMPLES / "vector_add.cl")
+VA_TEMPLATE = str(REPO / "templates/examples/vector_add.cl.j2")
+VA_SPEC = str(EXAMPLES / "vector_add.yaml")
+
+
+@pytest.mark.parametrize("args,needle", [
+    # a timeout of 0 or less failed every step at once: `score reward --timeout 0` said 'compiles no', exit 0
+    (["score", "reward", VA_CL, "--baseline", VA_CL, "--device", "cpu", "--timeout", "0"],
+     "Invalid value for '--timeout': must be a number of seconds above 0 (e.g. 60 or 0.5), not 0"),
+    (["bench", VA_CL, "--device", "cpu", "--timeout", "-1"], "'--timeout': must be a number of seconds above 0"),
+    (["check", VA_CL, "--device", "cpu", "--timeout", "nan"], "'--timeout': must be a number of seconds above 0"),
+    (["regress", VA_CL, "--baseline", "nope.json", "--timeout", "0"], "'--timeout': must be a number of seconds"),
+    (["tune", VA_TEMPLATE, "--spec", VA_SPEC, "--device", "cpu", "--timeout", "-1"], "'--timeout': must be"),
+    (["optimize", VA_CL, "--device", "cpu", "--timeout", "inf"], "'--timeout': must be a number of seconds"),
+    (["optimize", VA_CL, "--device", "cpu", "--llm-timeout", "inf"], "'--llm-timeout': must be a number"),
+    (["tune", VA_TEMPLATE, "--spec", VA_SPEC, "--device", "cpu", "--time-limit", "0"],
+     "the time limit '0' leaves no time"),
+    (["optimize", VA_CL, "--device", "cpu", "--time-limit", "0m"], "the time limit '0m' leaves no time"),
+    # nan and inf: `score fast-p --p nan` printed 'fast_nan = 0.000', --min-speedup inf kept nothing
+    (["score", "fast-p", "pairs.jsonl", "--p", "nan"], "--p must be a finite number, 0 or more, found nan"),
+    (["score", "fast-p", "pairs.jsonl", "--p", "1", "--p", "inf"], "--p must be a finite number"),
+    (["export", "pairs", "runs", "--min-speedup", "inf"], "'--min-speedup': must be a finite number, not inf"),
+    (["score", "reward", VA_CL, "--baseline", VA_CL, "--min-speedup", "inf"], "'--min-speedup': must be a finite"),
+    # strategy options are checked against what they mean (nsga2's population_size=1 was a ValueError, exit 70)
+    (["tune", VA_TEMPLATE, "--spec", VA_SPEC, "--device", "cpu", "--strategy", "nsga2", "--option",
+      "population_size=1"], "strategy option population_size='1': expected an integer, at least 2 (default 16)"),
+    (["tune", VA_TEMPLATE, "--spec", VA_SPEC, "--device", "cpu", "--strategy", "local", "--option", "start=bogus"],
+     "strategy option start='bogus': expected one of 'baseline', 'random'"),
+    (["tune", VA_TEMPLATE, "--spec", VA_SPEC, "--device", "cpu", "--strategy", "random", "--option",
+      "max_attempts=0"], "max_attempts='0': expected an integer, at least 1"),
+])
+def test_senseless_option_values_are_usage_errors(tmp_path, args, needle):
+    r = run_cli(*args, *(["--run-dir", str(tmp_path / "run")] if args[0] in ("tune", "optimize") else []),
+                cwd=tmp_path)
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    assert needle in r.stderr and "hint:" in r.stderr and "Traceback" not in r.stderr
+    assert not (tmp_path / "run").exists()
+
+
+def test_kt_cache_import_of_a_binary_file_or_into_a_file(tmp_path):
+    binary = tmp_path / "g.json"
+    binary.write_bytes(bytes(range(128, 256)) * 3)      # not UTF-8: was 'unexpected UnicodeDecodeError', exit 70
+    r = run_cli("kt-cache", "import", str(binary), "--run-dir", str(tmp_path / "x"))
+    assert r.returncode == 2, r.stderr
+    assert "g.json is not a Kernel Tuner cache (not UTF-8 text: byte 0x80 at offset 0)" in r.stderr
+    assert "hint: pass the .json (or .json.gz) cache file" in r.stderr and not (tmp_path / "x").exists()
+    r = run_cli("kt-cache", "import", str(binary), "--run-dir", str(tmp_path / "x"), "--json")
+    assert r.returncode == 2 and json.loads(r.stdout)["error"]["code"] == "file"
+    cache = write(tmp_path, "c.json", json.dumps({"tune_params_keys": ["a"], "cache": {"1": {"a": 1, "time": 1.0}}}))
+    for run_dir, needle in [(VA_CL, f"the run directory {VA_CL} is a file"),      # was FileExistsError, exit 70
+                            (VA_CL + "/sub", "cannot create the run directory")]:
+        r = run_cli("kt-cache", "import", str(cache), "--run-dir", run_dir)
+        assert r.returncode == 2, r.stderr
+        assert needle in r.stderr and "hint:" in r.stderr and "Traceback" not in r.stderr
+    # the same for a tune (the run directory is made the same way)
+    taken = write(tmp_path, "taken", "")
+    r = run_cli("tune", VA_TEMPLATE, "--spec", VA_SPEC, "--device", "cpu", "--budget", "1", "--run-dir", str(taken))
+    assert r.returncode == 2 and f"the run directory {taken} is a file" in r.stderr, r.stderr

@@ -134,6 +134,33 @@ def test_extract_command_writes_a_kernel_file(tmp_path):
     assert r.returncode == 2 and "already exists" in r.stderr
 
 
+def test_an_unknown_arch_is_a_usage_error_not_a_compile_failure(tmp_path):
+    # was exit 4, 'does not compile' with a hint about a missing header; the form is checked before nvcc runs
+    out = tmp_path / "merge.cu"
+    for args in (["extract", str(MERGE), "--compile", "--arch", "sm_bogus", "-o", str(out)],
+                 ["check", str(REPO / "kernels/examples/vector_add.cu"), "--offline", "--arch", "SM_90"]):
+        r = run_cli(*args)
+        assert r.returncode == 2, r.stderr
+        assert f"unknown CUDA architecture '{args[-3] if args[0] == 'extract' else args[-1]}' for --arch" in r.stderr
+        assert "hint: give a real architecture of the form sm_XY" in r.stderr and "header" not in r.stderr
+    assert not out.exists()
+
+
+@pytest.mark.nvcc
+def test_an_arch_nvcc_does_not_know_is_a_usage_error(tmp_path):
+    # the form is right but this nvcc has no such architecture (sm_91), or not with that suffix (sm_75a)
+    for arch in ("sm_91", "sm_75a"):
+        r = run_cli("extract", str(MERGE), "--compile", "--arch", arch, "-o", str(tmp_path / "m.cu"), "--json")
+        assert r.returncode == 2, r.stderr
+        err = json.loads(r.stdout)["error"]
+        assert err["code"] == "usage" and f"'{arch}'" in err["message"] and "sm_90" in err["hint"]
+    r = run_cli("tune", str(REPO / "templates/examples/vector_add.cu.j2"), "--spec",
+                str(REPO / "kernels/examples/vector_add.yaml"), "--dry-run", "--arch", "sm_91")
+    assert r.returncode == 2 and "unknown CUDA architecture 'sm_91'" in r.stderr, r.stderr
+    r = run_cli("extract", str(MERGE), "--compile", "--arch", "sm_90a", "-o", str(tmp_path / "m.cu"))
+    assert r.returncode == 0 and "compiled: sm_90a:" in r.stderr, r.stderr
+
+
 def test_extract_refuses_what_it_cannot_do(tmp_path):
     r = run_cli("extract", str(CORPUS / "csrc/activation/act_and_mul.cu"))
     assert r.returncode == 2 and "defines several kernels" in r.stderr and "--kernel" in r.stderr

@@ -211,7 +211,8 @@ def test_new_kernels_are_reported_not_failed(project):
 
 @pytest.mark.parametrize("args, code, words", [
     (["--tolerance", "abc"], 2, "cannot understand the tolerance"),
-    (["--tolerance", "5"], 2, "fraction below 1"),
+    (["--tolerance", "5"], 2, "the tolerance 5 is ambiguous: 5% or 500%?"),
+    (["--tolerance", "1000%"], 2, "a tolerance of 1000% lets everything through"),
     (["--batches", "2"], 2, "cannot tell a slowdown from noise"),
     (["--shape-set", "nope"], 2, "no shape set 'nope'"),
 ])
@@ -219,6 +220,22 @@ def test_bad_options(project, args, code, words):
     r = _regress(project, *args)
     assert r.returncode == code, r.stderr
     assert words.split(" (")[0] in r.stderr and "hint:" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_tolerance_forms():
+    """A tolerance is the slowdown allowed as a fraction: 5% and 0.05 are the same; large ones (the tests'
+    900%, docs/ci.md's 100% for a CPU) are percentages; a bare 1 or more is refused, never guessed."""
+    from kerntune.cli.cmd_regress import parse_tolerance
+    from kerntune.errors import KerntuneError
+
+    assert parse_tolerance("5%") == parse_tolerance("0.05") == 0.05
+    assert parse_tolerance("500%") == 5.0 and parse_tolerance("0%") == 0.0
+    for text, words in [("5", "write 5% (a fraction below 1 also works: 0.05); a tolerance of 500% allows a "
+                              "kernel 6x as slow"), ("1", "write 1%"), ("nan", "a percentage (5%)"),
+                        ("-5%", "a percentage (5%)"), ("1e3%", "a percentage (5%)")]:
+        with pytest.raises(KerntuneError) as e:
+            parse_tolerance(text)
+        assert e.value.exit_status == 2 and words in e.value.hint, (text, e.value.hint)
 
 
 def test_bad_inputs(project, tmp_path):

@@ -67,11 +67,54 @@ def test_unknown_options_list_the_allowed_ones():
     with pytest.raises(KerntuneError) as e:
         make_strategy("tpe", SPACE, 0, {"n_startup": "5"})
     assert "no option n_startup" in e.value.message and "n_startup_trials" in e.value.hint
-    with pytest.raises(KerntuneError, match="expected int"):
+    with pytest.raises(KerntuneError, match="expected an integer"):
         make_strategy("tpe", SPACE, 0, {"n_startup_trials": "many"})
     with pytest.raises(KerntuneError, match="unknown strategy"):
         make_strategy("annealing", SPACE, 0)
     assert make_strategy("tpe", SPACE, 0, {"multivariate": "false"}).opts["multivariate"] is False
+
+
+@pytest.mark.parametrize("name,option,value,allowed", [
+    ("local", "start", "bogus", "one of 'baseline', 'random'"),
+    ("local", "perturbation", "-2", "an integer, at least 1"),
+    ("random", "max_attempts", "0", "an integer, at least 1"),
+    ("tpe", "n_startup_trials", "-1", "an integer, at least 0"),
+    ("tpe", "multivariate", "maybe", "true or false"),
+    ("nsga2", "population_size", "1", "an integer, at least 2"),     # was Optuna's ValueError: exit 70
+    ("nsga2", "population_size", "2.5", "an integer, at least 2"),
+    ("nsga2", "mutation_prob", "1.5", "a number in [0, 1], or -1"),
+    ("nsga2", "mutation_prob", "nan", "a number in [0, 1], or -1"),
+    ("nsga2", "crossover_prob", "-0.1", "a number in [0, 1]"),
+    ("surrogate", "initial", "-1", "an integer, at least 0"),
+    ("surrogate", "noise", "0", "a number above 0"),
+    ("surrogate", "transfer", "inf", "a number above 0"),
+    ("surrogate", "pool", "0", "an integer, at least 1"),
+    ("surrogate", "exploit_every", "-4", "an integer, at least 0"),
+])
+def test_option_values_are_checked_against_their_meaning(name, option, value, allowed):
+    with pytest.raises(KerntuneError) as e:
+        make_strategy(name, SPACE, 0, {option: value})
+    assert e.value.exit_status == 2
+    assert e.value.message.startswith(f"strategy option {option}={value!r}: expected {allowed} (default ")
+    assert e.value.hint.startswith(f"{option}: ")
+
+
+def test_every_option_declares_what_it_allows():
+    """A new option is checked the same way: a number declares its range, a text its choices, and the
+    default is allowed (the `kerntune strategies` listing shows what is allowed)."""
+    from kerntune.tuner.strategies import strategy_class
+
+    for name in REGISTRY:
+        for key, o in strategy_class(name).options.items():
+            kind = type(o.default)
+            if kind in (int, float):
+                assert o.choices or o.min is not None or o.above is not None, (name, key)
+            elif kind is not bool:
+                assert o.choices, (name, key)
+            assert o.parse(key, str(o.default)) == o.default, (name, key)
+    assert make_strategy("nsga2", SPACE, 0, {"mutation_prob": "-1", "crossover_prob": "1"}).opts["mutation_prob"] == -1
+    assert make_strategy("nsga2", SPACE, 0, {"mutation_prob": "0.25"}).opts["mutation_prob"] == 0.25
+    assert make_strategy("local", SPACE, 0, {"start": "random", "perturbation": "5"}).opts["start"] == "random"
 
 
 def test_failed_configurations_are_handled():

@@ -8,6 +8,7 @@ from typing import List, Optional
 import typer
 from rich.markup import escape
 
+from kerntune.cli import checks
 from kerntune.cli.output import (Progress, finish, fmt_bytes, fmt_interval, fmt_ms, fmt_pct, grid, out, print_table,
                                  set_json)
 from kerntune.errors import ErrorCode, KerntuneError
@@ -30,8 +31,9 @@ def bench(
                                                                       "(default: its `shapes`)."),
     shape: Optional[List[str]] = typer.Option(None, "--shape", help="Only these shapes (label or 'n=..,m=..'); "
                                                                     "repeatable. Held-out shapes are always verified."),
-    timeout: float = typer.Option(300, "--timeout", help="Seconds allowed per verification or timing step; a kernel "
-                                                         "that hangs longer is killed and reported as a timeout."),
+    timeout: float = typer.Option(300, "--timeout", callback=checks.seconds,
+                                  help="Seconds allowed per verification or timing step; a kernel "
+                                       "that hangs longer is killed and reported as a timeout."),
     memcheck: bool = typer.Option(True, "--memcheck/--no-memcheck",
                                   help="Also run each kernel under the memory and race checker (Oclgrind for OpenCL, "
                                        "compute-sanitizer for CUDA) on small shapes."),

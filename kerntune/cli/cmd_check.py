@@ -8,6 +8,7 @@ from typing import Optional
 import typer
 from rich.text import Text
 
+from kerntune.cli import checks
 from kerntune.cli.output import err, fmt_bytes, fmt_pct, grid, out, print_json, print_table, set_json
 from kerntune.errors import ErrorCode, KerntuneError
 from kerntune.results import DeviceInfo, Record, ResourceUsage
@@ -51,7 +52,8 @@ def check(
     target: Optional[str] = typer.Option(None, "--target", "-t",
                                          help="Device profile for offline feasibility (default: from --arch; "
                                               "see `kerntune devices --profiles`)."),
-    timeout: float = typer.Option(300, "--timeout", help="Seconds allowed for the compile."),
+    timeout: float = typer.Option(300, "--timeout", callback=checks.seconds,
+                                  help="Seconds allowed for the compile."),
     json: bool = typer.Option(False, "--json", help="Print machine-readable JSON."),
 ) -> None:
     """Validate the spec, compile the kernel and print its resource report.
@@ -77,6 +79,7 @@ def check(
         from kerntune.backends.base import CompileFailed
         from kerntune.backends.nvcc import compile_offline
 
+        checks.cuda_arch(arch)
         profile = target or ARCH_PROFILES.get(arch)
         info = load_profile(profile) if profile else DeviceInfo(id=f"offline:{arch}", backend="nvcc", lang="cuda",
                                                                 name=f"offline {arch}", arch=arch)
@@ -85,6 +88,8 @@ def check(
         try:
             result = compile_offline(kf.source, kf.kernel_name, arch=arch, options=inst.options, timeout_s=timeout)
         except CompileFailed as e:
+            if checks.unsupported_arch(e.log):
+                raise checks.arch_error(arch) from None
             raise KerntuneError(ErrorCode.COMPILE, f"{kernel_file} does not compile for {arch}",
                                 detail=name_locations(e.log, inst.file)) from None
         from kerntune.hardware import max_threads_for_registers

@@ -7,6 +7,7 @@ from typing import List, Optional
 
 import typer
 
+from kerntune.cli import checks
 from kerntune.cli.output import err, print_json, set_json
 from kerntune.errors import ErrorCode, KerntuneError
 from kerntune.results import Record
@@ -98,9 +99,12 @@ def extract(
         from kerntune.backends.base import CompileFailed
         from kerntune.backends.nvcc import compile_offline
 
+        checks.cuda_arch(arch)
         try:
             res = compile_offline(ex.source, choice.name, arch=arch).resources
         except CompileFailed as e:
+            if checks.unsupported_arch(e.log):
+                raise checks.arch_error(arch) from None
             raise KerntuneError(ErrorCode.COMPILE, f"the extracted {choice.name} does not compile for {arch}",
                                 detail=e.log, hint="a local header may be missing (--include-dir) or the "
                                                    "kernel needs a host-only header") from None

@@ -9,7 +9,7 @@ from typing import Any, Optional
 import typer
 from rich.markup import escape
 
-from kerntune.cli import signals
+from kerntune.cli import checks, signals
 from kerntune.cli.output import (Progress, err, fmt_interval, fmt_ms, fmt_pct, grid, out, print_json, print_table,
                                  set_json)
 from kerntune.errors import ErrorCode, KerntuneError
@@ -83,8 +83,9 @@ def optimize(
                                                                             "http://localhost:8000/v1 (vLLM, Ollama)."),
     llm_api_key_env: str = typer.Option("OPENAI_API_KEY", "--llm-api-key-env",
                                         help="Environment variable holding the API key (never written anywhere)."),
-    llm_timeout: float = typer.Option(300, "--llm-timeout", min=0.1, help="Seconds to wait for one LLM answer "
-                                                                          "before retrying (3 retries at most)."),
+    llm_timeout: float = typer.Option(300, "--llm-timeout", min=0.1, callback=checks.seconds,
+                                      help="Seconds to wait for one LLM answer "
+                                           "before retrying (3 retries at most)."),
     rounds: int = typer.Option(3, "--rounds", min=1, help="Rounds of rewrite and tuning at most."),
     evaluations: int = typer.Option(120, "--evaluations", "-e", min=1, help="Measured evaluations over all rounds."),
     time_limit: Optional[str] = typer.Option(None, "--time-limit", help="Wall-time budget: 600, 90s, 10m, 1h."),
@@ -101,7 +102,8 @@ def optimize(
                                    "(at least 20 runs, at most --repeats; 0: always --repeats). "
                                    "The final test always times --final-repeats runs."),
     final_repeats: int = typer.Option(200, "--final-repeats", min=1, help="Timed runs per shape in the final test."),
-    timeout: float = typer.Option(300, "--timeout", help="Seconds per evaluation before a hung kernel is killed."),
+    timeout: float = typer.Option(300, "--timeout", callback=checks.seconds,
+                                  help="Seconds per evaluation before a hung kernel is killed."),
     seed: int = typer.Option(0, "--seed", help="Seed for strategies and inputs."),
     memcheck: bool = typer.Option(True, "--memcheck/--no-memcheck",
                                   help="Run each would-be best of a round, and every candidate of the final test, "

@@ -11,22 +11,31 @@ import typer
 from rich.markup import escape
 from rich.text import Text
 
+from kerntune.cli import checks
 from kerntune.cli.output import Progress, fmt_ms, grid, out, print_json, print_table, set_json
 from kerntune.errors import ErrorCode, KerntuneError
 
 
 def parse_tolerance(text: str) -> float:
-    """'5%' or '0.05' -> 0.05."""
+    """'5%' or '0.05' -> 0.05: the slowdown allowed, as a fraction (a kernel fails when it is slower than
+    1 + tolerance times its baseline). A bare number must be a fraction below 1: '5' could mean 5% or 500%
+    (6x as slow), so it is refused rather than guessed; from 100% on, write a percentage."""
     m = re.fullmatch(r"\s*(\d+(?:\.\d*)?|\.\d+)\s*(%?)\s*", text)
-    value = None
-    if m:
-        value = float(m.group(1)) / 100 if m.group(2) else float(m.group(1))
-    if value is None or not m.group(2) and value >= 1:
+    if not m:
         raise KerntuneError(ErrorCode.USAGE, f"cannot understand the tolerance {text!r}",
                             hint="a percentage (5%) or a fraction below 1 (0.05)")
+    number = float(m.group(1))
+    if not m.group(2) and number >= 1:
+        raise KerntuneError(ErrorCode.USAGE, f"the tolerance {text.strip()} is ambiguous: {number:g}% or "
+                                             f"{number * 100:g}%?",
+                            hint=f"write {number:g}% (a fraction below 1 also works: {number / 100:g}); a "
+                                 f"tolerance of {number * 100:g}% allows a kernel {1 + number:g}x as slow, for "
+                                 "noisy machines only, and must be written as a percentage")
+    value = number / 100 if m.group(2) else number
     if value >= 10:
-        raise KerntuneError(ErrorCode.USAGE, f"a tolerance of {text} lets everything through",
-                            hint="typical values are 3% to 20%")
+        raise KerntuneError(ErrorCode.USAGE, f"a tolerance of {text.strip()} lets everything through",
+                            hint="it must be below 1000% (a kernel 11x as slow); typical values are 3% to 20% on "
+                                 "a GPU, 50% to 100% on a shared CPU (docs/ci.md)")
     return value
 
 
@@ -35,7 +44,10 @@ def regress(
     baseline: Path = typer.Option(..., "--baseline", "-b", help="The baseline file (JSON), e.g. bench/baseline.json."),
     device: Optional[str] = typer.Option(None, "--device", "-d",
                                          help="CUDA ordinal, 'cpu', or opencl:P:D (default: GPU 0, else the CPU)."),
-    tolerance: str = typer.Option("5%", "--tolerance", help="Slowdown allowed before a kernel fails: 5% or 0.05."),
+    tolerance: str = typer.Option("5%", "--tolerance", help="Slowdown allowed before a kernel fails (it fails when "
+                                  "slower than 1 + tolerance times its baseline): a percentage (5%; below 1000%, "
+                                  "e.g. 100% on a noisy machine) or a fraction below 1 (0.05). A bare 1 or more "
+                                  "is refused as ambiguous (5: 5% or 500%?)."),
     alpha: float = typer.Option(0.05, "--alpha", min=0.0001, max=0.5,
                                 help="Significance of the rank test that must exclude noise before a slowdown counts."),
     batches: Optional[int] = typer.Option(None, "--batches", min=1,
@@ -48,7 +60,8 @@ def regress(
     seed: Optional[int] = typer.Option(None, "--seed", help="Seed for the random inputs (default: fresh, and printed)."),
     shape_set: Optional[str] = typer.Option(None, "--shape-set", help="A named shape set of the specs "
                                                                       "(default: their `shapes`)."),
-    timeout: float = typer.Option(300, "--timeout", help="Seconds allowed per verification or timing step."),
+    timeout: float = typer.Option(300, "--timeout", callback=checks.seconds,
+                                  help="Seconds allowed per verification or timing step."),
     update: bool = typer.Option(False, "--update", help="Record the measurements as the new baseline (atomically); "
                                                         "kernels that fail verification are not recorded."),
     allow_device_change: bool = typer.Option(False, "--allow-device-change",

@@ -8,6 +8,7 @@ from typing import List, Optional
 import typer
 from rich.text import Text
 
+from kerntune.cli import checks
 from kerntune.cli.output import Progress, err, fmt_interval, fmt_x, grid, out, print_json, print_table, set_json
 from kerntune.speedup import THRESHOLD
 from kerntune.errors import ErrorCode, KerntuneError
@@ -34,9 +35,9 @@ def fast_p_cmd(
     from kerntune.scoring.fastp import DEFAULT_PS, collect, report
 
     ps = list(p) if p else list(DEFAULT_PS)
-    bad = [x for x in ps if x < 0]
+    bad = [x for x in ps if not 0 <= x < float("inf")]      # nan and inf too: fast_nan would read 0.000
     if bad:
-        raise KerntuneError(ErrorCode.USAGE, f"--p must be 0 or more, found {bad[0]:g}",
+        raise KerntuneError(ErrorCode.USAGE, f"--p must be a finite number, 0 or more, found {bad[0]:g}",
                             hint="p is a speedup factor: 1.0 means faster at all, 1.5 means 1.5x faster")
     kernels, skipped = collect(sources)
     if not kernels:
@@ -68,10 +69,11 @@ def reward_cmd(
     seed: Optional[int] = typer.Option(None, "--seed", help="Seed for inputs and fresh shapes (default: fresh)."),
     warmup: int = typer.Option(10, "--warmup", min=0, help="Untimed runs per shape."),
     repeats: int = typer.Option(50, "--repeats", "-r", min=1, help="Timed runs per shape and kernel."),
-    min_speedup: float = typer.Option(THRESHOLD, "--min-speedup", min=1.0,
+    min_speedup: float = typer.Option(THRESHOLD, "--min-speedup", min=1.0, callback=checks.finite,
                                       help="What the lower bound of the geomean speedup's 95% confidence interval "
                                            "must reach for the 0.2 'faster' points."),
-    timeout: float = typer.Option(60, "--timeout", help="Seconds per stage before a hung candidate is killed."),
+    timeout: float = typer.Option(60, "--timeout", callback=checks.seconds,
+                                  help="Seconds per stage before a hung candidate is killed."),
     memcheck: bool = typer.Option(True, "--memcheck/--no-memcheck",
                                   help="'Correct' also means clean under the memory and race checker."),
     json: bool = typer.Option(False, "--json", help="Print machine-readable JSON."),

@@ -6,6 +6,7 @@ are rejected with the allowed list."""
 
 from __future__ import annotations
 
+import math
 import random
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
@@ -17,25 +18,69 @@ from kerntune.tuner.space import Config, Space
 
 @dataclass(frozen=True)
 class Option:
+    """A strategy option: its default (whose type is the option's), what it does, and what values
+    it allows. Every value given is checked here, so an option declares its allowed values where it
+    is declared: ``choices`` (an enumeration), or a range: ``min``/``max`` (inclusive), ``above``
+    (exclusive lower bound), and ``also``, values allowed outside the range (each with a meaning its
+    help gives, as mutation_prob=-1). Floats are always finite. A number or text option without any
+    of these is a mistake (tests/test_strategies.py checks every registered option)."""
+
     default: Any
     help: str
+    choices: tuple[Any, ...] = ()
+    min: float | None = None
+    max: float | None = None
+    above: float | None = None
+    also: tuple[Any, ...] = ()
+
+    def allowed(self) -> str:
+        """The values allowed, in words: 'an integer, at least 1', 'a number in (0, 1]', ..."""
+        kind = type(self.default)
+        if kind is bool:
+            return "true or false"
+        if self.choices:
+            return "one of " + ", ".join(repr(c) for c in self.choices)
+        noun = "an integer" if kind is int else "a number" if kind is float else f"a {kind.__name__}"
+        low = self.above if self.above is not None else self.min
+        if low is not None and self.max is not None:
+            text = f"{noun} in {'(' if self.above is not None else '['}{low:g}, {self.max:g}]"
+        elif low is not None:
+            text = f"{noun} above {low:g}" if self.above is not None else f"{noun}, at least {low:g}"
+        elif self.max is not None:
+            text = f"{noun}, at most {self.max:g}"
+        else:
+            text = noun
+        return text + "".join(f", or {v:g}" if isinstance(v, (int, float)) else f", or {v!r}" for v in self.also)
+
+    def _fits(self, value: Any) -> bool:
+        if value in self.also:
+            return True
+        if self.choices:
+            return value in self.choices
+        if isinstance(value, float) and not math.isfinite(value):
+            return False
+        return not ((self.min is not None and value < self.min) or (self.max is not None and value > self.max)
+                    or (self.above is not None and value <= self.above))
 
     def parse(self, name: str, raw: Any) -> Any:
         kind = type(self.default)
-        if isinstance(raw, kind) and not (kind is int and isinstance(raw, bool)):
-            return raw
         text = str(raw).strip()
-        try:
-            if kind is bool:
-                if text.lower() in ("1", "true", "yes", "on"):
-                    return True
-                if text.lower() in ("0", "false", "no", "off"):
-                    return False
-                raise ValueError(text)
-            return kind(text)
-        except ValueError:
-            raise KerntuneError(ErrorCode.USAGE, f"strategy option {name}={text!r}: expected {kind.__name__} "
-                                                 f"(default {self.default!r})") from None
+        value: Any = None
+        if isinstance(raw, kind) and not (kind is int and isinstance(raw, bool)):
+            value = raw
+        elif kind is bool:
+            value = {"1": True, "true": True, "yes": True, "on": True,
+                     "0": False, "false": False, "no": False, "off": False}.get(text.lower())
+        else:
+            try:
+                value = kind(text)
+            except ValueError:
+                pass
+        if value is None or (kind is not bool and not self._fits(value)):
+            raise KerntuneError(ErrorCode.USAGE, f"strategy option {name}={text!r}: expected {self.allowed()} "
+                                                 f"(default {self.default!r})",
+                                hint=f"{name}: {self.help}") from None
+        return value
 
 
 class Strategy(ABC):

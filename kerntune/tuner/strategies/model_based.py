@@ -68,7 +68,7 @@ class TPE(_OptunaStrategy):
     name = "tpe"
     summary = "Optuna's Tree-structured Parzen Estimator (model-based)"
     options = {
-        "n_startup_trials": Option(10, "random trials before the model is used"),
+        "n_startup_trials": Option(10, "random trials before the model is used", min=0),
         "multivariate": Option(True, "model parameter interactions"),
     }
 
@@ -81,9 +81,10 @@ class NSGA2(_OptunaStrategy):
     name = "nsga2"
     summary = "Optuna's NSGA-II genetic algorithm"
     options = {
-        "population_size": Option(16, "individuals per generation"),
-        "mutation_prob": Option(-1.0, "per-parameter mutation probability (-1: Optuna's default, 1/#params)"),
-        "crossover_prob": Option(0.9, "probability of crossover between two parents"),
+        "population_size": Option(16, "individuals per generation", min=2),
+        "mutation_prob": Option(-1.0, "per-parameter mutation probability (-1: Optuna's default, 1/#params)",
+                                min=0.0, max=1.0, also=(-1.0,)),
+        "crossover_prob": Option(0.9, "probability of crossover between two parents", min=0.0, max=1.0),
     }
 
     def _sampler(self, optuna: Any) -> Any:

@@ -24,7 +24,8 @@ class Exhaustive(Strategy):
 class RandomSearch(Strategy):
     name = "random"
     summary = "uniform sampling without replacement"
-    options = {"max_attempts": Option(100_000, "draws before giving up on finding an unseen configuration")}
+    options = {"max_attempts": Option(100_000, "draws before giving up on finding an unseen configuration",
+                                   min=1)}
 
     def __init__(self, space: Space, seed: int, **options: Any):
         super().__init__(space, seed, **options)
@@ -61,8 +62,8 @@ class LocalSearch(Strategy):
     name = "local"
     summary = "hill climbing over neighbouring values with perturbation restarts (iterated local search)"
     options = {
-        "perturbation": Option(2, "parameters changed at random to escape a local optimum"),
-        "start": Option("baseline", "where to start: 'baseline' or 'random'"),
+        "perturbation": Option(2, "parameters changed at random to escape a local optimum", min=1),
+        "start": Option("baseline", "where to start: 'baseline' or 'random'", choices=("baseline", "random")),
     }
 
     def __init__(self, space: Space, seed: int, **options: Any):

@@ -64,7 +64,6 @@ from typing import Any
 
 import numpy as np
 
-from kerntune.errors import ErrorCode, KerntuneError
 from kerntune.tuner.space import Config, Space
 from kerntune.tuner.strategies.base import Option, Strategy
 
@@ -139,33 +138,29 @@ class Surrogate(Strategy):
                "terms) with a greedy step on the posterior mean")
     options = {
         "initial": Option(3, "measurements before the model is used (the declared-first and near ones count; "
-                             "the rest are space-filling)"),
+                             "the rest are space-filling)", min=0),
         "declared_first": Option(1, "measure the first N feasible configurations in declaration order first "
-                                    "(a template lists its author's choices first)"),
-        "near": Option(1, "then N one-parameter neighbours of the best so far, a posterior draw choosing each"),
+                                    "(a template lists its author's choices first)", min=0),
+        "near": Option(1, "then N one-parameter neighbours of the best so far, a posterior draw choosing each",
+                       min=0),
         "exploit_every": Option(4, "every Nth proposal is the untried configuration the posterior mean predicts "
-                                   "fastest (0: never)"),
-        "noise": Option(0.01, "measurement noise variance, as a share of the scores' variance"),
-        "pairs": Option(300, "most pairwise-interaction features in the model (0: main effects only)"),
-        "cap": Option(0.75, "the model fits log scores capped at this quantile of those measured (1: uncapped)"),
-        "pool": Option(20_000, "spaces up to this size are scored whole; larger ones on a sample of this size"),
+                                   "fastest (0: never)", min=0),
+        "noise": Option(0.01, "measurement noise variance, as a share of the scores' variance", above=0.0),
+        "pairs": Option(300, "most pairwise-interaction features in the model (0: main effects only)", min=0),
+        "cap": Option(0.75, "the model fits log scores capped at this quantile of those measured (1: uncapped)",
+                      above=0.0, max=1.0),
+        "pool": Option(20_000, "spaces up to this size are scored whole; larger ones on a sample of this size",
+                       min=1),
         "transfer": Option(0.5, "with earlier measurements of the template (tune --prior): prior variance of the "
                                 "weight on what they predict (its prior mean is 1: trust them until the "
-                                "measurements here disagree)"),
+                                "measurements here disagree)", above=0.0),
         "finish": Option(0.15, "with an evaluation budget, this share of it (rounded up) ends the search on the "
                                "untried configurations the posterior mean predicts fastest (0: Thompson draws "
-                               "to the end)"),
+                               "to the end)", min=0.0, max=1.0),
     }
 
     def __init__(self, space: Space, seed: int, **options: Any):
         super().__init__(space, seed, **options)
-        if not 0.0 < self.opts["cap"] <= 1.0:
-            raise KerntuneError(ErrorCode.USAGE, f"strategy option cap={self.opts['cap']}: expected a quantile in "
-                                                 "(0, 1]", hint="cap=1 fits the scores uncapped; the default is 0.75")
-        if not 0.0 <= self.opts["finish"] <= 1.0:
-            raise KerntuneError(ErrorCode.USAGE, f"strategy option finish={self.opts['finish']}: expected a share "
-                                                 "of the budget in [0, 1]",
-                                hint="finish=0 keeps Thompson draws to the end; the default is 0.15")
         self._np = np.random.default_rng(seed)
         self._names = list(space.params)
         self._values = [tuple(v) for v in space.params.values()]
