@@ -1,6 +1,7 @@
 """`kerntune export pairs|traces` on a real optimize run made on the CPU."""
 
 import json
+import math
 import shutil
 
 import pytest
@@ -44,7 +45,12 @@ def test_pairs_are_the_testers_verified_improvements(run, tmp_path):
         mine = {t["label"]: t["stats"]["median_ms"] for t in cand["timings"]}
         for s in p["shapes"]:
             assert s["original_ms"] == base[s["label"]] and s["optimized_ms"] == mine[s["label"]]
-            assert s["speedup"] == pytest.approx(s["original_ms"] / s["optimized_ms"])
+            # the tester's paired estimate, as `show` gives it (not the ratio of two sessions' medians)
+            assert s["speedup"] == pytest.approx(cand["intervals"][s["label"]]["ratio"])
+            assert s["speedup_interval"]["lo"] <= s["speedup"] <= s["speedup_interval"]["hi"]
+        if p["kind"] != "per_shape":     # the pair's speedup is the geomean of its shapes'
+            logs = [math.log(s["speedup"]) for s in p["shapes"]]
+            assert p["speedup"] == pytest.approx(math.exp(sum(logs) / len(logs)), rel=1e-6)
         rules = [t["rule"] for t in p["transformations"]]
         assert rules and {r["rule"] for r in manifest["rounds"][p["round"] - 1]["transformations"]} <= set(rules)
         assert p["description"].startswith("vector_add (opencl)")
@@ -176,6 +182,14 @@ def test_bad_inputs(run, tmp_path):
     assert r.returncode == 2 and json.loads(r.stdout)["error"]["hint"] == "add -o FILE.jsonl"
     r = run_cli("export", "pairs", str(run), "-o", str(tmp_path))
     assert r.returncode == 2 and "is a folder" in r.stderr
+    # an output that would replace one of a run's own files is refused (it wrote over best.cl, exit 0)
+    mine = tmp_path / "mine"
+    shutil.copytree(run, mine)
+    for cmd, target in (("pairs", "best.cl"), ("traces", "run.json")):
+        before = (mine / target).read_bytes()
+        r = run_cli("export", cmd, str(mine), "-o", str(mine / target))
+        assert r.returncode == 2 and "refusing to overwrite" in r.stderr and "hint:" in r.stderr, r.stderr
+        assert (mine / target).read_bytes() == before
     corrupt = tmp_path / "corrupt"
     shutil.copytree(run, corrupt)
     (corrupt / "test.json").write_text("{ nope")
@@ -185,3 +199,25 @@ def test_bad_inputs(run, tmp_path):
     (corrupt / "test.json").write_text('{"seed": "x"}')
     r = run_cli("export", "pairs", str(corrupt), "-o", str(tmp_path / "p.jsonl"))
     assert r.returncode == 2 and "not a valid kerntune record" in r.stderr
+
+
+def test_a_kernel_changed_after_the_run_is_not_exported_as_verified(run, tmp_path):
+    """best.cl edited after the run (a bug planted in it): the pair would carry the edited kernel under
+    `verified: true`; it is left out, and the export says why."""
+    results = json.loads((run / "results.json").read_text())
+    if not results["improved"]:
+        pytest.skip("the run has no general pair to tamper with")
+    edited = tmp_path / "edited"
+    shutil.copytree(run, edited)
+    lines = (edited / "best.cl").read_text().splitlines(keepends=True)
+    at = next(i for i, line in enumerate(lines) if "+" in line and not line.lstrip().startswith("//"))
+    lines[at] = lines[at].replace("+", "-", 1)          # a plus in the code (not a comment) made a minus
+    (edited / "best.cl").write_text("".join(lines))
+    out = tmp_path / "p.jsonl"
+    r = run_cli("export", "pairs", str(edited), "-o", str(out), "--json")
+    assert r.returncode == 0, r.stderr
+    reasons = [s["reason"] for s in json.loads(r.stdout)["skipped"]]
+    assert any("best.cl is not the kernel the tester verified" in why for why in reasons), reasons
+    assert all(p["kind"] != "general" for p in _lines(out))
+    changed = strip_header((edited / "best.cl").read_text())
+    assert all(normalize(p["optimized_source"]) != normalize(changed) for p in _lines(out))

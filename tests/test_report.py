@@ -404,10 +404,18 @@ def _corrupt_round_db(run: Path) -> None:
     db.write_bytes(b"this is not a database" * 100)
 
 
+def _empty_round_db(run: Path) -> None:
+    db = run / "rounds/01/tuning.db"
+    for extra in ("-wal", "-shm"):
+        Path(str(db) + extra).unlink(missing_ok=True)
+    db.write_bytes(b"")
+
+
 @pytest.mark.parametrize("damage,needle", [
     (_corrupt_test_json, "test.json is corrupt"),
     (_corrupt_manifest, "run.json is corrupt"),
     (_corrupt_round_db, "is not a readable kerntune database"),
+    (_empty_round_db, "is not a readable kerntune database"),
 ])
 def test_a_damaged_run_is_a_clear_error(opt_run, tmp_path, damage, needle):
     run = tmp_path / "run"
@@ -464,3 +472,46 @@ def test_the_speedup_caption_says_how_the_numbers_were_taken():
         assert "same relative width on every shape" in text and "one session" not in text
     assert "not yet re-timed" in caption("speedup", RunReport(kind="optimize", run_dir="r", kernel="k"))
     assert "measured while tuning" in caption("speedup", RunReport(kind="tune", run_dir="r", kernel="k"))
+
+
+def test_reading_a_run_writes_nothing_into_it(opt_run, tmp_path):
+    """show, report (elsewhere) and export only read: no -wal/-shm files, no schema written into an
+    empty database (show used to turn a 0-byte tuning.db into an empty run and say nothing), which is
+    also what lets a run on read-only storage be read."""
+    run = tmp_path / "run"
+    shutil.copytree(opt_run, run)
+    for extra in ("-wal", "-shm"):
+        for db in run.rglob("tuning.db"):
+            Path(str(db) + extra).unlink(missing_ok=True)
+
+    def files():
+        return {p.relative_to(run): p.read_bytes() for p in run.rglob("*") if p.is_file()}
+
+    before = files()
+    for args in (("show", str(run)), ("show", str(run / "rounds/01")),
+                 ("report", str(run), "--out-dir", str(tmp_path / "out")),
+                 ("export", "pairs", str(run), "-o", str(tmp_path / "p.jsonl"))):
+        r = run_cli(*args)
+        assert r.returncode == 0, (args, r.stderr)
+        assert files() == before, args
+    (run / "rounds/01/tuning.db").write_bytes(b"")
+    r = run_cli("show", str(run / "rounds/01"))
+    assert r.returncode == 2 and "not a readable kerntune database" in r.stderr and "hint:" in r.stderr
+    assert (run / "rounds/01/tuning.db").read_bytes() == b""
+    # a round whose database is gone: the report still comes, and says what it lacks
+    (run / "rounds/01/tuning.db").unlink()
+    out = report_json(run, "--out-dir", str(tmp_path / "out2"))
+    assert any("rounds/01/tuning.db) is missing" in n for n in out["notes"]), out["notes"]
+
+
+def test_kt_cache_export_does_not_write_over_the_runs_files(tune_run, tmp_path):
+    """`kt-cache export RUN -o RUN/tuning.db` wrote the cache over the run's database (exit 0), after
+    which show said 'file is not a database'; a folder as the output was a Python error."""
+    before = (tune_run / "tuning.db").read_bytes()
+    r = run_cli("kt-cache", "export", str(tune_run), "-o", str(tune_run / "tuning.db"))
+    assert r.returncode == 2 and "refusing to overwrite" in r.stderr and "hint:" in r.stderr, r.stderr
+    assert (tune_run / "tuning.db").read_bytes() == before
+    r = run_cli("kt-cache", "export", str(tune_run), "-o", str(tmp_path))
+    assert r.returncode == 2 and "is a folder" in r.stderr and "Traceback" not in r.stderr
+    r = run_cli("kt-cache", "export", str(tune_run), "-o", str(tmp_path / "cache.json"))
+    assert r.returncode == 0 and json.loads((tmp_path / "cache.json").read_text())["cache"]

@@ -7,6 +7,7 @@ from typing import List, Optional
 
 import typer
 
+from kerntune.cli import checks
 from kerntune.cli.output import err, print_json, set_json
 from kerntune.speedup import THRESHOLD
 from kerntune.errors import ErrorCode, KerntuneError
@@ -23,10 +24,14 @@ def _runs(paths: list[Path]):
     return [Run(p) for p in expand(paths)]
 
 
-def _check_output(output: Optional[Path], json: bool) -> None:
+def _check_output(output: Optional[Path], json: bool, example: str) -> None:
+    from kerntune.fsutil import check_output_file
+
     if json and output is None:
         raise KerntuneError(ErrorCode.USAGE, "--json prints a summary on stdout, so the records need a file",
                             hint="add -o FILE.jsonl")
+    if output is not None:
+        check_output_file(output, example)
 
 
 def _report(what: str, n: int, output: Optional[Path], skipped, dropped: int, json: bool) -> None:
@@ -45,7 +50,7 @@ def _report(what: str, n: int, output: Optional[Path], skipped, dropped: int, js
 def pairs(
     run_dirs: List[Path] = typer.Argument(..., help=RUNS_HELP),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="The JSONL file to write (default: stdout)."),
-    min_speedup: float = typer.Option(THRESHOLD, "--min-speedup", min=1.0,
+    min_speedup: float = typer.Option(THRESHOLD, "--min-speedup", min=1.0, callback=checks.finite,
                                       help="Only pairs at least this much faster (the tester's own threshold by "
                                            "default)."),
     json: bool = typer.Option(False, "--json", help="Print a machine-readable summary (needs -o)."),
@@ -57,7 +62,7 @@ def pairs(
     transformations, the spec and the device; deduplicated by normalized source,
     launch and compile options."""
     set_json(json)
-    _check_output(output, json)
+    _check_output(output, json, "pairs.jsonl")
     from kerntune.export.jsonl import write_jsonl
     from kerntune.export.pairs import export_pairs
 
@@ -77,7 +82,7 @@ def traces(
     Per round: the input kernel, the template, the transformations, the round's
     best kernel with its measurements, and what the tester confirmed."""
     set_json(json)
-    _check_output(output, json)
+    _check_output(output, json, "traces.jsonl")
     from kerntune.export.jsonl import write_jsonl
     from kerntune.export.traces import export_traces
 

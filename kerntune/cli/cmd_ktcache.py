@@ -22,10 +22,12 @@ def export(
 ) -> None:
     """Write one shape of a run as a Kernel Tuner cache (usable with its simulation mode)."""
     set_json(json)
+    from kerntune.fsutil import check_output_file
     from kerntune.tuner.kerneltuner import export_cache
     from kerntune.tuner.store import RunStore
 
-    n = export_cache(RunStore.in_dir(run_dir), shape, output)
+    check_output_file(output, "cache.json")
+    n = export_cache(RunStore.in_dir(run_dir, readonly=True), shape, output)
     if json:
         print_json({"written": str(output), "entries": n})
     else:

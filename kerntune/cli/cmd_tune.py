@@ -11,7 +11,7 @@ from typing import List, Optional
 import typer
 from rich.markup import escape
 
-from kerntune.cli import signals
+from kerntune.cli import checks, signals
 from kerntune.cli.output import Progress, err, fmt_bytes, grid, out, print_json, print_table, set_json
 from kerntune.errors import ErrorCode, KerntuneError
 
@@ -23,7 +23,13 @@ def parse_duration(text: str | None) -> float | None:
     if not m:
         raise KerntuneError(ErrorCode.USAGE, f"cannot understand the duration {text!r}",
                             hint="use seconds (600), or a number with s, m or h (90s, 10m, 1h)")
-    return float(m.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600}[m.group(2)]
+    seconds = float(m.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600}[m.group(2)]
+    if not 0 < seconds < float("inf"):
+        raise KerntuneError(ErrorCode.USAGE, f"the time limit {text!r} "
+                                             + ("leaves no time" if seconds <= 0 else "is too long"),
+                            hint="a time limit must leave time to measure: use seconds (600), or a number with "
+                                 "s, m or h (90s, 10m, 1h); leave the option out for no time limit")
+    return seconds
 
 
 def parse_options(items: list[str] | None) -> dict[str, str]:
@@ -69,7 +75,8 @@ def tune(
                                    "+-this fraction of it, or once it lies above 1.05x the best so far on that shape (racing) "
                                    "(at least 20 runs, at most --repeats; 0: always --repeats). "
                                    "The confirmation at the end always times --final-repeats runs."),
-    timeout: float = typer.Option(300, "--timeout", help="Seconds per evaluation before a hung kernel is killed."),
+    timeout: float = typer.Option(300, "--timeout", callback=checks.seconds,
+                                  help="Seconds per evaluation before a hung kernel is killed."),
     reject_spills: bool = typer.Option(False, "--reject-spills", help="Prune configurations that spill registers."),
     compile_workers: Optional[int] = typer.Option(None, "--compile-workers", min=0,
                                                   help="Processes compiling upcoming candidates during measurement "
@@ -132,7 +139,7 @@ def tune(
         if template_path is None and spec is None and device is not None and device.startswith("replay:"):
             from kerntune.tuner.run import original_from_store, template_from_store
 
-            source = RunStore.in_dir(Path(device.split(":", 1)[1]))
+            source = RunStore.in_dir(Path(device.split(":", 1)[1]), readonly=True)
             template, loaded = template_from_store(source)   # the replayed run's own template and spec
             original = original_from_store(source)
         elif template_path is None or spec is None:
@@ -220,7 +227,7 @@ def _run(template, loaded, store, settings, original, device, compile_workers, r
     worker = None
     if device is not None and device.startswith("replay:"):
         source = Path(device.split(":", 1)[1])
-        evaluator = ReplayEvaluator(RunStore.in_dir(source))
+        evaluator = ReplayEvaluator(RunStore.in_dir(source, readonly=True))
         store.set("replay_of", str(source.resolve()))
         if evaluator.baseline is not None and store.get("baseline") is None:
             store.set("baseline", evaluator.baseline.model_dump(mode="json"))
@@ -311,6 +318,8 @@ def _dry_run(template_path, spec, target, arch, shape_set, reject_spills, json):
     loaded = load_file(spec)
     check_against_spec(template, loaded.spec)
     profile = load_profile(target)
+    if arch is not None:
+        checks.cuda_arch(arch)        # a mistyped --arch is the user's error, not every instance's
     shapes = tuple(verification_shapes(loaded.spec, shape_set))
     if json:
         report = dry_run(template, loaded.spec, profile, arch or profile.arch or "sm_90", shapes,
@@ -362,7 +371,7 @@ def show(
     if RunDir.is_run(run_dir):
         _show_optimize(RunDir.open(run_dir), json)
         return
-    store = RunStore.in_dir(run_dir)
+    store = RunStore.in_dir(run_dir, readonly=True)
     summary = summarize(store, str(run_dir))
     if json:
         print_json(summary)
@@ -400,14 +409,15 @@ def strategies(json: bool = typer.Option(False, "--json", help="Print machine-re
     for name in REGISTRY:
         cls = strategy_class(name)
         rows.append({"name": name, "default": name == DEFAULT_STRATEGY, "summary": cls.summary,
-                     "options": {k: {"default": o.default, "help": o.help} for k, o in cls.options.items()}})
+                     "options": {k: {"default": o.default, "allowed": o.allowed(), "help": o.help}
+                                 for k, o in cls.options.items()}})
     if json:
         print_json(rows)
         return
     for r in rows:
         out.print(f"[bold]{r['name']}[/]{' (the default)' if r['default'] else ''}: {r['summary']}")
         for k, o in r["options"].items():
-            out.print(f"    {k} (default {o['default']!r}): {o['help']}")
+            out.print(f"    {k} (default {o['default']!r}; {o['allowed']}): {o['help']}")
 
 
 def register(app: typer.Typer) -> None:

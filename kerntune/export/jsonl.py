@@ -6,7 +6,6 @@ import sys
 from pathlib import Path
 from typing import Iterable
 
-from kerntune.errors import ErrorCode, KerntuneError
 from kerntune.fsutil import write_atomic
 
 
@@ -19,6 +18,4 @@ def write_jsonl(lines: Iterable[str], path: Path | None) -> int:
             n += 1
         sys.stdout.flush()
         return n
-    if path.is_dir():
-        raise KerntuneError(ErrorCode.USAGE, f"the output {path} is a folder", hint="pass a file name, e.g. -o pairs.jsonl")
     return write_atomic(path, (line + "\n" for line in lines))

@@ -73,6 +73,9 @@ def _notes(path: Path, m: Manifest, base, test, result, rounds: list[Round]) -> 
     if base is None:
         notes.append("The original kernel has not been measured yet (no baseline.json).")
     for r in rounds:
+        if r.store is None and r.rec.measured:
+            notes.append(f"Round {r.rec.round}'s search database (rounds/{r.rec.round:02d}/{DB_NAME}) is missing, so its "
+                         f"{r.rec.measured} measured evaluations are not in the convergence and failures sections.")
         if r.rec.status is RoundStatus.RUNNING:
             n = r.store.summary.measured if r.store else 0
             notes.append(f"Round {r.rec.round} stopped before it finished ({n} evaluations measured).")

@@ -42,7 +42,7 @@ def read_store(run_dir: Path, summary: Optional[TuneSummary] = None) -> StoreDat
     from kerntune.tuner.run import template_from_store
 
     try:
-        store = RunStore.in_dir(run_dir)
+        store = RunStore.in_dir(run_dir, readonly=True)
         try:
             evals = list(store.evaluations())
             summary = summary or summarize(store, str(run_dir))

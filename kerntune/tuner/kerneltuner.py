@@ -25,6 +25,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from kerntune.errors import ErrorCode, KerntuneError
+from kerntune.fsutil import write_atomic
 from kerntune.results import (
     DeviceInfo, EvalResult, ShapeTiming, Status, TimingStats,
 )
@@ -94,13 +95,19 @@ def _export(store: RunStore, shape_label: str | None, dest: Path) -> int:
     if dest.suffix == ".gz":
         import gzip
 
-        dest.write_bytes(gzip.compress(text.encode()))
+        try:
+            dest.write_bytes(gzip.compress(text.encode()))
+        except OSError as e:
+            raise KerntuneError(ErrorCode.FILE, f"cannot write {dest}: {e}") from None
     else:
-        dest.write_text(text)
+        write_atomic(dest, text)
     return len(cache)
 
 
 def read_cache(path: Path) -> dict[str, Any]:
+    import zlib
+
+    what = "pass the .json (or .json.gz) cache file Kernel Tuner wrote, or one `kerntune kt-cache export` wrote"
     try:
         if path.suffix == ".gz":
             import gzip
@@ -108,8 +115,12 @@ def read_cache(path: Path) -> dict[str, Any]:
             text = gzip.decompress(path.read_bytes()).decode().strip()
         else:
             text = path.read_text().strip()
-    except (OSError, EOFError) as e:
-        raise KerntuneError(ErrorCode.FILE, f"cannot read {path}: {e}") from None
+    except (OSError, EOFError, zlib.error) as e:     # zlib.error: a corrupt .gz
+        raise KerntuneError(ErrorCode.FILE, f"cannot read {path}: {e}", hint=what) from None
+    except UnicodeDecodeError as e:      # a binary file (or an encoding other than UTF-8): no JSON in it
+        raise KerntuneError(ErrorCode.FILE, f"{path} is not a Kernel Tuner cache (not UTF-8 text: byte "
+                                            f"{e.object[e.start]:#04x} at offset {e.start})",
+                            hint=what) from None
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as e:

@@ -34,7 +34,7 @@ def read_prior(path: Path) -> Measured:
         if not (path / "tuning.db").is_file():
             raise KerntuneError(ErrorCode.RUN, f"--prior {path}: no run here (no tuning.db)",
                                 hint=WHAT)
-        store = RunStore.in_dir(path)
+        store = RunStore.in_dir(path, readonly=True)
         try:
             return [(dict(e.config), float(e.score)) for e in store.evaluations()
                     if e.score is not None and math.isfinite(e.score) and e.score > 0]
@@ -109,7 +109,7 @@ def declared(path: Path) -> dict[str, tuple] | None:
     from kerntune.tuner.store import RunStore
     from kerntune.tuner.template import stored_template
 
-    store = RunStore.in_dir(path)
+    store = RunStore.in_dir(path, readonly=True)
     try:
         template = stored_template(store)
     except KerntuneError:

@@ -62,19 +62,45 @@ class Evaluation:
     finished: float
 
 
+def _open_readonly(path: Path) -> sqlite3.Connection:
+    """``path`` opened without writing anything. A database with no -wal file beside it has no writer (a
+    writer in WAL mode keeps one while it is open): it is opened as immutable, which creates no -wal or
+    -shm file, so a finished run is read as it is, on read-only storage too. A run being written (its
+    -wal file is there) is opened read-only beside its writer, to see what it has written so far."""
+    from urllib.parse import quote
+
+    uri = f"file:{quote(str(path.resolve()))}"
+    if not Path(f"{path}-wal").exists():
+        return sqlite3.connect(f"{uri}?immutable=1", uri=True, isolation_level=None)
+    return sqlite3.connect(f"{uri}?mode=ro", uri=True, isolation_level=None, timeout=30)
+
+
 class RunStore:
-    def __init__(self, path: Path, create: bool = False):
+    """A run's tuning database. ``readonly``: for commands that only read a run (show, report, export,
+    replay, priors): nothing is written, not even the schema into an empty file, and a run on read-only
+    storage opens (its WAL-mode database is then read as immutable)."""
+
+    def __init__(self, path: Path, create: bool = False, readonly: bool = False):
         self.path = path
         if not create and not path.exists():
             raise KerntuneError(ErrorCode.RUN, f"no tuning database at {path}",
                                 hint="pass the run directory that `kerntune tune` printed")
         try:
-            self.db = sqlite3.connect(str(path), isolation_level=None, timeout=30)
-            self.db.execute("PRAGMA journal_mode=WAL")
-            self.db.execute("PRAGMA synchronous=NORMAL")
-            self.db.executescript(SCHEMA)
+            if readonly:
+                self.db = _open_readonly(path)
+            else:
+                self.db = sqlite3.connect(str(path), isolation_level=None, timeout=30)
+                self.db.execute("PRAGMA journal_mode=WAL")
+                self.db.execute("PRAGMA synchronous=NORMAL")
+                self.db.executescript(SCHEMA)
+            missing = {"meta", "evaluations"} - {row[0] for row in self.db.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table'")}
+            if missing:
+                raise sqlite3.DatabaseError(f"no {' or '.join(sorted(missing))} table (an empty or foreign file)")
         except sqlite3.DatabaseError as e:
-            raise KerntuneError(ErrorCode.RUN, f"{path} is not a readable kerntune database: {e}") from None
+            raise KerntuneError(ErrorCode.RUN, f"{path} is not a readable kerntune database: {e}",
+                                hint="the file is damaged or is not kerntune's: restore it from a copy of the run, "
+                                     "or run again") from None
         if create:
             self.set("schema_version", SCHEMA_VERSION)
         version = self.get("schema_version")
@@ -82,15 +108,23 @@ class RunStore:
             raise KerntuneError(ErrorCode.RUN, f"{path} was written by an incompatible kerntune (schema {version})")
 
     @classmethod
-    def in_dir(cls, run_dir: Path, create: bool = False) -> "RunStore":
+    def in_dir(cls, run_dir: Path, create: bool = False, readonly: bool = False) -> "RunStore":
         if create:
-            run_dir.mkdir(parents=True, exist_ok=True)
+            if run_dir.exists() and not run_dir.is_dir():
+                raise KerntuneError(ErrorCode.USAGE, f"the run directory {run_dir} is a file",
+                                    hint="pass a new folder (or an empty one) to --run-dir")
+            try:
+                run_dir.mkdir(parents=True, exist_ok=True)
+            except OSError as e:        # a parent is a file, no permission, a read-only disk
+                raise KerntuneError(ErrorCode.FILE, f"cannot create the run directory {run_dir}: "
+                                                    f"{e.strerror or e}",
+                                    hint="pass a folder you can write to with --run-dir") from None
         elif not run_dir.is_dir():
             raise KerntuneError(ErrorCode.RUN, f"run directory not found: {run_dir}",
                                 hint="give a directory an earlier `kerntune tune` or `optimize` wrote (it holds "
                                      f"{DB_NAME}), or make one from a Kernel Tuner cache: "
                                      "`kerntune kt-cache import CACHE --run-dir DIR`")
-        return cls(run_dir / DB_NAME, create=create)
+        return cls(run_dir / DB_NAME, create=create, readonly=readonly)
 
     # --- meta -----------------------------------------------------------------
     def set(self, key: str, value: Any) -> None:
