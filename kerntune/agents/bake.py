@@ -13,6 +13,9 @@ from kerntune.spec import expr
 
 _DEFINE = re.compile(r"^[ \t]*#define[ \t]+(KT_[A-Za-z0-9_]+)[ \t]+(.*?)[ \t]*$", re.MULTILINE)
 _OBJECT_LIKE = re.compile(r"^[A-Za-z0-9_.]+$")
+# a function-like KT_ macro that only renames a call (KT_TANH(t) -> tanh(t), tanh-exp off): baked to the call
+_ALIAS = re.compile(r"^[ \t]*#define[ \t]+(KT_[A-Za-z0-9_]+)\(([A-Za-z_]\w*)\)[ \t]+([A-Za-z_]\w*)\(\2\)[ \t]*\n?",
+                    re.MULTILINE)
 
 
 def _macros(source: str) -> dict[str, str]:
@@ -46,7 +49,7 @@ def _eval_condition(text: str, macros: dict[str, str]) -> bool | None:
 
 
 def bake(rendered: str, lang: str) -> str:
-    if not _macros(rendered):
+    if not _macros(rendered) and not _ALIAS.search(rendered):
         return rendered
     text = rendered
     # resolve #if blocks that only test KT_ macros, outermost first (re-parse after each pass; a
@@ -82,5 +85,9 @@ def bake(rendered: str, lang: str) -> str:
     text = _DEFINE.sub(lambda m: "" if m.group(1) in macros else m.group(0), text)
     for name in sorted(macros, key=len, reverse=True):
         text = re.sub(r"\b" + re.escape(name) + r"\b", macros[name], text)
+    aliases = {m.group(1): m.group(3) for m in _ALIAS.finditer(text)}
+    text = _ALIAS.sub("", text)
+    for name, function in aliases.items():
+        text = re.sub(r"\b" + re.escape(name) + r"(?=\s*\()", function, text)
     text = re.sub(r"\n{3,}", "\n\n", text)
     return text

@@ -11,6 +11,6 @@ rewrites of a kernel into a template. See docs/rules.md.
   (online-softmax), rows.py (cooperative-rows), vacc.py
   (vector-accumulators), shuffle.py (shuffle-reduction), atomics.py
   (privatize-atomics), ept.py (elements-per-thread), vectorize.py
-  (vectorize), hoist.py (hoist-invariants), generic.py (unroll, restrict,
-  fast-math, compiler-flags).
+  (vectorize), hoist.py (hoist-invariants), tanh.py (tanh-exp), generic.py
+  (unroll, restrict, fast-math, compiler-flags).
 """

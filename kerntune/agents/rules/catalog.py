@@ -35,14 +35,15 @@ def default_rules() -> list[Rule]:
     from kerntune.agents.rules.rowloop import RowLoop
     from kerntune.agents.rules.rows import CooperativeRows
     from kerntune.agents.rules.shuffle import ShuffleReduction
+    from kerntune.agents.rules.tanh import TanhExp
     from kerntune.agents.rules.vacc import VectorAccumulators
     from kerntune.agents.rules.vcols import VectorColumns
     from kerntune.agents.rules.vectorize import Vectorize
 
     return [ExpandMacros(), PrivateHelpers(), GuardFirst(), LaunchConfig(), VectorColumns(), RowColumnGrid(), RowLoop(), SplitGroups(),
             OnlineSoftmax(), CooperativeRows(), VectorAccumulators(), ShuffleReduction(), PrivatizeAtomics(),
-            ElementsPerThread(), Vectorize(), HoistInvariants(), Unroll(), Restrict(), FastMath(), LaunchBounds(),
-            CompilerFlags()]
+            ElementsPerThread(), Vectorize(), HoistInvariants(), Unroll(), Restrict(), FastMath(), TanhExp(),
+            LaunchBounds(), CompilerFlags()]
 
 
 @dataclass
