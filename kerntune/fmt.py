@@ -3,7 +3,14 @@
 
 from __future__ import annotations
 
+import shlex
 from typing import Optional
+
+
+def shell(*parts: object) -> str:
+    """Paths (or other words) as they must be typed in a shell command: quoted where a space, a quote or
+    another special character would split or change them, unchanged otherwise."""
+    return " ".join(shlex.quote(str(p)) for p in parts)
 
 
 def ms(v: Optional[float]) -> str:

@@ -131,9 +131,17 @@ def main() -> int:
             secs = time.monotonic() - t0
             (run.parent / f"{name}.stderr.txt").write_text(p.stderr[-20000:])
             if p.returncode != 0:
-                why = p.stderr.strip().splitlines()[-1] if p.stderr.strip() else str(p.returncode)
-                print(f"{name}: FAILED ({why})", file=sys.stderr)
-                rows.append({"name": name, "error": p.stderr.strip()[-500:], "seconds": secs})
+                # with --json the error is a JSON object on stdout, not a line on stderr
+                (run.parent / f"{name}.stdout.txt").write_text(p.stdout[-20000:])
+                text = (p.stderr.strip() or p.stdout.strip())
+                why = text.splitlines()[-1] if text else ""
+                try:
+                    err = json.loads(p.stdout).get("error") or {}
+                    why = f"{err.get('code', '')}: {err.get('message', '')}"
+                except (ValueError, AttributeError):
+                    pass
+                print(f"{name}: FAILED (exit {p.returncode}: {why})", file=sys.stderr)
+                rows.append({"name": name, "error": why[-500:] or text[-500:], "seconds": secs})
                 continue
             (run / "timing.json").write_text(json.dumps({"seconds": secs, "load_before": load0,
                                                          "load_after": os.getloadavg()[0],

@@ -515,3 +515,27 @@ def test_kt_cache_export_does_not_write_over_the_runs_files(tune_run, tmp_path):
     assert r.returncode == 2 and "is a folder" in r.stderr and "Traceback" not in r.stderr
     r = run_cli("kt-cache", "export", str(tune_run), "-o", str(tmp_path / "cache.json"))
     assert r.returncode == 0 and json.loads((tmp_path / "cache.json").read_text())["cache"]
+
+
+def test_show_names_a_moved_run_where_it_is_and_quotes_the_commands_it_suggests(opt_run, tmp_path):
+    """A run copied to a folder whose name has a space: show named the files under the folder the run
+    was written in, and suggested `kerntune show moved run/rounds/01`, which a shell splits."""
+    moved = tmp_path / "moved run é"
+    shutil.copytree(opt_run, moved)
+    r = run_cli("show", str(moved))
+    assert r.returncode == 0, r.stderr
+    assert f"files: {moved}/best.cl" in r.stdout
+    assert f"`kerntune show '{moved}/rounds/01'`" in r.stdout
+    assert f"--against '{moved}/best.cl'" in (report(moved) and (moved / "report.md").read_text())
+
+
+def test_kt_cache_import_into_an_optimize_run_is_refused(tune_run, opt_run, tmp_path):
+    """It left a stray tuning.db at the top of the optimize run (exit 0); inside a round it was refused."""
+    cache = tmp_path / "cache.json"
+    assert run_cli("kt-cache", "export", str(tune_run), "-o", str(cache)).returncode == 0
+    run = tmp_path / "opt"
+    shutil.copytree(opt_run, run)
+    for target, needle in ((run, "already holds a run"), (run / "sub", "is inside the kerntune run")):
+        r = run_cli("kt-cache", "import", str(cache), "--run-dir", str(target))
+        assert r.returncode == 2 and needle in r.stderr and f"{run}-kt" in r.stderr, r.stderr
+    assert not (run / "tuning.db").exists() and not (run / "sub").exists()

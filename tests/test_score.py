@@ -149,7 +149,8 @@ def test_fast_p_from_runs_and_pairs(run, tmp_path):
     assert rep["total"] == 1 and rep["correct"] == 1 and rep["kernels"][0]["speedup"] == pytest.approx(speed)
     # a kernel counts as faster than p only when its interval's lower bound is
     assert [x["fraction"] for x in rep["fast_p"]] == [float(lo > 1.0), float(lo > 1.5)]
-    # from pairs: one kernel per line
+    # from pairs: one kernel per problem (a run's general pair, else its first), not one per line: the
+    # general kernel, each round's best and each shape's are several pairs of one problem
     pairs = tmp_path / "pairs.jsonl"
     assert run_cli("export", "pairs", str(run), "-o", str(pairs)).returncode == 0
     lines = [json.loads(x) for x in pairs.read_text().splitlines()]
@@ -157,8 +158,15 @@ def test_fast_p_from_runs_and_pairs(run, tmp_path):
     r = run_cli("score", "fast-p", str(pairs), "--json")
     assert r.returncode == 0, r.stderr
     rep = json.loads(r.stdout)
-    assert rep["total"] == len(lines)
-    assert rep["fast_p"][0] == {"p": 0.0, "count": len(lines), "fraction": 1.0}
+    assert rep["total"] == 1 and len(rep["excluded"]) == len(lines) - 1
+    chosen = next((x for x in lines if x["kind"] == "general"), lines[0])
+    assert rep["kernels"][0]["speedup"] == pytest.approx(chosen["speedup"])
+    assert rep["fast_p"][0] == {"p": 0.0, "count": 1, "fraction": 1.0}
+    # the run and its pairs together: still one problem, scored by the run's own answer
+    r = run_cli("score", "fast-p", str(run), str(pairs), "--json")
+    rep = json.loads(r.stdout)
+    assert rep["total"] == 1 and rep["kernels"][0]["source"] == str(run)
+    assert all("counted once" in x["reason"] for x in rep["excluded"]) and len(rep["excluded"]) == len(lines)
     r = run_cli("score", "fast-p", str(run))
     assert r.returncode == 0 and "fast_1 = " in r.stdout and "fast_1.5 = " in r.stdout
 
@@ -183,7 +191,7 @@ def test_bad_inputs(kernels, run, tmp_path):
                 "--shape-set", "nope")
     assert r.returncode == 2 and "no shape set" in r.stderr
     r = run_cli("score", "fast-p", str(run), "--p", "-1")
-    assert r.returncode == 2 and "--p must be 0 or more" in r.stderr
+    assert r.returncode == 2 and "--p must be a finite number, 0 or more" in r.stderr
     r = run_cli("score", "fast-p", str(tmp_path / "nothing"))
     assert r.returncode == 2 and "no such run directory" in r.stderr
     bad = write(tmp_path, "bad.jsonl", '{"kernel": "x"}\n')

@@ -385,6 +385,14 @@ def test_tune_rejects_bad_options(spec_dir, tmp_path, args, needle):
 def test_show_errors(tmp_path):
     r = run_cli("show", str(tmp_path / "nothing"))
     assert r.returncode == 2 and "run directory not found" in r.stderr
+    kernel = tmp_path / "k.cl"
+    kernel.write_text("__kernel void k() {}\n")
+    r = run_cli("show", str(kernel))                 # it said "run directory not found" of a file that exists
+    assert r.returncode == 2 and "is a file, not a run directory" in r.stderr and "kerntune bench" in r.stderr
+    (tmp_path / "run/rounds/01").mkdir(parents=True)
+    (tmp_path / "run/rounds/01/tuning.db").write_bytes(b"")
+    r = run_cli("show", str(tmp_path / "run/rounds"))   # the rounds folder, not a round: the hint names one
+    assert r.returncode == 2 and f"pass one ({tmp_path}/run/rounds/01)" in r.stderr, r.stderr
     (tmp_path / "bad").mkdir()
     (tmp_path / "bad" / "tuning.db").write_text("not a database")
     r = run_cli("show", str(tmp_path / "bad"))

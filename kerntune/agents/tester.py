@@ -411,18 +411,30 @@ def _general_ahead(general: Optional[CandidateResult], winners: list[ShapeWinner
     are not the ones the pick favoured), and the two then disagree only within the noise."""
     if general is None or not general.confirmed:
         return []
-    ahead = []
+    ahead, kept = [], []
     for w in winners:
         g = general.intervals.get(w.label)
-        if w.winner == "original" or (w.round, w.winner) == (general.round, general.key) or g is None or \
-                w.interval is None or g.ratio <= w.interval.ratio:
+        if g is None or (w.round, w.winner) == (general.round, general.key):
+            continue
+        if w.winner == "original":
+            if g.ratio > 1:
+                kept.append((w, g))
+            continue
+        if w.interval is None or g.ratio <= w.interval.ratio:
             continue
         ahead.append((w, g))
+    notes = []
+    if kept:
+        shown = "; ".join(f"{w.label}: general {g.text()}" for w, g in kept)
+        notes.append(f"the per-shape kernel of {len(kept)} shape{'s' if len(kept) > 1 else ''} is the original "
+                     f"although the general configuration measured faster there ({shown}): a shape takes a "
+                     "candidate only when its interval clears the threshold, so there the general kernel is not "
+                     "shown to be faster, nor slower")
     if not ahead:
-        return []
+        return notes
     overlap = all(g.lo <= w.interval.hi and w.interval.lo <= g.hi for w, g in ahead)
     shown = "; ".join(f"{w.label}: general {g.text()}, the shape's pick {w.interval.text()}" for w, g in ahead)
-    return [f"the general configuration measured faster in confirmation than the shape's own pick on "
+    return notes + [f"the general configuration measured faster in confirmation than the shape's own pick on "
             f"{len(ahead)} shape{'s' if len(ahead) > 1 else ''} ({shown}). Each shape's pick is made on the "
             "screening session and reported with the confirmation sessions' numbers, so that no number shown "
             "is the one a pick favoured; "

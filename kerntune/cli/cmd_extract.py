@@ -11,6 +11,7 @@ from kerntune.cli import checks
 from kerntune.cli.output import err, print_json, set_json
 from kerntune.errors import ErrorCode, KerntuneError
 from kerntune.results import Record
+from kerntune.fmt import shell
 
 
 class DroppedItem(Record):
@@ -131,7 +132,7 @@ def extract(
         return
     _summary(report)
     err.print(f"wrote the device code of [bold]{choice.name}[/] to {dest}")
-    err.print(f"next: `kerntune init {dest}` (then `kerntune check {dest}`)")
+    err.print(f"next: `kerntune init {shell(dest)}` (then `kerntune check {shell(dest)}`)")
 
 
 def _summary(r: ExtractReport) -> None:

@@ -10,6 +10,7 @@ import typer
 
 from kerntune.cli.output import err, print_json, set_json
 from kerntune.errors import ErrorCode, KerntuneError
+from kerntune.fmt import shell
 
 
 def init(
@@ -116,7 +117,7 @@ def init(
               + (f" ({len(inf.todos)} TODOs to fill in)" if inf.todos else ""), highlight=False)
     for t in inf.todos:
         err.print(f"  TODO {t}", markup=False)
-    check = f"kerntune check {kernel_file}" + (f" --spec {dest}" if output else "")
+    check = f"kerntune check {shell(kernel_file)}" + (f" --spec {shell(dest)}" if output else "")
     err.print(f"next: check the guesses, then `{check}`", markup=False)
 
 

@@ -8,6 +8,7 @@ from typing import Optional
 import typer
 
 from kerntune.cli.output import err, print_json, set_json
+from kerntune.fmt import shell
 
 app = typer.Typer(help="Import and export Kernel Tuner cache files (one problem size per cache).",
                   no_args_is_help=True)
@@ -49,8 +50,8 @@ def import_(
     if json:
         print_json({"run_dir": str(run_dir), "entries": n})
     else:
-        err.print(f"imported {n} entries into {run_dir}; see them with `kerntune show {run_dir}`, replay a "
-                  f"strategy on them with `kerntune tune --device replay:{run_dir} --strategy tpe --budget 20`")
+        err.print(f"imported {n} entries into {run_dir}; see them with `kerntune show {shell(run_dir)}`, replay "
+                  f"a strategy on them with `kerntune tune --device {shell(f'replay:{run_dir}')} --strategy tpe --budget 20`")
 
 
 def register(root: typer.Typer) -> None:

@@ -13,6 +13,7 @@ from kerntune.cli import checks, signals
 from kerntune.cli.output import (Progress, err, fmt_interval, fmt_ms, fmt_pct, grid, out, print_json, print_table,
                                  set_json)
 from kerntune.errors import ErrorCode, KerntuneError
+from kerntune.fmt import shell
 
 RESUMABLE = {ErrorCode.LLM, ErrorCode.WORKER, ErrorCode.DEVICE, ErrorCode.BACKEND}
 
@@ -238,12 +239,12 @@ def _run(opt, run):
     try:
         return opt.run()      # run.json says how it ended, whatever happens (an interrupt arrives as one)
     except KeyboardInterrupt:
-        signals.report(f"the run is kept in {run.path}; continue it with `kerntune optimize --resume {run.path}`")
+        signals.report(f"the run is kept in {run.path}; continue it with `kerntune optimize --resume {shell(run.path)}`")
         raise
     except KerntuneError as e:         # an endpoint or a device failed: the run is kept, say how to continue it
         if e.code in RESUMABLE and "--resume" not in (e.hint or ""):
             e.hint = ((e.hint + "; ") if e.hint else "") + f"the run is kept: continue it with " \
-                                                            f"`kerntune optimize --resume {run.path}`"
+                                                            f"`kerntune optimize --resume {shell(run.path)}`"
         raise
 
 

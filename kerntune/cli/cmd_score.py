@@ -29,8 +29,9 @@ def fast_p_cmd(
 
     From a run: the kernel it hands back (the tester-confirmed general
     configuration and its geometric-mean speedup, or the original at 1.0x when
-    nothing beat it). From a pair file: every line is one kernel with its
-    speedup. Runs that did not finish are left out and listed."""
+    nothing beat it). From a pair file: each run's general pair (else its first
+    pair). Each problem (run) counts once, also when it is given both as a run
+    and in a pair file. Runs that did not finish are left out and listed."""
     set_json(json)
     from kerntune.scoring.fastp import DEFAULT_PS, collect, report
 

@@ -14,6 +14,7 @@ from rich.markup import escape
 from kerntune.cli import checks, signals
 from kerntune.cli.output import Progress, err, fmt_bytes, grid, out, print_json, print_table, set_json
 from kerntune.errors import ErrorCode, KerntuneError
+from kerntune.fmt import shell
 
 
 def parse_duration(text: str | None) -> float | None:
@@ -174,7 +175,7 @@ def tune(
         run_path = run_dir or Path("runs") / f"{Path(template.origin).name.split('.')[0]}-{time.strftime('%Y%m%d-%H%M%S')}"
         if (run_path / "tuning.db").exists():
             raise KerntuneError(ErrorCode.USAGE, f"{run_path} already holds a run",
-                                hint=f"continue it with --resume {run_path}, or choose another --run-dir")
+                                hint=f"continue it with --resume {shell(run_path)}, or choose another --run-dir")
         store = RunStore.in_dir(run_path, create=True)
     if memcheck_all:
         settings = replace(settings, memcheck="all")
@@ -256,7 +257,7 @@ def _run(template, loaded, store, settings, original, device, compile_workers, r
 
     reason = "interrupted"
     try:
-        with stopped(f"everything measured so far is in {run_path}; continue with `kerntune tune --resume {run_path}`"):
+        with stopped(f"everything measured so far is in {run_path}; continue with `kerntune tune --resume {shell(run_path)}`"):
             if json:
                 reason = tuner.run()
             else:
@@ -270,7 +271,7 @@ def _run(template, loaded, store, settings, original, device, compile_workers, r
     store.set("stop_reason", reason)
     summary = summarize(store, str(run_path), reason)      # the one summary of this run
     try:
-        with stopped(f"while confirming the winners; continue with `kerntune tune --resume {run_path}`"):
+        with stopped(f"while confirming the winners; continue with `kerntune tune --resume {shell(run_path)}`"):
             if worker is not None:
                 test = _confirm(worker, template, loaded, store, summary, settings, original, checker, final_repeats,
                                 json, top_k)
@@ -286,7 +287,7 @@ def _run(template, loaded, store, settings, original, device, compile_workers, r
             out.print(f"kernels (launch and compile options in each file's header): "
                       f"{', '.join(str(Path(run_path) / w) for w in written[:3])}"
                       f"{f' and {len(written) - 3} more (kernels.json lists them)' if len(written) > 3 else ''}")
-        out.print(f"details: kerntune show {run_path}")
+        out.print(escape(f"details: kerntune show {shell(run_path)}"))
     return summary
 
 
@@ -385,18 +386,18 @@ def _show_optimize(run, json: bool) -> None:
     result = run.results()
     rounds = sorted(p.name for p in (run.path / "rounds").glob("[0-9]*") if (p / "tuning.db").exists())
     summaries = sorted(p.name for p in (run.path / "rounds").glob("[0-9]*") if (p / "summary.json").exists())
-    each = f"`kerntune show {run.path}/rounds/{rounds[0]}`" if rounds else \
+    each = f"`kerntune show {shell(run.path / 'rounds' / rounds[0])}`" if rounds else \
         (f"{run.path}/rounds/{summaries[0]}/summary.json (the rounds' databases were left out of this run "
          "folder)" if summaries else "none has a search yet")
     if result is None:
         status = run.manifest().status.value
         raise KerntuneError(ErrorCode.RUN, f"{run.path} is a `kerntune optimize` run with no result yet ({status}, "
                                            f"{len(rounds)} round(s) searched)",
-                            hint=f"continue it with `kerntune optimize --resume {run.path}`; each round's search: {each}")
+                            hint=f"continue it with `kerntune optimize --resume {shell(run.path)}`; each round's search: {each}")
     if json:
         print_json(result)
         return
-    render_result(result, wrote="files:")
+    render_result(result.model_copy(update={"run_dir": str(run.path)}), wrote="files:")   # where it is now
     out.print(f"each round's search: {escape(each)}" + (f" ... rounds/{rounds[-1]}" if len(rounds) > 1 else ""))
 
 

@@ -19,6 +19,7 @@ from kerntune.results import EvalResult, Record
 from kerntune.spec.load import LoadedSpec, parse
 from kerntune.tuner.kernel_files import EXT, launch_dict, resolve_launch_params
 from kerntune.tuner.summary import TuneSummary
+from kerntune.fmt import shell
 
 
 def expand(paths: list[Path]) -> list[Path]:
@@ -81,7 +82,7 @@ class Run:
     @property
     def unfinished_reason(self) -> str:
         return (f"not finished (status {self.manifest.status.value}); finish it with "
-                f"kerntune optimize --resume {self.path}")
+                f"kerntune optimize --resume {shell(self.path)}")
 
     @property
     def device(self) -> dict[str, Any]:

@@ -19,6 +19,7 @@ from kerntune.record.outcome import DispatchEntry, OptimizeResult, TestReport
 from kerntune.results import EvalResult
 from kerntune.tuner.kernel_files import EXT
 from kerntune.tuner.summary import TuneSummary
+from kerntune.fmt import shell
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -46,7 +47,7 @@ class RunDir:
     def create(cls, path: Path) -> "RunDir":
         if (path / MANIFEST).exists():
             raise KerntuneError(ErrorCode.USAGE, f"{path} already holds an optimize run",
-                                hint=f"continue it with --resume {path}, or choose another --run-dir")
+                                hint=f"continue it with --resume {shell(path)}, or choose another --run-dir")
         try:
             path.mkdir(parents=True, exist_ok=True)
             for sub in (ORIGINAL, "rounds", "llm", "per_shape"):

@@ -20,6 +20,7 @@ from kerntune.reporting.tuning import StoreData, read_store
 from kerntune.results import EvalResult
 from kerntune.tuner.kernel_files import EXT
 from kerntune.tuner.store import DB_NAME
+from kerntune.fmt import shell
 
 
 @dataclass
@@ -69,7 +70,7 @@ def _notes(path: Path, m: Manifest, base, test, result, rounds: list[Round]) -> 
     if m.status is not RunStatus.DONE or result is None:
         why = f" ({m.error})" if m.error else ""
         notes.append(f"The run has not finished (run.json says {m.status.value!r}{why}): it was interrupted, failed, "
-                     f"or is still running. Continue it with `kerntune optimize --resume {path}`.")
+                     f"or is still running. Continue it with `kerntune optimize --resume {shell(path)}`.")
     if base is None:
         notes.append("The original kernel has not been measured yet (no baseline.json).")
     for r in rounds:

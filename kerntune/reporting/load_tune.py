@@ -12,6 +12,7 @@ from kerntune.reporting.rows import (confirmed_rows, copy_gbs, failures, per_sha
                                      timing)
 from kerntune.reporting.tuning import StoreData, read_store
 from kerntune.tuner.summary import TuneSummary, prior_notes
+from kerntune.fmt import shell
 
 IMPORTED = "imported"      # the strategy name `kerntune kt-cache import` records
 
@@ -28,12 +29,14 @@ def load_tune(path: Path) -> RunReport:
                      "with no baseline and no kernel source.")
     elif stop in ("", "interrupted"):
         notes.append(f"The run has not finished ({'interrupted' if stop else 'no stop reason recorded'}: it was "
-                     f"interrupted, or is still running). Continue it with `kerntune tune --resume {path}`.")
+                     f"interrupted, or is still running). Continue it with `kerntune tune --resume {shell(path)}`.")
     if not data.evals:
         notes.append("No configuration has been evaluated yet.")
     if base is None and not imported:
         notes.append("No baseline was measured: the run reports times, not speedups.")
     notes += prior_notes(s)
+    for note in (s.test.notes if s.test is not None else []):     # the tester's own (a busy host, a shape
+        notes.append(note[0].upper() + note[1:] + ("" if note.endswith(".") else "."))   # kept at the original)
     general = data.result(s.general.key) if s.general else None
     copy = copy_gbs(base, general, *(e.result for e in data.evals))
     rows = []

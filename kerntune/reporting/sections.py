@@ -6,6 +6,7 @@ from __future__ import annotations
 from kerntune.record.models import LLMUsage, RoundRecord
 from kerntune.record.outcome import OutputFiles
 from kerntune.reporting.model import RunReport, copy_words
+from kerntune.fmt import shell
 
 TITLES = {
     "speedup": "Speedup per shape",
@@ -103,7 +104,8 @@ def reproduce(r: RunReport) -> str:
     """The command that compares the kernel the run handed back with the original."""
     kernel = r.original.path if r.original and r.original.path else "original/<kernel>"
     best = r.files.best if r.files and r.files.best else "best"
-    return f"kerntune bench {r.run_dir}/{kernel} --against {r.run_dir}/{best} --spec {r.run_dir}/spec.yaml"
+    d = r.run_dir
+    return f"kerntune bench {shell(f'{d}/{kernel}')} --against {shell(f'{d}/{best}')} --spec {shell(f'{d}/spec.yaml')}"
 
 
 __all__ = ["TITLES", "caption", "file_items", "llm_line", "missing", "plan_line", "plot_ids", "reproduce"]

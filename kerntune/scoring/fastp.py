@@ -40,6 +40,8 @@ class KernelOutcome(Record):
     speedup: Optional[float] = None
     speedup_lo: Optional[float] = None   # the lower bound of its 95% confidence interval, when it has one
     note: str = ""
+    problem: str = ""                # the optimize run it comes from (run id): one kernel counts per problem
+    kind: str = ""                   # a pair's kind (general, round, per_shape); "" for a run
 
 
 def _beats(o: Scored, p: float) -> bool:
@@ -83,9 +85,9 @@ def from_run(run: Run) -> KernelOutcome | Skip:
         g = test.general
         return KernelOutcome(name=name, source=str(run.path), correct=True, speedup=g.geomean_speedup,
                              speedup_lo=g.geomean.lo if g.geomean is not None else None,
-                             note=f"round {g.round}: {g.key}")
+                             note=f"round {g.round}: {g.key}", problem=run.run_id)
     return KernelOutcome(name=name, source=str(run.path), correct=True, speedup=1.0,
-                         note="no verified improvement: the original is handed back")
+                         note="no verified improvement: the original is handed back", problem=run.run_id)
 
 
 def from_pairs(path: Path) -> list[KernelOutcome]:
@@ -109,8 +111,26 @@ def from_pairs(path: Path) -> list[KernelOutcome]:
         out.append(KernelOutcome(name=f"{d.get('kernel', '?')} {d.get('kind', '')}{label}".strip(),
                                  source=f"{path}:{i}", correct=bool((d.get("verification") or {}).get("verified")),
                                  speedup=d.get("speedup"),
-                                 speedup_lo=(d.get("speedup_interval") or {}).get("lo")))
+                                 speedup_lo=(d.get("speedup_interval") or {}).get("lo"),
+                                 problem=str(d.get("run_id") or f"{path}:{i}"), kind=str(d.get("kind") or "")))
     return out
+
+
+def one_per_problem(kernels: list[KernelOutcome]) -> tuple[list[KernelOutcome], list[Skip]]:
+    """fast_p counts each problem once, by the kernel the tool hands back: a run named as a folder and
+    also in a pair file, or several pairs of one run (its general kernel, each round's best, each
+    shape's), are one problem. Its kernel: the run's own answer where the run folder was given, else its
+    general pair, else its first pair. The others are listed as left out."""
+    rank = lambda k: 0 if not k.kind else 1 if k.kind == "general" else 2   # noqa: E731
+    chosen: dict[str, KernelOutcome] = {}
+    for k in kernels:
+        if k.problem not in chosen or rank(k) < rank(chosen[k.problem]):
+            chosen[k.problem] = k
+    kept = [k for k in kernels if chosen[k.problem] is k]
+    dropped = [Skip(run_dir=k.source, reason=f"the same problem (run {k.problem}) as {chosen[k.problem].source}: "
+                                             "counted once, by the kernel the run hands back")
+               for k in kernels if chosen[k.problem] is not k]
+    return kept, dropped
 
 
 def collect(paths: list[Path]) -> tuple[list[KernelOutcome], list[Skip]]:
@@ -124,7 +144,8 @@ def collect(paths: list[Path]) -> tuple[list[KernelOutcome], list[Skip]]:
         for rd in expand([p]):
             got = from_run(Run(rd))
             (skipped if isinstance(got, Skip) else kernels).append(got)
-    return kernels, skipped
+    kernels, dropped = one_per_problem(kernels)
+    return kernels, skipped + dropped
 
 
 def report(kernels: list[KernelOutcome], skipped: list[Skip], ps: Iterable[float] = DEFAULT_PS) -> FastPReport:

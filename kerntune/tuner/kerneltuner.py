@@ -25,7 +25,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from kerntune.errors import ErrorCode, KerntuneError
-from kerntune.fsutil import write_atomic
+from kerntune.fmt import shell
+from kerntune.fsutil import RUN_MARKERS, run_holding, write_atomic
 from kerntune.results import (
     DeviceInfo, EvalResult, ShapeTiming, Status, TimingStats,
 )
@@ -175,8 +176,11 @@ def import_cache(src: Path, run_dir: Path) -> int:
     sizes = {f"p{i}": int(v) if isinstance(v, (int, float)) else 1 for i, v in enumerate(problem)}
     shape = Shape.of(sizes, label="kernel-tuner")
     kernel = str(doc.get("kernel_name") or "kernel")
-    if (run_dir / "tuning.db").exists():
-        raise KerntuneError(ErrorCode.USAGE, f"{run_dir} already holds a run")
+    held = run_dir if any((run_dir / m).exists() for m in RUN_MARKERS) else run_holding(run_dir)
+    if held is not None:       # a tuning.db dropped into an optimize run (or a round) would be a stray run
+        raise KerntuneError(ErrorCode.USAGE, f"{run_dir} already holds a run" if held == run_dir else
+                            f"{run_dir} is inside the kerntune run {held}",
+                            hint=f"import into a new folder outside it: --run-dir {shell(held.parent / (held.name + '-kt'))}")
     store = RunStore.in_dir(run_dir, create=True)
     # a problem size may hold a 0 (kerntune exports every size of a shape, a histogram's skew=0 among them):
     # the placeholder spec admits it, as the spec the cache came from did

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from kerntune.errors import ErrorCode, KerntuneError
+from kerntune.fmt import shell
 from kerntune.results import EvalResult
 
 DB_NAME = "tuning.db"
@@ -83,8 +84,12 @@ class RunStore:
     def __init__(self, path: Path, create: bool = False, readonly: bool = False):
         self.path = path
         if not create and not path.exists():
-            raise KerntuneError(ErrorCode.RUN, f"no tuning database at {path}",
-                                hint="pass the run directory that `kerntune tune` printed")
+            rounds = sorted(d.name for d in path.parent.glob("[0-9][0-9]") if (d / DB_NAME).exists())
+            hint = (f"this folder holds the rounds of an optimize run: pass one ({shell(path.parent / rounds[0])}) "
+                    f"or the run itself ({shell(path.parent.parent)})" if rounds else
+                    "pass the run directory that `kerntune tune` printed, or one round of an optimize run "
+                    "(RUN/rounds/01)")
+            raise KerntuneError(ErrorCode.RUN, f"no tuning database at {path}", hint=hint)
         try:
             if readonly:
                 self.db = _open_readonly(path)
@@ -119,6 +124,10 @@ class RunStore:
                 raise KerntuneError(ErrorCode.FILE, f"cannot create the run directory {run_dir}: "
                                                     f"{e.strerror or e}",
                                     hint="pass a folder you can write to with --run-dir") from None
+        elif run_dir.exists() and not run_dir.is_dir():
+            raise KerntuneError(ErrorCode.USAGE, f"{run_dir} is a file, not a run directory",
+                                hint="pass the folder a `kerntune tune` or `optimize` run wrote (its --run-dir); to "
+                                     f"verify and time a kernel file, `kerntune bench {shell(run_dir)}`")
         elif not run_dir.is_dir():
             raise KerntuneError(ErrorCode.RUN, f"run directory not found: {run_dir}",
                                 hint="give a directory an earlier `kerntune tune` or `optimize` wrote (it holds "

@@ -21,6 +21,7 @@ from typing import Any, Callable, Optional, Sequence
 from urllib.parse import urlsplit, urlunsplit
 
 from kerntune.errors import ErrorCode, KerntuneError
+from kerntune.fmt import shell
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 LOCAL_HOSTS = {"localhost", "127.0.0.1", "::1", "0.0.0.0"}
@@ -202,7 +203,7 @@ class OpenAIChatClient:
                                    f"(last: {last})",
                     hint="check that the server is running and reachable at --llm-base-url (and --llm-timeout for "
                          "slow models); the run keeps what it did: continue it with "
-                         f"`kerntune optimize --resume {self.run_dir}`")
+                         f"`kerntune optimize --resume {shell(self.run_dir)}`")
             if wait is None:
                 wait = self.backoff_s * 2 ** (failures - 1)
             wait = min(wait, self.max_wait_s)
@@ -218,7 +219,7 @@ class OpenAIChatClient:
                                             f"chat completion: {detail}",
                              hint="--llm-base-url must point at an OpenAI-compatible API (e.g. "
                                   "http://localhost:8000/v1); the run keeps what it did: continue it with "
-                                  f"`kerntune optimize --resume {self.run_dir}`")
+                                  f"`kerntune optimize --resume {shell(self.run_dir)}`")
 
     def _reply(self, resp: Any, seconds: float) -> Optional[ChatReply]:
         """The reply, None when it has no choices (retried); a body of another shape is not a completion."""
