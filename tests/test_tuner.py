@@ -544,3 +544,33 @@ def test_the_report_names_the_configuration_its_interval_is_about(spec_dir, tmp_
     b = unconfirmed.best
     assert not b.confirmed and b.speedup is None and b.faster is None and b.estimate == 1.4
     assert "the search's own estimate, not confirmed" in unconfirmed.headline
+
+
+def test_a_replay_on_shapes_the_run_did_not_record_is_refused(recorded, spec_dir, tmp_path):
+    """The recorded run timed 4K and 64K; replaying it with a spec of other shapes searched empty cells
+    ('No configuration was timed on every shape') and exited 0. It is refused, names what the run has,
+    and leaves no empty run folder behind (a second try would have hit 'already holds a run')."""
+    write(tmp_path, "other.yaml", vector_add_spec({"4K": 4096, "1M": 1048576}))
+    shutil.copy(REPO / "kernels/examples/reference.py", tmp_path / "reference.py")
+    run = tmp_path / "r"
+    r = run_cli("tune", str(TEMPLATE), "--spec", str(tmp_path / "other.yaml"), "--device", f"replay:{recorded}",
+                "--run-dir", str(run))
+    assert r.returncode == 2 and "recorded no timing for 1M (n=1048576)" in r.stderr, r.stderr
+    assert "it has 4K (n=4096), 64K (n=65536)" in r.stderr and "hint:" in r.stderr
+    assert not run.exists()
+    # its own shapes replay as before
+    r = run_cli("tune", str(TEMPLATE), "--spec", str(spec_dir / "vector_add.yaml"), "--device", f"replay:{recorded}",
+                "--strategy", "random", "--budget", "3", "--run-dir", str(run))
+    assert r.returncode == 0, r.stderr
+
+
+def test_a_new_run_that_fails_before_measuring_leaves_nothing(spec_dir, tmp_path):
+    kept = tmp_path / "mine"
+    kept.mkdir()
+    (kept / "notes.txt").write_text("the user's")
+    for run, left in ((tmp_path / "new", False), (kept, True)):
+        r = run_cli("tune", str(TEMPLATE), "--spec", str(spec_dir / "vector_add.yaml"), "--device", "opencl:9:0",
+                    "--run-dir", str(run))
+        assert r.returncode == 3 and "no device opencl:9:0" in r.stderr, r.stderr
+        assert run.exists() == left and not (run / "tuning.db").exists()
+    assert (kept / "notes.txt").read_text() == "the user's"

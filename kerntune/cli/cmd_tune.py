@@ -118,7 +118,7 @@ def tune(
     if dry_run:
         return _dry_run(template_path, spec, target, arch, shape_set, reject_spills, json)
     from kerntune.tuner.run import TuneSettings
-    from kerntune.tuner.store import RunStore
+    from kerntune.tuner.store import RunStore, discard_empty_run
 
     limit_s = parse_duration(time_limit)
     if resume is not None:
@@ -176,11 +176,17 @@ def tune(
         if (run_path / "tuning.db").exists():
             raise KerntuneError(ErrorCode.USAGE, f"{run_path} already holds a run",
                                 hint=f"continue it with --resume {shell(run_path)}, or choose another --run-dir")
+        fresh_dir = not run_path.exists()
         store = RunStore.in_dir(run_path, create=True)
     if memcheck_all:
         settings = replace(settings, memcheck="all")
-    outcome = _run(template, loaded, store, settings, original, device, compile_workers, run_path, json,
-                   final_repeats, memcheck, top_k)
+    try:
+        outcome = _run(template, loaded, store, settings, original, device, compile_workers, run_path, json,
+                       final_repeats, memcheck, top_k)
+    except KerntuneError:
+        if resume is None:     # a new run that failed before measuring anything (a bad device, shapes a
+            discard_empty_run(run_path, fresh_dir)   # replay lacks) leaves no empty run behind to trip over
+        raise
     if json:
         print_json(outcome)
 

@@ -12,7 +12,9 @@ from typing import Protocol
 from kerntune.engine.evaluate import EvalRequest, KernelInstance
 from kerntune.engine.supervisor import DeviceWorker
 from kerntune.errors import ErrorCode, KerntuneError
+from kerntune.fmt import shell
 from kerntune.results import DeviceInfo, EvalResult, Status
+from kerntune.spec.model import Shape
 from kerntune.tuner.store import RunStore
 
 
@@ -94,6 +96,21 @@ class ReplayEvaluator:
 
     def prefetch(self, inst: KernelInstance) -> None:
         return None
+
+    def require_shapes(self, shapes) -> None:
+        """Refuse to replay on shapes the run did not record: every configuration would come back
+        timed on none of them (a search of empty cells that exited 0)."""
+        recorded = {Shape.of({k: v for k, v in s.items() if k != "label"}).key: s.get("label", "")
+                    for s in self.store.get("shapes", []) or []}
+        missing = [sh for sh in shapes if sh.key not in recorded]
+        if recorded and missing:
+            has = ", ".join(f"{label} ({key})" if label else key for key, label in recorded.items())
+            raise KerntuneError(ErrorCode.USAGE, f"the replayed run {self.store.path.parent} recorded no timing "
+                                                 f"for {', '.join(f'{sh.label} ({sh.key})' for sh in missing)}; "
+                                                 f"it has {has}",
+                                hint="replay it on the shapes it recorded: `kerntune tune --device "
+                                     f"{shell('replay:' + str(self.store.path.parent))}` alone takes its own "
+                                     "template, spec and shapes; with your spec, pick them with --shape-set")
 
     def evaluate(self, req: EvalRequest, timeout_s: float, key: str) -> EvalResult:
         row = self._rows.get(key)

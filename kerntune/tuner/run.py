@@ -111,6 +111,8 @@ class Tuner:
         self.space = Space.of(template)
         self.time_shapes = tuple(spec_shapes(self.spec, settings.shape_set))
         self.verify_shapes = self.time_shapes + tuple(holdout_shapes(self.spec, settings.shape_set))
+        if getattr(evaluator, "replays", False):
+            evaluator.require_shapes(self.time_shapes)
         # every input distribution on the held-out shapes and the smallest listed one; the spec's own
         # inputs on the others (the final test verifies everything everywhere)
         smallest = min(self.time_shapes, key=lambda sh: math.prod(v for _, v in sh.sizes))

@@ -178,3 +178,27 @@ class RunStore:
 
     def close(self) -> None:
         self.db.close()
+
+
+def discard_empty_run(run_dir: Path, remove_dir: bool) -> bool:
+    """Remove the database of a run that recorded no evaluation (and ``run_dir`` itself when
+    ``remove_dir`` and nothing else is in it); a run with any evaluation is kept. Returns whether it went."""
+    db = run_dir / DB_NAME
+    try:
+        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+        try:
+            n = con.execute("SELECT COUNT(*) FROM evaluations").fetchone()[0]
+        finally:
+            con.close()
+    except sqlite3.Error:
+        return False
+    if n:
+        return False
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{db}{suffix}").unlink(missing_ok=True)
+    if remove_dir:
+        try:
+            run_dir.rmdir()
+        except OSError:
+            pass
+    return True
