@@ -34,8 +34,9 @@ def _facts(r: RunReport) -> list[str]:
         lines += [f"- template: {r.kernel_path or '-'}", f"- baseline: {r.baseline_label}",
                   f"- strategy: {r.method or '-'}", f"- stopped: {r.stop_reason or '(not yet)'}",
                   f"- measured: {r.measured} of {r.space_size or '?'} configurations"]
-    if r.elapsed_s:
-        lines.append(f"- time: {r.elapsed_s:.0f} s")
+    if r.elapsed_s:      # the searches' time, as the HTML tile says; the baseline and the final test add to it
+        lines.append(f"- tuning time: {r.elapsed_s:.0f} s" + (" (the rounds' searches; the baseline and the final "
+                                                               "test come on top)" if r.kind == "optimize" else ""))
     return lines + [""]
 
 
