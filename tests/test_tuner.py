@@ -325,6 +325,9 @@ def test_a_malformed_kernel_tuner_cache_is_refused_or_read_around(tmp_path):
     got = {e.key: e for e in RunStore.in_dir(tmp_path / "run").evaluations()}
     assert set(got) == {"a=2", "a=4", "a=5"} and got["a=4"].status != "ok"
     assert got["a=5"].result.timings[0].stats.median_ms == 0.5
+    # the command says how many it left out (it said "imported 3 entries" and nothing of the other 2)
+    r = run_cli("kt-cache", "import", str(tmp_path / "junk.json"), "--run-dir", str(tmp_path / "run2"))
+    assert r.returncode == 0 and "left out 2 entries" in r.stderr and "imported 3 entries" in r.stderr, r.stderr
     for text, message in [(json.dumps({"tune_params_keys": ["a"], "cache": {"1": 5}}), "holds no usable entry"),
                           ("[1, 2]", "a JSON list, not an object"),
                           (json.dumps({"tune_params_keys": ["a"], "cache": 3}), "'cache' must be an object"),

@@ -44,12 +44,16 @@ def import_(
     """Create a kerntune run from a Kernel Tuner cache, for `kerntune show` and replay
     (`kerntune tune --device replay:RUN_DIR`)."""
     set_json(json)
-    from kerntune.tuner.kerneltuner import import_cache
+    from kerntune.tuner.kerneltuner import import_cache, read_cache
 
     n = import_cache(cache, run_dir)
+    left_out = len(read_cache(cache)["cache"]) - n     # entries without a value for every parameter
     if json:
-        print_json({"run_dir": str(run_dir), "entries": n})
+        print_json({"run_dir": str(run_dir), "entries": n, "left_out": left_out})
     else:
+        if left_out:
+            err.print(f"left out {left_out} entr{'y' if left_out == 1 else 'ies'} of {cache}: not an object with a "
+                      "number, string or boolean for every tuning parameter", style="yellow")
         err.print(f"imported {n} entries into {run_dir}; see them with `kerntune show {shell(run_dir)}`, replay "
                   f"a strategy on them with `kerntune tune --device {shell(f'replay:{run_dir}')} --strategy tpe --budget 20`")
 
