@@ -331,6 +331,19 @@ def has_call(st: RewriteState, node, name: str) -> bool:
                for n in walk(node))
 
 
+def called_names(st: RewriteState, names) -> list:
+    """The function-name nodes of every call, in the file's functions, of a function in ``names``
+    (``exp(x)``'s ``exp``): what a rule renaming calls rewrites."""
+    out = []
+    for fn in st.functions():
+        for node in walk(fn):
+            if node.type == "call_expression":
+                f = node.child_by_field_name("function")
+                if f is not None and f.type == "identifier" and st.text(f) in names:
+                    out.append(f)
+    return out
+
+
 def decl_value(st: RewriteState, fn, name: str):
     """The initializer of a local variable ``name`` in function ``fn``, if declared once."""
     found = []

@@ -3,7 +3,8 @@ intrinsics, and fast-math compiler flags."""
 
 from __future__ import annotations
 
-from kerntune.agents.rules.base import Applied, Edit, Param, Rule, RewriteState, apply_edits, marker, opencl_space
+from kerntune.agents.rules.base import (Applied, Edit, Param, Rule, RewriteState, apply_edits, called_names, marker,
+                                       opencl_space)
 from kerntune.source.parse import walk
 
 MAX_UNROLLED_LOOPS = 2
@@ -115,15 +116,7 @@ class Restrict(Rule):
 
 
 def _math_calls(st: RewriteState) -> list:
-    table = FAST_MATH[st.lang]
-    out = []
-    for fn in st.functions():
-        for node in walk(fn):
-            if node.type == "call_expression":
-                f = node.child_by_field_name("function")
-                if f is not None and f.type == "identifier" and st.text(f) in table:
-                    out.append(f)
-    return out
+    return called_names(st, FAST_MATH[st.lang])
 
 
 class FastMath(Rule):

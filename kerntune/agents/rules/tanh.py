@@ -13,8 +13,7 @@ Intel's OpenCL CPU runtime and 1.22x on PoCL, interleaved with the original.
 
 from __future__ import annotations
 
-from kerntune.agents.rules.base import Applied, Edit, Param, Rule, RewriteState, apply_edits
-from kerntune.source.parse import walk
+from kerntune.agents.rules.base import Applied, Edit, Param, Rule, RewriteState, apply_edits, called_names
 
 TANH = {"opencl": "tanh", "cuda": "tanhf"}
 EXP = {"opencl": "exp", "cuda": "expf"}
@@ -22,15 +21,7 @@ MACRO = "KT_TANH"
 
 
 def _tanh_calls(st: RewriteState) -> list:
-    name = TANH[st.lang]
-    out = []
-    for fn in st.functions():
-        for node in walk(fn):
-            if node.type == "call_expression":
-                f = node.child_by_field_name("function")
-                if f is not None and f.type == "identifier" and st.text(f) == name:
-                    out.append(f)
-    return out
+    return called_names(st, (TANH[st.lang],))
 
 
 class TanhExp(Rule):
