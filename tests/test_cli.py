@@ -326,3 +326,17 @@ def test_kt_cache_import_of_a_binary_file_or_into_a_file(tmp_path):
     taken = write(tmp_path, "taken", "")
     r = run_cli("tune", VA_TEMPLATE, "--spec", VA_SPEC, "--device", "cpu", "--budget", "1", "--run-dir", str(taken))
     assert r.returncode == 2 and f"the run directory {taken} is a file" in r.stderr, r.stderr
+
+
+def test_a_reader_that_goes_away_is_not_a_wrong_kernel():
+    """`kerntune check k.cl | head -1`: rich exited 1 on the broken pipe, which kerntune's exit codes
+    read as 'the kernel is wrong'; it is 141, as for a program SIGPIPE stops."""
+    import subprocess
+
+    from tests.conftest import KERNTUNE
+
+    p = subprocess.Popen([*KERNTUNE, "strategies"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    p.stdout.close()                    # the reader is gone before the first line
+    _, stderr = p.communicate(timeout=120)
+    assert p.returncode == 141, (p.returncode, stderr)
+    assert b"Traceback" not in stderr

@@ -88,6 +88,25 @@ def test_undeclared_size_in_expression(tmp_path):
     assert "launch.grid[0]: 'm' is not a declared size (sizes: n)" in msg
 
 
+@pytest.mark.parametrize("change,needle", [
+    # a scalar outside its dtype: the host conversion raised OverflowError, a traceback and exit 70
+    (('value: n}', 'value: "n + 4294967296"}'),
+     "args[2].value: at shape n=1024: int32 value 'n + 4294967296' is 4294968320, expected between -2147483648 and "
+     "2147483647"),
+    # check called this 'unexpected ExprError ... a bug in kerntune' (exit 70), bench a kernel failure (exit 4)
+    (('"ceil_div(n, 256)"', '"n / 0"'), "launch.grid[0]: at shape n=1024: cannot evaluate 'n / 0': division by zero"),
+    (('block: [256]', 'block: [0]'), "launch.block[0]: at shape n=1024: block dimension is 0, expected at least 1"),
+    (('"ceil_div(n, 256)"', '"n // 2048"'), "launch.grid[0]: at shape n=1024: grid dimension 'n // 2048' is 0"),
+    (('value: n}', 'value: "n % 0"}'), "args[2].value: at shape n=1024: cannot evaluate 'n % 0'"),
+    (('shape: [n]}', 'shape: ["n - 2000"]}'), "args[1].shape[0]: at shape n=1024: extent 'n - 2000' is -976"),
+])
+def test_expressions_are_evaluated_on_every_shape(tmp_path, change, needle):
+    """Mistakes that only show on a shape's numbers are spec errors at load time (exit 2), for check
+    and every other command, not a crash or a kernel failure later."""
+    msg = spec_error(tmp_path, GOOD.replace(*change))
+    assert needle in msg, msg
+
+
 def test_unsafe_expression_rejected(tmp_path):
     msg = spec_error(tmp_path, GOOD.replace('"ceil_div(n, 256)"', '"n.__class__"'))
     assert "launch.grid[0]" in msg and "not allowed" in msg

@@ -109,7 +109,9 @@ def _verification_line(r: EvalResult) -> str:
            "self": "itself (no reference: outputs written, inputs unchanged, results reproducible)"}[v.reference]
     shapes = {s.label.split(" [")[0]: s.holdout for s in v.shapes}
     held = sum(shapes.values())
-    where = f"{len(shapes) - held} spec shapes + {held} held out, {len(v.distributions)} input distributions each"
+    n = len(shapes) - held
+    where = (f"{n} spec shape{'s' if n != 1 else ''} + {held} held out, {len(v.distributions)} input "
+             f"distribution{'s' if len(v.distributions) != 1 else ''} each")
     if v.ok:
         worst = max((a.rel_l2_err for s in v.shapes for a in s.args), default=0.0)
         return f"[green]correct[/] on {where} against {ref} (worst relative L2 error {worst:.1e})"

@@ -49,8 +49,20 @@ def _width(stream) -> int | None:
     return int(columns) if columns.isdigit() and int(columns) > 0 else PIPE_WIDTH
 
 
-out = Console(highlight=False, soft_wrap=True, width=_width(sys.stdout))
-err = Console(stderr=True, highlight=False, soft_wrap=True, width=_width(sys.stderr))
+class _Console(Console):
+    def on_broken_pipe(self) -> None:
+        """The reader of our output went away (`kerntune ... | head`): stop as a program killed by
+        SIGPIPE does (141), not with rich's 1, which kerntune's exit codes read as 'the kernel is wrong'."""
+        self.quiet = True
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), (sys.stderr if self.stderr else sys.stdout).fileno())
+        except OSError:
+            pass
+        raise SystemExit(141)
+
+
+out = _Console(highlight=False, soft_wrap=True, width=_width(sys.stdout))
+err = _Console(stderr=True, highlight=False, soft_wrap=True, width=_width(sys.stderr))
 
 
 class State:

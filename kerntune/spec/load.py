@@ -136,6 +136,10 @@ def parse(text: str, origin: Path, base_dir: Path, inline: bool = False, line_of
     except ValidationError as e:
         raise _spec_error(where, _pydantic_problems(e, lines), lines, line_offset) from None
     problems = semantic_problems(spec)
+    if not problems:     # the names are right: evaluate the expressions on every shape
+        from kerntune.spec.shapes import evaluation_problems
+
+        problems = evaluation_problems(spec)
     if problems:
         raise _spec_error(where, problems, lines, line_offset)
     return LoadedSpec(spec=spec, origin=origin, base_dir=base_dir, inline=inline, text=text)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from kerntune.errors import ErrorCode, KerntuneError
 from kerntune.spec.model import KernelSpec, Shape
 
@@ -127,3 +129,59 @@ def extra_holdouts(spec: KernelSpec, shape_set: str | None, count: int, seed: in
             taken.add(shape.key)
             out.append(shape)
     return out
+
+
+def evaluation_problems(spec: KernelSpec) -> list:
+    """What goes wrong when the spec's expressions are evaluated on its shapes (every set, and the
+    held-out shapes): a division by zero, an array extent below 0, a grid or block of 0, an integer
+    scalar outside its dtype (``n + 4294967296`` for an int32). Found at load time, each once, as spec
+    problems (exit 2), where they came back as a Python traceback or a kernel failure."""
+    from kerntune.spec import expr
+    from kerntune.spec.model import Problem
+
+    problems: dict[tuple, Problem] = {}
+
+    def note(path: tuple, shape: Shape, message: str) -> None:
+        problems.setdefault(path, Problem(path, f"at shape {shape.label}: {message}"))
+
+    def integer(path: tuple, shape: Shape, text, env: dict, low: int | None = None, high: int | None = None,
+                what: str = "value"):
+        if path in problems:
+            return None
+        try:
+            v = expr.evaluate_int(text, env, what)
+        except expr.ExprError as e:
+            note(path, shape, str(e))
+            return None
+        if (low is not None and v < low) or (high is not None and v > high):
+            bound = f"at least {low}" if high is None else f"between {low} and {high}"
+            said = f"{what} is {v}" if isinstance(text, int) else f"{what} {text!r} is {v}"
+            note(path, shape, f"{said}, expected {bound}")
+        return v
+
+    shapes: dict[str, Shape] = {}
+    for name in shape_set_names(spec):
+        try:
+            for sh in spec_shapes(spec, name) + holdout_shapes(spec, name):
+                shapes.setdefault(sh.key, sh)
+        except (KerntuneError, ValueError):
+            continue
+    for sh in shapes.values():
+        env = sh.as_dict()
+        for i, a in enumerate(spec.args):
+            for j, d in enumerate(a.shape or []):
+                integer(("args", i, "shape", j), sh, d, env, low=0, what="extent")
+            if a.value is None or a.dt.is_float:
+                continue
+            if isinstance(a.value, (str, int)):
+                info = np.iinfo(a.dt.storage)
+                integer(("args", i, "value"), sh, a.value, env, low=int(info.min), high=int(info.max),
+                        what=f"{a.dtype} value")
+        for where, launch in [(("launch",), spec.launch)] + [(("launches", k), v) for k, v in spec.launches.items()]:
+            for field in ("grid", "block"):
+                for j, d in enumerate(getattr(launch, field)):
+                    integer((*where, field, j), sh, d, env, low=1, what=f"{field} dimension")
+            integer((*where, "shared_mem"), sh, launch.shared_mem, env, low=0, what="shared memory")
+        if spec.bytes_moved is not None:
+            integer(("bytes_moved",), sh, spec.bytes_moved, env, low=0, what="bytes moved")
+    return list(problems.values())
