@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -134,7 +136,14 @@ def check_signature(kf: "KernelFile") -> None:
     parsed = parse(kf.source, kf.lang)
     try:
         k = parsed.find(name)
-    except KerntuneError:
+    except KerntuneError as e:
+        # the parser finds kernels, and none is this one: a spec for another kernel (exit 2, not the
+        # compiler's 'no kernel named' as a kernel failure). A kernel a macro may define stays the compiler's
+        if parsed.kernels and not parsed.has_errors and not re.search(r"#\s*define[^\n]*(__kernel|kernel|__global__)",
+                                                                      kf.source):
+            raise KerntuneError(ErrorCode.SPEC, f"{kf.loaded.origin}: {e.message}",
+                                hint=f"name one of them in the spec's `kernel:`, or pass the spec written for "
+                                     f"{kf.path.name} with --spec") from None
         return          # not found by the parser (e.g. defined through a macro): the compiler will tell
     if k.node.has_error:
         return          # the kernel does not parse: the compiler's message says more than a comparison would

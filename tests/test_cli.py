@@ -176,11 +176,27 @@ def test_a_kernel_that_does_not_compile_is_named_at_its_line(tmp_path, command):
     (["bench", str(EXAMPLES / "vector_add.cl"), "--device", "0"], 3, "cannot run on CUDA device"),
     (["bench", str(EXAMPLES / "vector_add.cl"), "--shape", "huge"], 2, "no spec shape matches"),
     (["check", str(EXAMPLES / "vector_add.cu"), "--target", "nosuchgpu", "--offline"], 2, "unknown device profile"),
+    # a spec for another kernel: it came back as a compile failure (exit 4), twice in bench
+    (["bench", str(EXAMPLES / "vector_add.cl"), "--spec", str(EXAMPLES / "row_sum.yaml")], 2,
+     "no kernel named 'row_sum' in the source (kernels found: vector_add)"),
 ])
 def test_bad_input_is_a_clear_error(args, status, needle):
     r = run_cli(*args)
     assert r.returncode == status, (r.stdout, r.stderr)
     assert needle in r.stderr and "Traceback" not in r.stderr
+
+
+def test_check_finds_the_reference_function(tmp_path):
+    """check said 'spec ... is valid' (exit 0) of a spec whose reference file or function is not there."""
+    k = write(tmp_path, "vector_add.cl", (EXAMPLES / "vector_add.cl").read_text())
+    shutil.copy(EXAMPLES / "reference.py", tmp_path / "reference.py")
+    spec = (EXAMPLES / "vector_add.yaml").read_text()
+    assert "reference.py:vector_add" in spec
+    for broken, needle in (("nope.py:vector_add", f"relative to the spec's folder, {tmp_path.resolve()}"),
+                           ("reference.py:nothere", "no function 'nothere'")):
+        write(tmp_path, "vector_add.yaml", spec.replace("reference.py:vector_add", broken))
+        r = run_cli("check", str(k), "--device", "cpu")
+        assert r.returncode == 2 and needle in r.stderr and "Traceback" not in r.stderr, r.stderr
 
 
 def test_json_errors(tmp_path):

@@ -24,7 +24,7 @@ def load_function(ref: FunctionRef, base_dir: Path, what: str) -> Callable[..., 
         path = (base_dir / ref.file).resolve()
         if not path.exists():
             raise KerntuneError(ErrorCode.SPEC, f"{what} file not found: {path}",
-                                hint=f"the spec's '{what}' path is relative to {base_dir}")
+                                hint=f"the spec's '{what}' path is relative to the spec's folder, {base_dir.resolve()}")
         name = f"kerntune_user_{abs(hash(str(path)))}"
         mod_spec = importlib.util.spec_from_file_location(name, path)
         module = importlib.util.module_from_spec(mod_spec)
