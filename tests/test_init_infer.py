@@ -181,6 +181,31 @@ def test_opencl_kernels_too():
     assert a["out"].shape == ["rows"] and a["x"].shape == ["rows", "cols"]
 
 
+def test_a_local_array_indexed_by_the_thread_sets_the_block():
+    """__local float s[64] indexed by get_local_id(0): the block is 64. init guessed 256 (its default),
+    derived x's extent from it (64 * rows + 192), and the kernel then wrote past s (a SIGSEGV in Intel's
+    runtime, found by a tour)."""
+    src = """
+__kernel void rsum(__global float* out, __global const float* x, const int rows)
+{ __local float s[64]; int r = get_group_id(0), t = get_local_id(0);
+  s[t] = x[r*64+t]; barrier(CLK_LOCAL_MEM_FENCE);
+  for (int k = 32; k > 0; k >>= 1) { if (t < k) s[t] += s[t+k]; barrier(CLK_LOCAL_MEM_FENCE); }
+  if (t == 0) out[r] = s[0]; }
+"""
+    inf, a = _infer(src, "rsum", "opencl")
+    assert inf.block == [64] and "s[64]" in inf.launch_why
+    assert a["x"].shape == ["64 * rows"]
+    cuda = """
+#define TILE 128
+__global__ void rsum(float* out, const float* x, int rows)
+{ __shared__ float s[TILE]; int t = threadIdx.x;
+  s[t] = x[blockIdx.y * TILE + t]; __syncthreads();
+  if (t == 0) out[blockIdx.y] = s[0]; }
+"""
+    inf, _ = _infer(cuda, "rsum")
+    assert inf.block == [128]
+
+
 def test_compare_counts_edits_by_meaning():
     truth = load_file(CORPUS / "expected/silu_and_mul_kernel.yaml").spec
     written = {"kernel": "ext::silu_and_mul_kernel<nv_bfloat16, 1>",       # aliases of the same instantiation

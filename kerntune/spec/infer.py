@@ -77,6 +77,9 @@ def choose_block(kernel: KernelFunction, source: str, consts: dict[str, int]) ->
         v = evaluate(m.group(1), cs, {}) if m else None
         if isinstance(v, int) and v > 0:
             return (v,), "__launch_bounds__"
+    sized = _local_array_block(body, cs)
+    if sized is not None:
+        return sized
     for pat in (r"blockIdx\.x\s*\*\s*([A-Za-z_]\w*|\d+)", r"([A-Za-z_]\w*|\d+)\s*\*\s*blockIdx\.x",
                 r"threadIdx\.x\s*;[^;]*;[^)]*\+=\s*([A-Za-z_]\w*|\d+)\s*\)"):
         for m in re.finditer(pat, body):
@@ -93,6 +96,26 @@ def choose_block(kernel: KernelFunction, source: str, consts: dict[str, int]) ->
     if re.search(r"threadIdx\.y|get_local_id\s*\(\s*1", body):
         return (32, 8), "default"
     return (DEFAULT_BLOCK,), "default"
+
+
+def _local_array_block(body: str, consts: dict[str, str]) -> tuple[tuple[int, ...], str] | None:
+    """A fixed-size __local/__shared__ array indexed by the thread's own local id (``s[tid]``) holds one
+    element per thread: the block is its size (a larger one writes past it; a guessed 256 for
+    ``__local float s[64]`` crashed Intel's runtime)."""
+    ids = {"threadIdx.x", "get_local_id(0)"} | {
+        m.group(1) for m in re.finditer(r"(\w+)\s*=\s*(?:\(\s*\w+\s*\)\s*)?(?:get_local_id\s*\(\s*0\s*\)|threadIdx\.x\b)",
+                                        body)}
+    for m in re.finditer(r"(?:__local|__shared__)\s+(?:volatile\s+)?[\w:]+\s+(\w+)\s*\[\s*(\w+)\s*\]\s*;", body):
+        name, size = m.group(1), evaluate(m.group(2), consts, {})
+        if not isinstance(size, int) or isinstance(size, bool) or not 0 < size <= 1024:
+            continue
+        for idx in re.finditer(re.escape(name) + r"\s*\[\s*([^\]]+?)\s*\]", body):
+            if re.sub(r"\s+", "", idx.group(1)) in ids:
+                why = f"the kernel's {name}[{m.group(2)}] holds one element per thread (indexed by the local id)"
+                if re.search(r"threadIdx\.y|get_local_id\s*\(\s*1", body):
+                    return None     # a 2-D block shares it: the defaults and the index arithmetic decide
+                return (size,), why
+    return None
 
 
 def _typical(name: str) -> int:
