@@ -131,6 +131,26 @@ def test_a_value_failing_only_beside_others_is_tried_alone_once():
     assert ledger.blocks(first) is None
 
 
+def test_two_approximations_failing_together_blame_no_other_value():
+    """tanh-exp and the fast-math flag each pass alone and fail together (NaN on Intel's runtime): naive
+    gelu_tanh_and_mul_rows saw fifteen such failures set aside VEC=4 and UNROLL_0=4, innocent values
+    whose every other value had passed somewhere. A failure with two approximations on is the pair's:
+    the other value is tried alone instead, passes, and stays."""
+    params = {"VEC": (1, 4), "UNROLL_0": (0, 4), "TANH_EXP": (False, True), "FAST_FLAGS": (False, True)}
+    ledger = SetAside(params)
+    base = {"VEC": 1, "UNROLL_0": 0, "TANH_EXP": False, "FAST_FLAGS": False}
+    ledger.observe(ev(0, {**base, "TANH_EXP": True}, OK))
+    ledger.observe(ev(1, {**base, "FAST_FLAGS": True}, OK))
+    nan = wrong(("out", "nonfinite"))
+    for i, unroll in enumerate((0, 4, 0), start=2):
+        ledger.observe(ev(i, {**base, "VEC": 4, "UNROLL_0": unroll, "TANH_EXP": True, "FAST_FLAGS": True}, nan))
+    assert ledger.entries() == []                     # it was [VEC=4] (and UNROLL_0=4 on more failures)
+    alone = ledger.probe()
+    assert alone == {**base, "VEC": 4}
+    ledger.observe(ev(5, alone, OK))
+    assert ledger.entries() == [] and ledger.blocks({**base, "VEC": 4, "TANH_EXP": True}) is None
+
+
 def test_a_value_set_aside_in_an_earlier_round_is_confirmed_by_one_failure():
     earlier = [{"param": "FAST_FLAGS", "value": True, "reason": "out: tolerance"}]
     ledger = SetAside(PARAMS, earlier)

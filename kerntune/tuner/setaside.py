@@ -32,6 +32,14 @@ tuner measures next): failing there the same way sets it aside, passing clears
 it. So a failing value costs a round at most ``SET_ASIDE_AFTER + 1`` measured
 evaluations.
 
+Two approximations together can miss the tolerance where each alone holds it
+(tanh-exp's exp under the fast-math flag on Intel's OpenCL runtime): a failure
+with two or more of the rule catalog's approximation parameters
+(``APPROXIMATIONS``) on is the pair's, never another value's alone. Counted
+against the others, such failures once set aside a vector width and an unroll
+factor that were innocent (naive gelu_tanh_and_mul_rows, 2026-12-04); now a
+value whose failures all had a pair of approximations on is tried alone first.
+
 Across rounds of one optimize run, a value set aside earlier (same parameter
 name, same value, same reason) is set aside after ``SET_ASIDE_AFTER_KNOWN``
 failure in the new round: the new template may have changed what it means, so
@@ -56,6 +64,8 @@ SET_ASIDE_AFTER = 3          # measured configurations failing the same way befo
 SET_ASIDE_AFTER_KNOWN = 1    # ... for a value an earlier round of the run set aside for that reason
 REASON = "set_aside"         # the reason of the pruned rows that answer proposals of a set-aside value
 EARLIER_KEY = "set_aside_earlier"   # run-database meta: values set aside by earlier rounds (optimize)
+# the rule catalog's approximation parameters: off reproduces the kernel, on approximates within the tolerance
+APPROXIMATIONS = frozenset({"FAST_MATH", "FAST_FLAGS", "TANH_EXP"})
 
 
 @dataclass(frozen=True, order=True)
@@ -121,7 +131,8 @@ class SetAside:
         self.values: dict[tuple[str, str], Any] = {}
         self.aside: dict[tuple[str, str], SetAsideValue] = {}
         self.answered: Counter = Counter()
-        self.failures: list[tuple[list[tuple[str, str]], frozenset[FailureReason]]] = []
+        # each failure: the non-first values it had, its reasons, and whether two approximations were on
+        self.failures: list[tuple[list[tuple[str, str]], frozenset[FailureReason], bool]] = []
         self.probed: set[tuple[str, str]] = set()
 
     @classmethod
@@ -157,14 +168,17 @@ class SetAside:
                 t.passed += 1
             t.reasons.update(reasons)
         if reasons:
-            self.failures.append((keys, reasons))
+            paired = sum(1 for name, _ in keys if name in APPROXIMATIONS) >= 2
+            self.failures.append((keys, reasons, paired))
         self._decide()
 
     def _alone(self) -> dict[tuple[str, str], Counter]:
         """Per value, the reasons of the failures that are its alone (every other value of the
         configuration a first value or one that has passed)."""
         out: dict[tuple[str, str], Counter] = {}
-        for keys, reasons in self.failures:
+        for keys, reasons, paired in self.failures:
+            if paired:
+                continue       # two approximations on: the pair may be the culprit, not the value left over
             unproven = [k for k in keys if not self.tallies[k].passed]
             if len(unproven) == 1:
                 out.setdefault(unproven[0], Counter()).update(reasons)
