@@ -156,9 +156,16 @@ def test_shapes_that_do_not_fit_memory_are_refused(tmp_path):
     (tmp_path / "vector_add.cl").write_text(VECTOR_ADD.read_text())
     text = (VECTOR_ADD.parent / "vector_add.yaml").read_text().split("shapes:")[0]
     text = text.replace('grid: ["ceil_div(n, 256)"]', "grid: [1024]")
-    write(tmp_path, "vector_add.yaml", text + "shapes:\n  - {label: huge, n: 549755813888}\n")
+    # the kernel's int n cannot hold 549755813888: since specs are evaluated on their shapes at load, that
+    # alone is refused first; the scalar passed here fits, so the arrays' 6 TiB are what is refused
+    huge = text + "shapes:\n  - {label: huge, n: 549755813888}\n"
+    write(tmp_path, "vector_add.yaml", huge.replace("{name: n, dtype: int32, value: n}",
+                                                    '{name: n, dtype: int32, value: "n // 4096"}'))
     for cmd in ("check", "bench", "optimize"):
         r = run_cli(cmd, str(tmp_path / "vector_add.cl"), "--device", "cpu")
         assert r.returncode == 2, (cmd, r.stderr)
         assert "shape huge: the arrays need 6.0 TiB" in r.stderr and "Traceback" not in r.stderr
     assert not (tmp_path / "runs").exists()       # optimize refused before making a run directory
+    write(tmp_path, "vector_add.yaml", huge)
+    r = run_cli("check", str(tmp_path / "vector_add.cl"), "--device", "cpu")
+    assert r.returncode == 2 and "int32 value 'n' is 549755813888" in r.stderr, r.stderr
