@@ -13,8 +13,10 @@ RUN_MARKERS = ("run.json", "tuning.db")    # a folder holding one of these is a 
 
 
 def run_holding(path: Path) -> Path | None:
-    """The kerntune run directory ``path`` lies in (itself or a parent holding run.json or tuning.db), or None."""
-    for d in Path(os.path.abspath(path)).parents:
+    """The kerntune run directory ``path`` is or lies in (itself or a parent holding run.json or tuning.db),
+    or None."""
+    here = Path(os.path.abspath(path))
+    for d in (here, *here.parents):
         if any((d / m).exists() for m in RUN_MARKERS):
             return d
     return None

@@ -46,8 +46,9 @@ def import_(
     set_json(json)
     from kerntune.tuner.kerneltuner import import_cache, read_cache
 
-    n = import_cache(cache, run_dir)
-    left_out = len(read_cache(cache)["cache"]) - n     # entries without a value for every parameter
+    doc = read_cache(cache)
+    n = import_cache(cache, run_dir, doc)
+    left_out = len(doc["cache"]) - n     # entries without a value for every parameter
     if json:
         print_json({"run_dir": str(run_dir), "entries": n, "left_out": left_out})
     else:

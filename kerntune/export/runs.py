@@ -60,6 +60,7 @@ class Run:
     path: Path
     rd: RunDir = field(init=False)
     manifest: Manifest = field(init=False)
+    _templates: dict = field(init=False, default_factory=dict)
 
     def __post_init__(self) -> None:
         self.rd = RunDir.open(self.path)
@@ -150,10 +151,13 @@ class Run:
         return self.test.candidate(r, key) if self.test is not None else None
 
     def template(self, r: int):
+        """Round ``r``'s template, parsed once (each pair renders it and reads its launch)."""
         from kerntune.tuner.template import parse_template
 
-        rel = self.rd.template_rel(r, self.manifest.lang)
-        return parse_template(self.text(rel), self.manifest.lang, str(self.path / rel))
+        if r not in self._templates:
+            rel = self.rd.template_rel(r, self.manifest.lang)
+            self._templates[r] = parse_template(self.text(rel), self.manifest.lang, str(self.path / rel))
+        return self._templates[r]
 
     def rendered(self, r: int, config: dict[str, Any]) -> str:
         """Round ``r``'s template at ``config`` as the run wrote it out (parameters baked in, no header):

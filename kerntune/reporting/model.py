@@ -138,6 +138,11 @@ def copy_span(r: RunReport) -> Optional[tuple[float, float]]:
     return (min(seen), max(seen)) if seen else None
 
 
+def steady(span: tuple[float, float]) -> bool:
+    """Whether the sessions' copies agree (within 5%): one figure then says it."""
+    return span[1] <= span[0] * 1.05
+
+
 def copy_words(r: RunReport) -> str:
     """The copy bandwidth the report's floors and percentages are against, in words: one figure, or the
     range over the timing sessions when they measured different copies (a busy or drifting host)."""
@@ -145,7 +150,7 @@ def copy_words(r: RunReport) -> str:
     if span is None:
         return ""
     lo, hi = span
-    if hi <= lo * 1.05:
+    if steady(span):
         return f"{hi:.1f} GB/s, read + write"
     return (f"read + write; measured {lo:.1f} to {hi:.1f} GB/s in the different timing sessions, and each "
             "time is set against the copy of its own session")

@@ -14,7 +14,7 @@ from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter, MaxNLocator, NullFormatter
 from matplotlib.transforms import blended_transform_factory
 
-from kerntune.reporting.model import RunReport, ShapeRow, copy_span
+from kerntune.reporting.model import RunReport, ShapeRow, copy_span, steady
 
 BASELINE, GENERAL, BEST, FLOOR = "#a0aec0", "#2b6cb0", "#dd6b20", "#2f855a"
 SERIES = ["#2b6cb0", "#dd6b20", "#38a169", "#805ad5", "#d53f8c", "#319795", "#b7791f", "#4a5568"]
@@ -112,7 +112,7 @@ def times(r: RunReport) -> Optional[bytes]:
         handles.append(Line2D([], [], color=FLOOR, linewidth=2, linestyle="--"))
         span = copy_span(r)
         labels.append("copy-speed floor" + ("" if span is None else
-                                            f" (bytes / {span[1]:.0f} GB/s measured copy)" if span[1] <= span[0] * 1.05
+                                            f" (bytes / {span[1]:.0f} GB/s measured copy)" if steady(span)
                                             else f" (bytes / measured copy, {span[0]:.0f}-{span[1]:.0f} GB/s)"))
     values = [v for s in rows for v in (s.baseline_ms, s.general_ms, s.best_ms, s.floor_ms) if v]
     ax.set_ylim(min(values) / 2.5, max(values) * 3)

@@ -144,20 +144,19 @@ def evaluation_problems(spec: KernelSpec) -> list:
     def note(path: tuple, shape: Shape, message: str) -> None:
         problems.setdefault(path, Problem(path, f"at shape {shape.label}: {message}"))
 
-    def integer(path: tuple, shape: Shape, text, env: dict, low: int | None = None, high: int | None = None,
-                what: str = "value"):
+    def integer(path: tuple, shape: Shape, text, env: dict, low: int, high: int | None = None,
+                what: str = "value") -> None:
         if path in problems:
-            return None
+            return
         try:
             v = expr.evaluate_int(text, env, what)
         except expr.ExprError as e:
             note(path, shape, str(e))
-            return None
-        if (low is not None and v < low) or (high is not None and v > high):
+            return
+        if v < low or (high is not None and v > high):
             bound = f"at least {low}" if high is None else f"between {low} and {high}"
             said = f"{what} is {v}" if isinstance(text, int) else f"{what} {text!r} is {v}"
             note(path, shape, f"{said}, expected {bound}")
-        return v
 
     shapes: dict[str, Shape] = {}
     for name in shape_set_names(spec):

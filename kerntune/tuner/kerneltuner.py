@@ -19,6 +19,7 @@ from __future__ import annotations
 import datetime
 import json
 import math
+import os
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,7 @@ from pydantic import ValidationError
 
 from kerntune.errors import ErrorCode, KerntuneError
 from kerntune.fmt import shell
-from kerntune.fsutil import RUN_MARKERS, run_holding, write_atomic
+from kerntune.fsutil import run_holding, write_atomic
 from kerntune.results import (
     DeviceInfo, EvalResult, ShapeTiming, Status, TimingStats,
 )
@@ -155,9 +156,10 @@ def _placeholder_template(params: dict[str, list[Any]], kernel: str) -> str:
     return "{# kerntune-template\n" + decl + "#}\n" + body
 
 
-def import_cache(src: Path, run_dir: Path) -> int:
-    """Create a replayable run from a Kernel Tuner cache; returns the entry count."""
-    doc = read_cache(src)
+def import_cache(src: Path, run_dir: Path, doc: dict[str, Any] | None = None) -> int:
+    """Create a replayable run from a Kernel Tuner cache (``doc``: its contents, when the caller has read
+    it already); returns the entry count."""
+    doc = read_cache(src) if doc is None else doc
     keys = list(doc["tune_params_keys"])
     # an entry is an object holding every parameter, each a number, a string or a boolean; others are left out
     entries = {raw: e for raw, e in doc["cache"].items() if isinstance(e, dict) and
@@ -176,9 +178,9 @@ def import_cache(src: Path, run_dir: Path) -> int:
     sizes = {f"p{i}": int(v) if isinstance(v, (int, float)) else 1 for i, v in enumerate(problem)}
     shape = Shape.of(sizes, label="kernel-tuner")
     kernel = str(doc.get("kernel_name") or "kernel")
-    held = run_dir if any((run_dir / m).exists() for m in RUN_MARKERS) else run_holding(run_dir)
+    held = run_holding(run_dir)
     if held is not None:       # a tuning.db dropped into an optimize run (or a round) would be a stray run
-        raise KerntuneError(ErrorCode.USAGE, f"{run_dir} already holds a run" if held == run_dir else
+        raise KerntuneError(ErrorCode.USAGE, f"{run_dir} already holds a run" if held == Path(os.path.abspath(run_dir)) else
                             f"{run_dir} is inside the kerntune run {held}",
                             hint=f"import into a new folder outside it: --run-dir {shell(held.parent / (held.name + '-kt'))}")
     store = RunStore.in_dir(run_dir, create=True)

@@ -91,17 +91,17 @@ class RunStore:
                     "(RUN/rounds/01)")
             raise KerntuneError(ErrorCode.RUN, f"no tuning database at {path}", hint=hint)
         try:
-            if readonly:
+            if readonly:     # nothing writes the schema here: an empty or foreign file has none
                 self.db = _open_readonly(path)
+                missing = {"meta", "evaluations"} - {row[0] for row in self.db.execute(
+                    "SELECT name FROM sqlite_master WHERE type = 'table'")}
+                if missing:
+                    raise sqlite3.DatabaseError(f"no {' or '.join(sorted(missing))} table (an empty or foreign file)")
             else:
                 self.db = sqlite3.connect(str(path), isolation_level=None, timeout=30)
                 self.db.execute("PRAGMA journal_mode=WAL")
                 self.db.execute("PRAGMA synchronous=NORMAL")
                 self.db.executescript(SCHEMA)
-            missing = {"meta", "evaluations"} - {row[0] for row in self.db.execute(
-                "SELECT name FROM sqlite_master WHERE type = 'table'")}
-            if missing:
-                raise sqlite3.DatabaseError(f"no {' or '.join(sorted(missing))} table (an empty or foreign file)")
         except sqlite3.DatabaseError as e:
             raise KerntuneError(ErrorCode.RUN, f"{path} is not a readable kerntune database: {e}",
                                 hint="the file is damaged or is not kerntune's: restore it from a copy of the run, "
@@ -185,7 +185,7 @@ def discard_empty_run(run_dir: Path, remove_dir: bool) -> bool:
     ``remove_dir`` and nothing else is in it); a run with any evaluation is kept. Returns whether it went."""
     db = run_dir / DB_NAME
     try:
-        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+        con = _open_readonly(db)
         try:
             n = con.execute("SELECT COUNT(*) FROM evaluations").fetchone()[0]
         finally:
