@@ -112,6 +112,7 @@ class ArgCheck(Record):
     got: Optional[int | float] = None          # int for integer outputs: exact beyond 2**53
     expected: Optional[int | float] = None
     reason: str = ""                       # "", "unwritten", "nonfinite", "tolerance", "input modified"
+    settled: str = ""                      # passed only by the NumPy reference's verdict: why (engine.judge.settle)
 
     def describe(self) -> str:
         """The failure with its numbers: ``out: tolerance: 2 element(s) out of bounds, max abs err
@@ -156,6 +157,10 @@ class Verification(Record):
     shapes: list[ShapeCheck] = []
     distributions: list[str] = []          # the input distributions checked
     left_out: dict[str, str] = {}          # distributions left out of a run, and why (the original fails there)
+
+    def settled(self) -> list[str]:
+        """Each output that passed only by the NumPy reference's verdict, and why."""
+        return [f"{s.label}: {a.name}: {a.settled}" for s in self.shapes for a in s.args if a.ok and a.settled]
 
     def first_failure(self) -> str:
         for s in self.shapes:

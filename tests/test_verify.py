@@ -191,3 +191,75 @@ def test_a_wrong_result_says_by_how_much():
                                 "got nan, expected 2")
     unwritten = ArgCheck(name="y", ok=False, first_bad_index=[3], got=float("nan"), expected=1.0, reason="unwritten")
     assert unwritten.describe() == "y: unwritten; first at [3]"
+
+
+# --- a disagreement with the reference kernel, settled by the NumPy reference ------------------
+
+def _fp32_spec():
+    return KernelSpec.model_validate({
+        "kernel": "k", "args": [{"name": "out", "dtype": "fp32", "shape": ["n"], "intent": "out"}],
+        "launch": {"grid": [1], "block": [1]}, "shapes": [{"n": 4}]})
+
+
+def _judge(original, candidate, truth):
+    """``candidate`` judged against the reference kernel's ``original`` outputs, with ``truth``
+    (float64) as the NumPy reference (None: the spec has none)."""
+    from kerntune.engine.judge import Expected, judge_runs
+
+    calls = []
+
+    def made():
+        calls.append(1)
+        return None if truth is None else {"out": truth}
+    expected = Expected({"out": original}, True, made)
+    (check,) = judge_runs(_fp32_spec(), {}, [({"out": candidate}, {})], expected)
+    return check, len(calls)
+
+
+def _sums(seed=3, n=4000):
+    """A true float64 result and two fp32 results near it: ``original`` off the truth by 0.99 of
+    the fp32 bound at element 7, ``candidate`` by 0.5 of it on the other side, so the two differ
+    by more than the bound there while each is within it of the truth."""
+    rng = np.random.default_rng(seed)
+    truth = rng.uniform(0.1, 1.0, n)
+    tol = tolerance_for(_fp32_spec(), _fp32_spec().args[0])
+    bound = tol.atol + tol.rtol * truth[7]
+    original = (truth * (1 + 1e-7 * rng.standard_normal(n))).astype(np.float32)
+    candidate = truth.astype(np.float32)
+    original[7] = np.float32(truth[7] + 0.99 * bound)
+    candidate[7] = np.float32(truth[7] - 0.5 * bound)
+    direct = compare(_fp32_spec().args[0], tol, candidate, original, True)
+    assert not direct.ok and direct.reason == "tolerance" and direct.bad_elements == 1
+    return truth, original, candidate
+
+
+def test_a_candidate_closer_to_the_truth_than_the_original_is_settled():
+    truth, original, candidate = _sums()
+    check, asked = _judge(original, candidate, truth)
+    assert check.ok and asked == 1
+    assert "closer to the NumPy reference" in check.settled and "1 element(s)" in check.settled
+
+
+def test_a_candidate_less_accurate_than_the_original_is_not_settled():
+    truth, original, candidate = _sums()
+    # roles swapped: the candidate is the one farther from the truth (though within its bound)
+    check, asked = _judge(candidate, original, truth)
+    assert not check.ok and not check.settled and asked == 1
+
+
+def test_without_a_numpy_reference_or_when_the_original_misses_it_nothing_is_settled():
+    truth, original, candidate = _sums()
+    assert not _judge(original, candidate, None)[0].ok
+    original[7] = np.float32(truth[7] * 1.01)         # the original itself is off the truth there
+    check, asked = _judge(original, candidate, truth)
+    assert not check.ok and asked == 1
+
+
+def test_nan_and_exact_agreement_are_never_sent_to_the_numpy_reference():
+    truth, original, _ = _sums()
+    nan = original.copy()
+    nan[3] = np.nan
+    check, asked = _judge(original, nan, truth)
+    assert not check.ok and check.reason == "nonfinite" and asked == 0
+    check, asked = _judge(original, original.copy(), truth)
+    assert check.ok and not check.settled and asked == 0

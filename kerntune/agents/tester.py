@@ -249,7 +249,10 @@ class Tester:
                 status = Status.MEMORY_ERROR if report.status is CheckStatus.MEMORY_ERROR else Status.WRONG_RESULT
                 results.append(res.failed(status, "memcheck", f"{report.tool}: {report.message}", check=report))
                 continue
-            results.append(res.model_copy(update={"check": report}))
+            settled = r.verification.settled() if r.verification is not None else []
+            note = (f"{len(settled)} check{'s' if len(settled) != 1 else ''} settled by the NumPy reference: "
+                    f"{settled[0]}") if settled else ""
+            results.append(res.model_copy(update={"check": report, "message": note}))
             live.append((c, len(results) - 1))
         # screening: the original and every survivor, interleaved; the picks are made on these numbers
         general_i: Optional[int] = None

@@ -114,7 +114,11 @@ def _verification_line(r: EvalResult) -> str:
              f"distribution{'s' if len(v.distributions) != 1 else ''} each")
     if v.ok:
         worst = max((a.rel_l2_err for s in v.shapes for a in s.args), default=0.0)
-        return f"[green]correct[/] on {where} against {ref} (worst relative L2 error {worst:.1e})"
+        settled = v.settled()
+        note = "" if not settled else (
+            f"; {len(settled)} check{'s' if len(settled) != 1 else ''} settled by the NumPy reference, first "
+            f"{escape(settled[0])}")
+        return f"[green]correct[/] on {where} against {ref} (worst relative L2 error {worst:.1e}){note}"
     return f"[red]WRONG[/] against {ref}: {escape(v.first_failure())}"
 
 

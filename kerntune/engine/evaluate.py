@@ -247,10 +247,24 @@ class Evaluator:
                 raise KerntuneError(ErrorCode.VERIFY, f"the reference kernel {req.reference.label!r} failed at "
                                                       f"{shape.label}: {e.message}",
                                     hint="check the original kernel alone with `kerntune bench`") from None
-            return Expected({a.name: out[a.name] for a in spec.outputs}, True)
+            truth = (lambda: self.truth(req, shape, host)) \
+                if req.use_numpy_reference and spec.reference is not None else None
+            return Expected({a.name: out[a.name] for a in spec.outputs}, True, truth)
         if mode == "numpy":
             return Expected(numpy_reference(spec, Path(req.base_dir), shape, host), False)
         return Expected(None)
+
+    def truth(self, req: EvalRequest, shape: Shape, host: HostArgs) -> Arrays | None:
+        """The spec's NumPy reference on ``host``, kept with it: what settles a disagreement with
+        the reference kernel (:func:`kerntune.engine.judge.settle`); None if the function fails."""
+        def make() -> Arrays | None:
+            try:
+                return numpy_reference(req.spec, Path(req.base_dir), shape, host)
+            except KerntuneError:
+                return None
+        if host.cache_key is None:
+            return make()
+        return self.data.get(("truth", host.cache_key), make, lambda v: freeze((v or {}).values()))
 
     # --- verification ---------------------------------------------------------
     def distributions(self, req: EvalRequest) -> tuple[str, ...]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from typing import Callable, Optional
 
 import numpy as np
 
@@ -27,6 +28,9 @@ class Expected:
 
     values: Arrays | None
     is_storage: bool = True
+    # where ``values`` are another kernel's outputs: the spec's NumPy reference on the same inputs
+    # (made when first asked; None when the spec has none), which settles a disagreement (:func:`settle`)
+    truth: Optional[Callable[[], Optional[Arrays]]] = None
 
 
 def _holds(got: np.ndarray, pattern: int) -> np.ndarray:
@@ -96,12 +100,42 @@ def judge_runs(spec: KernelSpec, inputs: Arrays, runs: list[tuple[Arrays, Poison
                 else:
                     results.append(compare(a, tol, got[a.name], expected.values[a.name], expected.is_storage,
                                            unwritten))
-        checks.append(next((c for c in results if not c.ok), results[0]))
+        worst = next((c for c in results if not c.ok), results[0])
+        if not worst.ok and expected.truth is not None and expected.is_storage and expected.values is not None:
+            worst = settle(a, tol, [got for got, _ in runs], expected, worst, unwritten)
+        checks.append(worst)
     for a in spec.arrays:
         if a.intent == "in":
             results = [unchanged(a, inputs[a.name], got[a.name]) for got, _ in runs]
             checks.append(next((c for c in results if not c.ok), results[0]))
     return checks
+
+
+def settle(a, tol, outputs: list[Arrays], expected: Expected, failed: ArgCheck,
+           unwritten: np.ndarray | None) -> ArgCheck:
+    """A candidate that missed the tolerance against the reference kernel's outputs (``expected``),
+    judged by the spec's NumPy reference instead: both kernels round, in different orders, and
+    their two errors add up in the comparison. It passes when the reference kernel and every run
+    are within the tolerance of the NumPy reference on these inputs, and every run is at least
+    as close to it (relative L2 error) as the reference kernel is: no less accurate than the
+    original. NaN or Inf unlike the reference kernel, unwritten elements and modified inputs are
+    never settled. Otherwise ``failed`` stands."""
+    if failed.reason != "tolerance" or failed.nonfinite_elements:
+        return failed
+    truth = expected.truth() if expected.truth is not None else None
+    if truth is None or a.name not in truth:
+        return failed
+    original = compare(a, tol, expected.values[a.name], truth[a.name], False)
+    if not original.ok:
+        return failed
+    runs = [compare(a, tol, got[a.name], truth[a.name], False, unwritten) for got in outputs]
+    if not all(r.ok and r.rel_l2_err <= original.rel_l2_err for r in runs):
+        return failed
+    closest = max(runs, key=lambda r: r.rel_l2_err)
+    return closest.model_copy(update={"settled": (
+        f"{failed.bad_elements} element(s) off the reference kernel's outputs (max abs err "
+        f"{failed.max_abs_err:.3g}), but closer to the NumPy reference than that kernel is: rel L2 err "
+        f"{closest.rel_l2_err:.2g} against its {original.rel_l2_err:.2g}")})
 
 
 def judge_single(spec: KernelSpec, inputs: Arrays, got: Arrays, poison: Poison, expected: Expected) -> list[ArgCheck]:
@@ -119,4 +153,4 @@ def judge_single(spec: KernelSpec, inputs: Arrays, got: Arrays, poison: Poison, 
     return out
 
 
-__all__ = ["Arrays", "Expected", "Poison", "bits_dtype", "judge_runs", "judge_single", "tolerance_for"]
+__all__ = ["Arrays", "Expected", "Poison", "bits_dtype", "judge_runs", "judge_single", "settle", "tolerance_for"]

@@ -141,7 +141,7 @@ def rounds(r: RunReport) -> Table:
 def final_test(r: RunReport) -> Table:
     t = Table(["round", "configuration", "verified", "geomean speedup", "flags"], numeric=frozenset({3}))
     for c in (r.test.candidates if r.test else []):
-        flags = "; ".join(c.flags) or ("" if c.verified else c.message)
+        flags = "; ".join(c.flags) or ("" if c.identical else c.message)
         t.rows.append([str(c.round), Code(c.key), "yes" if c.verified else "no",
                        _xi(c.geomean, c.geomean_speedup) if c.geomean_speedup else "-", flags])
     return t
