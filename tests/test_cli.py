@@ -19,6 +19,23 @@ def test_help_teaches():
     assert "--against" in r.stdout and "--device" in r.stdout and "--json" in r.stdout
 
 
+def test_a_command_group_without_its_command_is_a_usage_error():
+    # the help is printed, as for `kerntune` alone, but the command line was incomplete: exit 2
+    assert run_cli().returncode == 0
+    for group, commands in (("export", "pairs, traces"), ("kt-cache", "export, import"), ("score", "fast-p, reward")):
+        r = run_cli(group)
+        assert r.returncode == 2 and "Usage" in r.stdout, (group, r.stdout, r.stderr)
+        assert f"`kerntune {group}` needs a command: {commands}" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_option_values_without_meaning_are_refused_before_anything_runs():
+    kernel = str(EXAMPLES / "vector_add.cl")
+    for args in (("bench", kernel, "--seed", "-1"), ("tune", kernel, "--seed", str(2**63)),
+                 ("optimize", kernel, "--final-repeats", "5")):
+        r = run_cli(*args)
+        assert r.returncode == 2 and args[-2] in r.stderr and "Traceback" not in r.stderr, (args, r.stderr)
+
+
 def test_devices_json_lists_a_usable_cpu():
     r = run_cli("devices", "--json", "--profiles")
     assert r.returncode == 0, r.stderr
@@ -175,6 +192,10 @@ def test_a_kernel_that_does_not_compile_is_named_at_its_line(tmp_path, command):
     (["bench", str(EXAMPLES / "vector_add.cl"), "--device", "opencl:9:9"], 3, "no device opencl:9:9"),
     (["bench", str(EXAMPLES / "vector_add.cl"), "--device", "0"], 3, "cannot run on CUDA device"),
     (["bench", str(EXAMPLES / "vector_add.cl"), "--shape", "huge"], 2, "no spec shape matches"),
+    # one unknown among known ones was dropped without a word; the hint gives each shape's sizes too
+    (["bench", str(EXAMPLES / "vector_add.cl"), "--shape", "small", "--shape", "huge"], 2,
+     "no spec shape matches --shape huge\nhint: --shape takes a label or its sizes, as the spec lists them: "
+     "small (n=4096)"),
     (["check", str(EXAMPLES / "vector_add.cu"), "--target", "nosuchgpu", "--offline"], 2, "unknown device profile"),
     # a spec for another kernel: it came back as a compile failure (exit 4), twice in bench
     (["bench", str(EXAMPLES / "vector_add.cl"), "--spec", str(EXAMPLES / "row_sum.yaml")], 2,

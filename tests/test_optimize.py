@@ -148,6 +148,16 @@ def test_a_wrong_original_is_refused(kernel, tmp_path):
     kernel.write_text(kernel.read_text().replace("a[i] + b[i]", "a[i] * b[i]"))
     r = run_cli("optimize", str(kernel), "--device", "cpu", *FAST, "--run-dir", str(tmp_path / "run"))
     assert r.returncode == 1 and "the original kernel fails" in r.stderr and "Traceback" not in r.stderr
+    # nothing was measured: the run is gone, so the next try (the kernel fixed) may use the same --run-dir;
+    # a folder that was there before the run stays, emptied of what the run made
+    assert "the run was removed" in r.stderr and not (tmp_path / "run").exists()
+    (tmp_path / "mine").mkdir()
+    r = run_cli("optimize", str(kernel), "--device", "cpu", *FAST, "--run-dir", str(tmp_path / "mine"))
+    assert r.returncode == 1 and list((tmp_path / "mine").iterdir()) == []
+    kernel.write_text(kernel.read_text().replace("a[i] * b[i]", "a[i] + b[i]"))
+    r = run_cli("optimize", str(kernel), "--device", "cpu", *FAST, "--rounds", "1", "--evaluations", "2",
+                "--run-dir", str(tmp_path / "mine"))
+    assert r.returncode == 0 and (tmp_path / "mine" / "baseline.json").exists(), r.stderr
 
 
 def test_existing_run_dir_is_not_overwritten(kernel, tmp_path):

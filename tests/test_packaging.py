@@ -34,7 +34,7 @@ PACKAGE = REPO / "kerntune"
 JUNK = ("__pycache__", ".pyc")
 SMALL_KERNEL = REPO / "kernels/classic/reduce_sum"      # naive.cl: atomics, rewritten by the structural rules
 TINY_BUDGET = ("--device", "cpu", "--shape-set", "cpu", "--rounds", "1", "--evaluations", "4", "--warmup", "1",
-               "--repeats", "5", "--final-repeats", "5")
+               "--repeats", "5", "--final-repeats", "6")
 
 
 def source_files() -> dict[str, Path]:

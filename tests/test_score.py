@@ -77,6 +77,19 @@ def test_reward_wrong_broken_and_crashing_kernels(kernels):
     assert "SIGSEGV" in r.message or "killed" in r.message
 
 
+def test_a_candidate_file_without_the_specs_kernel_scores_zero(kernels):
+    # a reward is asked of whatever a model wrote: bytes that are not text, or a kernel of another
+    # name, score 0 (it does not compile against the spec), not a usage error that stops a batch
+    (kernels / "bytes.cl").write_bytes(bytes(range(256)) * 4)
+    (kernels / "renamed.cl").write_text(FAST.replace("vector_add", "vadd"))
+    for name, needle in (("bytes", "cannot read kernel file"), ("renamed", "no kernel named 'vector_add'")):
+        r = _reward(kernels, name, "fast")
+        assert (r.score, r.compiles, r.stage, r.status) == (0.0, False, "load", "compile_error"), r
+        assert needle in r.message
+    human = run_cli("score", "reward", str(kernels / "bytes.cl"), "--baseline", str(kernels / "fast.cl"), *QUICK)
+    assert human.returncode == 0 and "reward 0.0" in human.stdout and "--seed" not in human.stdout
+
+
 def test_reward_human_output(kernels):
     r = run_cli("score", "reward", str(kernels / "wrong.cl"), "--baseline", str(kernels / "fast.cl"), *QUICK)
     assert r.returncode == 0, r.stderr

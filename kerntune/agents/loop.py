@@ -145,7 +145,8 @@ class Optimizer:
                 raise KerntuneError(result.status.error_code,
                                     f"the original kernel fails: {result.status.value}: {result.message}",
                                     hint="fix it first: `kerntune bench` on it shows the details",
-                                    detail=result.compile_log or None)
+                                    detail=(result.compile_log or None)
+                                    if result.status is Status.COMPILE_ERROR else None)
             result = result.model_copy(update={"check": tester.check(self.original, self.settings.seed)})
             self.run_dir.save_baseline(result)
         v = result.verification

@@ -110,8 +110,14 @@ def _failed(e: BaseException) -> int:
         raise e
     except KerntuneError as e:
         fail(e)
-    except _NO_ARGS:
-        return 0                       # the help was printed
+    except _NO_ARGS as e:              # the help was printed: fine for `kerntune` alone
+        ctx = getattr(e, "ctx", None)
+        if ctx is None or ctx.parent is None:
+            return 0
+        names = sorted(getattr(ctx.command, "commands", {}) or {})   # a group called without its command
+        fail(KerntuneError(ErrorCode.USAGE, f"`{ctx.command_path}` needs a command"
+                                            + (f": {', '.join(names)}" if names else ""),
+                           hint=f"`{ctx.command_path} COMMAND --help` explains each (the list is above)"))
     except _click.exceptions.UsageError as e:
         fail(_usage_error(e))
     except _ABORT:

@@ -16,6 +16,9 @@ import typer
 from kerntune.errors import ErrorCode, KerntuneError
 
 
+SEED_MAX = 2**63 - 1     # a seed is kept in SQLite and JSON as a signed 64-bit integer
+
+
 def _each(value: Any) -> list[Any]:
     return list(value) if isinstance(value, (list, tuple)) else [value]
 

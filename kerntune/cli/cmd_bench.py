@@ -6,6 +6,8 @@ from pathlib import Path
 from typing import List, Optional
 
 import typer
+
+from kerntune.cli.checks import SEED_MAX
 from rich.markup import escape
 
 from kerntune.cli import checks
@@ -26,7 +28,7 @@ def bench(
     warmup: int = typer.Option(20, "--warmup", min=0, help="Untimed runs before timing each shape."),
     repeats: int = typer.Option(100, "--repeats", "-r", min=1, help="Timed runs per shape (median reported)."),
     no_flush: bool = typer.Option(False, "--no-flush", help="Do not flush the L2 cache between timed runs."),
-    seed: Optional[int] = typer.Option(None, "--seed", help="Seed for the random inputs (default: fresh, and printed)."),
+    seed: Optional[int] = typer.Option(None, "--seed", min=0, max=SEED_MAX, help="Seed for the random inputs (default: fresh, and printed)."),
     shape_set: Optional[str] = typer.Option(None, "--shape-set", help="A named shape set of the spec "
                                                                       "(default: its `shapes`)."),
     shape: Optional[List[str]] = typer.Option(None, "--shape", help="Only these shapes (label or 'n=..,m=..'); "
@@ -75,9 +77,12 @@ def bench(
     from kerntune.engine.bench import select_shapes
     from kerntune.spec.shapes import spec_shapes
 
-    if opts.only and not select_shapes(spec_shapes(a.spec, shape_set), opts.only):
-        labels = ", ".join(s.label for s in spec_shapes(a.spec, shape_set))
-        raise KerntuneError(ErrorCode.USAGE, f"no spec shape matches {', '.join(opts.only)}", hint=f"shapes: {labels}")
+    listed = spec_shapes(a.spec, shape_set)
+    unknown = [o for o in opts.only if not select_shapes(listed, (o,))]
+    if unknown:
+        shapes = ", ".join(s.label if s.label == s.key else f"{s.label} ({s.key})" for s in listed)
+        raise KerntuneError(ErrorCode.USAGE, f"no spec shape matches --shape {', '.join(unknown)}",
+                            hint=f"--shape takes a label or its sizes, as the spec lists them: {shapes}")
     ref, info = resolve(device, a.lang)
     from kerntune.spec.signature import require_fits
 

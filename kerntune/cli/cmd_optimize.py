@@ -7,6 +7,8 @@ from pathlib import Path
 from typing import Any, Optional
 
 import typer
+
+from kerntune.cli.checks import SEED_MAX
 from rich.markup import escape
 
 from kerntune.cli import checks, signals
@@ -102,10 +104,12 @@ def optimize(
                                    "+-this fraction of it, or once it lies above 1.05x the best so far on that shape (racing) "
                                    "(at least 20 runs, at most --repeats; 0: always --repeats). "
                                    "The final test always times --final-repeats runs."),
-    final_repeats: int = typer.Option(200, "--final-repeats", min=1, help="Timed runs per shape in the final test."),
+    final_repeats: int = typer.Option(200, "--final-repeats", min=6,
+                                      help="Timed runs per shape in the final test (at least 6: with fewer paired "
+                                           "runs no 95% interval is finite, and nothing could be called faster)."),
     timeout: float = typer.Option(300, "--timeout", callback=checks.seconds,
                                   help="Seconds per evaluation before a hung kernel is killed."),
-    seed: int = typer.Option(0, "--seed", help="Seed for strategies and inputs."),
+    seed: int = typer.Option(0, "--seed", min=0, max=SEED_MAX, help="Seed for strategies and inputs."),
     memcheck: bool = typer.Option(True, "--memcheck/--no-memcheck",
                                   help="Run each would-be best of a round, and every candidate of the final test, "
                                        "under the memory and race checker (Oclgrind for OpenCL, compute-sanitizer for "
@@ -185,21 +189,23 @@ def optimize(
         ref, info = resolve(device, kf.lang)
         require_fits(kf.spec, info, [shape_set])     # before the run directory exists
         path = run_dir or Path("runs") / f"{kf.stem}-{time.strftime('%Y%m%d-%H%M%S')}"
+        fresh_dir = not path.exists()
         run = RunDir.create(path)
     if resume is not None:
         ref, info = resolve(device, kf.lang)
+    new_run = None if resume is not None else fresh_dir    # a new run: whether its folder is new too
     generator = make_generator(settings, run)
     with DeviceWorker(ref) as worker:
         if json:
             opt = Optimizer(kf, settings, run, worker, generator)
-            result = _run(opt, run)
+            result = _run(opt, run, new_run)
         else:
             err.print(f"run directory: {escape(str(run.path))}  (interrupt with Ctrl-C; continue with --resume "
                       f"{escape(str(run.path))})")
             with _View(f"optimizing {kf.path.name} on {info.name} with the {generator.name} generator",
                        settings.budget.rounds) as view:
                 opt = Optimizer(kf, settings, run, worker, generator, on_event=view)
-                result = _run(opt, run)
+                result = _run(opt, run, new_run)
     if json:
         print_json(result)
     else:
@@ -235,13 +241,19 @@ def make_generator(settings, run):
     return LLMGenerator.from_settings(settings.llm, run)
 
 
-def _run(opt, run):
+def _run(opt, run, new_run: Optional[bool]):
+    """``opt.run()``; ``new_run``: None for a resumed run, else whether its folder was made for it.
+    A new run that fails before the original kernel is measured is removed (there is nothing in it,
+    and its run.json would refuse the next try with the same --run-dir)."""
     try:
         return opt.run()      # run.json says how it ended, whatever happens (an interrupt arrives as one)
     except KeyboardInterrupt:
         signals.report(f"the run is kept in {run.path}; continue it with `kerntune optimize --resume {shell(run.path)}`")
         raise
     except KerntuneError as e:         # an endpoint or a device failed: the run is kept, say how to continue it
+        if new_run is not None and run.discard_unmeasured(new_run):
+            e.hint = ((e.hint + "; ") if e.hint else "") + f"nothing was measured, so the run was removed from {run.path}"
+            raise
         if e.code in RESUMABLE and "--resume" not in (e.hint or ""):
             e.hint = ((e.hint + "; ") if e.hint else "") + f"the run is kept: continue it with " \
                                                             f"`kerntune optimize --resume {shell(run.path)}`"

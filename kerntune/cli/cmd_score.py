@@ -6,6 +6,8 @@ from pathlib import Path
 from typing import List, Optional
 
 import typer
+
+from kerntune.cli.checks import SEED_MAX
 from rich.text import Text
 
 from kerntune.cli import checks
@@ -67,7 +69,7 @@ def reward_cmd(
     device: Optional[str] = typer.Option(None, "--device", "-d",
                                          help="CUDA ordinal, 'cpu', or opencl:P:D (default: GPU 0, else the CPU)."),
     shape_set: Optional[str] = typer.Option(None, "--shape-set", help="A named shape set of the spec."),
-    seed: Optional[int] = typer.Option(None, "--seed", help="Seed for inputs and fresh shapes (default: fresh)."),
+    seed: Optional[int] = typer.Option(None, "--seed", min=0, max=SEED_MAX, help="Seed for inputs and fresh shapes (default: fresh)."),
     warmup: int = typer.Option(10, "--warmup", min=0, help="Untimed runs per shape."),
     repeats: int = typer.Option(50, "--repeats", "-r", min=1, help="Timed runs per shape and kernel."),
     min_speedup: float = typer.Option(THRESHOLD, "--min-speedup", min=1.0, callback=checks.finite,
@@ -92,15 +94,20 @@ def reward_cmd(
     from kerntune.engine.devices import resolve
     from kerntune.engine.supervisor import DeviceWorker
     from kerntune.kernelfile import load_kernel
-    from kerntune.scoring.reward import RewardSettings, score_instances
+    from kerntune.scoring.reward import RewardSettings, score_instances, unloadable
     from kerntune.spec.shapes import spec_shapes
 
     base = load_kernel(baseline, spec)
-    cand = load_kernel(candidate, spec or base.loaded.origin)
+    spec_shapes(base.spec, shape_set)
+    try:
+        cand = load_kernel(candidate, spec or base.loaded.origin)
+    except KerntuneError as e:     # a candidate file that is there but holds no kernel of the spec scores 0
+        if not candidate.is_file() or e.code not in (ErrorCode.FILE, ErrorCode.SPEC):
+            raise
+        return _show(unloadable(e.message, seed), json, min_speedup)
     if cand.lang != base.lang:
         raise KerntuneError(ErrorCode.USAGE, f"{candidate} is {cand.lang} and {baseline} is {base.lang}",
                             hint="the candidate must be in the baseline's language")
-    spec_shapes(base.spec, shape_set)
     settings = RewardSettings(shape_set=shape_set, seed=seed, warmup=warmup, repeats=repeats,
                               min_speedup=min_speedup, timeout_s=timeout, memcheck=memcheck)
     ref, _ = resolve(device, base.lang)
@@ -113,6 +120,10 @@ def reward_cmd(
                 progress.status("scoring")
                 r = score_instances(worker, base.loaded, cand.instance(label=candidate.name),
                                     base.instance(label=baseline.name), settings)
+    _show(r, json, min_speedup)
+
+
+def _show(r, json: bool, min_speedup: float) -> None:
     if json:
         print_json(r)
         return
@@ -127,7 +138,8 @@ def reward_cmd(
         out.print(f"memory check: {r.check.status.value}" + (f" ({r.check.message})" if r.check.message else ""))
     if r.message:
         out.print(f"{r.stage}: {r.status.replace('_', ' ')}: {r.message}")
-    out.print(f"inputs seed {r.seed} (--seed {r.seed} reproduces them)", style="dim")
+    if r.stage != "load":         # a candidate that did not load ran on no inputs
+        out.print(f"inputs seed {r.seed} (--seed {r.seed} reproduces them)", style="dim")
 
 
 def register(root: typer.Typer) -> None:

@@ -7,6 +7,7 @@ that is there but unreadable, or a run written in another format, is a
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any, Optional, TypeVar
 
@@ -56,6 +57,26 @@ class RunDir:
             raise KerntuneError(ErrorCode.FILE, f"cannot create the run directory {path}: {e.strerror or e}",
                                 hint="choose a writable folder with --run-dir") from None
         return cls(path)
+
+    def discard_unmeasured(self, remove_dir: bool) -> bool:
+        """Remove a new run that failed before its original kernel was measured (nothing in it to
+        keep, and its run.json would refuse the next try with the same --run-dir): what
+        :meth:`create` made, and the folder itself when ``remove_dir`` and nothing else is in it.
+        A run with a baseline, or with any file :meth:`create` and the start do not make, is kept."""
+        made = {MANIFEST, ORIGINAL, "rounds", "llm", "per_shape"}
+        try:
+            entries = {p.name for p in self.path.iterdir()}
+            if (self.path / BASELINE).exists() or not entries <= made \
+                    or any(any((self.path / d).iterdir()) for d in ("rounds", "llm", "per_shape") if d in entries):
+                return False
+            for name in entries:
+                target = self.path / name
+                shutil.rmtree(target) if target.is_dir() else target.unlink()
+            if remove_dir:
+                self.path.rmdir()
+        except OSError:
+            return False
+        return True
 
     @classmethod
     def open(cls, path: Path) -> "RunDir":

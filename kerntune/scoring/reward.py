@@ -91,6 +91,14 @@ def _done(t0: float, seed: int, compiles: bool, correct: bool, faster: bool, r: 
                   status=status, stage=stage, message=msg, seed=seed, seconds=time.perf_counter() - t0, **kw)
 
 
+def unloadable(message: str, seed: Optional[int]) -> Reward:
+    """The reward of a candidate file that is there but holds no kernel of the spec (not text, no
+    kernel of the spec's name, a signature or header that does not fit): 0, as a candidate that
+    does not compile; the reason is in ``message``."""
+    return Reward(score=0.0, compiles=False, correct=False, faster=False, status="compile_error", stage="load",
+                  message=message, seed=seed if seed is not None else 0)
+
+
 def score_instances(worker: DeviceWorker, loaded: LoadedSpec, candidate: KernelInstance, baseline: KernelInstance,
                     settings: RewardSettings = RewardSettings()) -> Reward:
     """The reward of ``candidate`` against ``baseline`` (both for ``loaded``'s spec) on ``worker``'s device.

@@ -214,7 +214,8 @@ class Tuner:
             if result.status is not Status.OK:
                 what = "the original kernel" if self.original is not None else "the template's baseline configuration"
                 raise KerntuneError(ErrorCode.VERIFY, f"{what} failed: {result.status.value}: {result.message}",
-                                    detail=result.compile_log or None)
+                                    detail=(result.compile_log or None)
+                                    if result.status is Status.COMPILE_ERROR else None)
             self.store.set("baseline", result.model_dump(mode="json"))
         for t in result.timings:
             self.baseline_ms[Shape.of(t.shape).key] = t.stats.median_ms
