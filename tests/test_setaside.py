@@ -148,7 +148,38 @@ def test_two_approximations_failing_together_blame_no_other_value():
     alone = ledger.probe()
     assert alone == {**base, "VEC": 4}
     ledger.observe(ev(5, alone, OK))
-    assert ledger.entries() == [] and ledger.blocks({**base, "VEC": 4, "TANH_EXP": True}) is None
+    assert ledger.blocks({**base, "VEC": 4, "TANH_EXP": True}) is None
+    assert ledger.blocks({**base, "VEC": 4, "UNROLL_0": 4, "FAST_FLAGS": True}) is None
+    # with VEC=4 cleared, the three failures are the pair's alone: the pair is set aside, neither half
+    (pair,) = ledger.entries()
+    assert (pair.param, pair.value, pair.also, pair.failed, pair.measured) == ("FAST_FLAGS", True,
+                                                                               {"TANH_EXP": True}, 3, 3)
+    assert pair.describe().startswith("FAST_FLAGS=True with TANH_EXP=True: 3 of 3 measured")
+    assert ledger.blocks({**base, "UNROLL_0": 4, "TANH_EXP": True, "FAST_FLAGS": True}) == pair
+
+
+def test_a_pair_of_approximations_is_set_aside_only_on_its_own_evidence():
+    params = {"VEC": (1, 4), "FAST_MATH": (False, True), "TANH_EXP": (False, True), "FAST_FLAGS": (False, True)}
+    base = {"VEC": 1, "FAST_MATH": False, "TANH_EXP": False, "FAST_FLAGS": False}
+    nan = wrong(("out", "nonfinite"))
+    # three approximations on: which two are to blame is not known, so no pair is set aside
+    ledger = SetAside(params)
+    for i, vec in enumerate((1, 4, 1)):
+        ledger.observe(ev(i, {**base, "VEC": vec, "FAST_MATH": True, "TANH_EXP": True, "FAST_FLAGS": True}, nan))
+    assert ledger.pairs_aside == {}
+    # a pair that passed once is not set aside, however often it failed
+    ledger = SetAside(params)
+    ledger.observe(ev(0, {**base, "TANH_EXP": True, "FAST_FLAGS": True}, OK))
+    for i in range(1, 5):
+        ledger.observe(ev(i, {**base, "TANH_EXP": True, "FAST_FLAGS": True}, nan))
+    assert ledger.entries() == []
+    # a pair set aside in an earlier round is confirmed by one failure of its own, and resumed runs agree
+    earlier = [{"param": "FAST_FLAGS", "value": True, "reason": "out: nonfinite", "also": {"TANH_EXP": True}}]
+    ledger = SetAside(params, earlier)
+    ledger.observe(ev(0, {**base, "TANH_EXP": True, "FAST_FLAGS": True}, nan))
+    (hit,) = ledger.entries()
+    assert hit.earlier and hit.failed == 1 and hit.also == {"TANH_EXP": True}
+    assert ledger.blocks({**base, "FAST_FLAGS": True}) is None and ledger.blocks({**base, "TANH_EXP": True}) is None
 
 
 def test_a_value_set_aside_in_an_earlier_round_is_confirmed_by_one_failure():

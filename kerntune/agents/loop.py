@@ -340,7 +340,8 @@ class Optimizer:
         for rr, s in sorted(self.summaries.items()):
             if rr < r:
                 for v in s.set_aside:
-                    out[(v.param, repr(v.value), v.reason)] = {"param": v.param, "value": v.value, "reason": v.reason}
+                    out[(v.param, repr(v.value), repr(v.also), v.reason)] = {
+                        "param": v.param, "value": v.value, "reason": v.reason, "also": v.also}
         return list(out.values())
 
     def _failures(self, r: int) -> dict[str, int]:

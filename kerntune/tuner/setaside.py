@@ -39,6 +39,14 @@ with two or more of the rule catalog's approximation parameters
 against the others, such failures once set aside a vector width and an unroll
 factor that were innocent (naive gelu_tanh_and_mul_rows, 2026-12-04); now a
 value whose failures all had a pair of approximations on is tried alone first.
+The pair itself is set aside as a value is: after ``SET_ASIDE_AFTER`` failures
+for one reason with both on and no configuration with both passing, at least
+one of them the pair's alone (exactly those two approximations on, every other
+value a first value or one that has passed). Later proposals holding both are
+answered with the failure; each alone is still measured (on PoCL the same pair
+passes, and is never set aside there). Before this, the pair tanh-exp +
+fast-math flag cost round 1 of naive gelu_tanh_and_mul_rows about a dozen
+failed measurements on Intel's runtime.
 
 Across rounds of one optimize run, a value set aside earlier (same parameter
 name, same value, same reason) is set aside after ``SET_ASIDE_AFTER_KNOWN``
@@ -54,6 +62,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from itertools import combinations
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Optional
 
@@ -104,14 +113,24 @@ class SetAsideValue(Record):
     measured: int                # measured configurations with the value
     answered: int = 0            # later proposals answered with the failure, not measured
     earlier: bool = False        # an earlier round had set it aside too (confirmed here after one failure)
+    also: dict[str, Any] = {}    # a combination: set aside only together with these values (a pair of approximations)
 
     def describe(self) -> str:
-        return (f"{self.param}={self.value!r}: {self.failed} of {self.measured} measured configuration(s) failed "
+        what = f"{self.param}={self.value!r}" + "".join(f" with {k}={v!r}" for k, v in self.also.items())
+        return (f"{what}: {self.failed} of {self.measured} measured configuration(s) failed "
                 f"verification ({self.reason})" + ("; set aside in an earlier round too" if self.earlier else ""))
 
 
 def _vkey(value: Any) -> str:
     return json.dumps(value)
+
+
+Key = tuple[str, str]            # (parameter, its value as JSON)
+Pair = tuple[Key, Key]           # two approximation values, in order
+
+
+def _earlier_key(param: str, value: Any, also: dict[str, Any]) -> tuple:
+    return param, _vkey(value), _vkey(sorted(also.items()))
 
 
 @dataclass
@@ -126,10 +145,12 @@ class SetAside:
 
     def __init__(self, params: dict[str, tuple], earlier: Iterable[dict[str, Any]] = ()):
         self.first = {name: values[0] for name, values in params.items() if values}
-        self.earlier = {(e["param"], _vkey(e["value"])): e["reason"] for e in earlier}
-        self.tallies: dict[tuple[str, str], _Tally] = {}
-        self.values: dict[tuple[str, str], Any] = {}
-        self.aside: dict[tuple[str, str], SetAsideValue] = {}
+        self.earlier = {_earlier_key(e["param"], e["value"], e.get("also") or {}): e["reason"] for e in earlier}
+        self.tallies: dict[Key, _Tally] = {}
+        self.values: dict[Key, Any] = {}
+        self.aside: dict[Key, SetAsideValue] = {}
+        self.pair_tallies: dict[Pair, _Tally] = {}
+        self.pairs_aside: dict[Pair, SetAsideValue] = {}
         self.answered: Counter = Counter()
         # each failure: the non-first values it had, its reasons, and whether two approximations were on
         self.failures: list[tuple[list[tuple[str, str]], frozenset[FailureReason], bool]] = []
@@ -148,7 +169,7 @@ class SetAside:
             if e.reason == REASON:
                 hit = self.blocks(e.config)
                 if hit is not None:
-                    self.answered[(hit.param, _vkey(hit.value))] += 1
+                    self.answered[_earlier_key(hit.param, hit.value, hit.also)] += 1
             return
         if not e.counted or e.duplicate_of is not None:
             return
@@ -167,9 +188,15 @@ class SetAside:
             if e.status == Status.OK.value:
                 t.passed += 1
             t.reasons.update(reasons)
+        approximations = sorted(k for k in keys if k[0] in APPROXIMATIONS)
+        for pair in combinations(approximations, 2):
+            t = self.pair_tallies.setdefault(pair, _Tally())
+            t.measured += 1
+            if e.status == Status.OK.value:
+                t.passed += 1
+            t.reasons.update(reasons)
         if reasons:
-            paired = sum(1 for name, _ in keys if name in APPROXIMATIONS) >= 2
-            self.failures.append((keys, reasons, paired))
+            self.failures.append((keys, reasons, len(approximations) >= 2))
         self._decide()
 
     def _alone(self) -> dict[tuple[str, str], Counter]:
@@ -184,8 +211,23 @@ class SetAside:
                 out.setdefault(unproven[0], Counter()).update(reasons)
         return out
 
-    def _need(self, k: tuple[str, str], reason: FailureReason) -> int:
-        return SET_ASIDE_AFTER_KNOWN if self.earlier.get(k) == str(reason) else SET_ASIDE_AFTER
+    def _pairs_alone(self) -> dict[Pair, Counter]:
+        """Per pair of approximation values, the reasons of the failures that are the pair's alone
+        (exactly those two approximations on, every other value a first value or one that has passed)."""
+        out: dict[Pair, Counter] = {}
+        for keys, reasons, paired in self.failures:
+            if not paired:
+                continue
+            pair = tuple(sorted(k for k in keys if k[0] in APPROXIMATIONS))
+            if len(pair) == 2 and all(self.tallies[k].passed for k in keys if k not in pair):
+                out.setdefault(pair, Counter()).update(reasons)     # type: ignore[arg-type]
+        return out
+
+    def _earlier(self, k: Key, also: dict[str, Any] | None = None) -> Optional[str]:
+        return self.earlier.get((k[0], k[1], _vkey(sorted((also or {}).items()))))
+
+    def _need(self, k: Key, reason: FailureReason, also: dict[str, Any] | None = None) -> int:
+        return SET_ASIDE_AFTER_KNOWN if self._earlier(k, also) == str(reason) else SET_ASIDE_AFTER
 
     def _decide(self) -> None:
         """Set aside each value with enough failures for one reason, at least one of them its alone."""
@@ -197,8 +239,19 @@ class SetAside:
             for reason, n in sorted(t.reasons.items(), key=lambda x: (-x[1], x[0])):
                 if n >= self._need(k, reason) and mine[reason]:
                     self.aside[k] = SetAsideValue(param=k[0], value=self.values[k], reason=str(reason), failed=n,
-                                                  measured=t.measured,
-                                                  earlier=self.earlier.get(k) == str(reason))
+                                                  measured=t.measured, earlier=self._earlier(k) == str(reason))
+                    break
+        pairs = self._pairs_alone()
+        for pair, t in self.pair_tallies.items():
+            if pair in self.pairs_aside or t.passed or pair not in pairs:
+                continue
+            (k, other) = pair
+            also = {other[0]: self.values[other]}
+            for reason, n in sorted(t.reasons.items(), key=lambda x: (-x[1], x[0])):
+                if n >= self._need(k, reason, also) and pairs[pair][reason]:
+                    self.pairs_aside[pair] = SetAsideValue(
+                        param=k[0], value=self.values[k], also=also, reason=str(reason), failed=n,
+                        measured=t.measured, earlier=self._earlier(k, also) == str(reason))
                     break
 
     def probe(self) -> Optional[dict[str, Any]]:
@@ -213,15 +266,19 @@ class SetAside:
         return None
 
     def blocks(self, config: dict[str, Any]) -> Optional[SetAsideValue]:
-        """The set-aside value this configuration contains, if any."""
+        """The set-aside value (or pair of values) this configuration contains, if any."""
         for name, value in config.items():
             hit = self.aside.get((name, _vkey(value)))
             if hit is not None:
                 return hit
+        for ((p1, v1), (p2, v2)), hit in self.pairs_aside.items():
+            if p1 in config and p2 in config and _vkey(config[p1]) == v1 and _vkey(config[p2]) == v2:
+                return hit
         return None
 
     def entries(self) -> list[SetAsideValue]:
-        return [v.model_copy(update={"answered": self.answered[k]}) for k, v in self.aside.items()]
+        return [v.model_copy(update={"answered": self.answered[_earlier_key(v.param, v.value, v.also)]})
+                for v in (*self.aside.values(), *self.pairs_aside.values())]
 
 
 __all__ = ["EARLIER_KEY", "REASON", "SET_ASIDE_AFTER", "SET_ASIDE_AFTER_KNOWN", "FailureReason", "SetAside",
