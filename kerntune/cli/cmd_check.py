@@ -73,10 +73,9 @@ def check(
     from kerntune.spec.signature import require_fits
 
     kf = load_kernel(kernel_file, spec)
-    if kf.spec.reference is not None:      # its file and function are there (bench calls it; check only finds it)
-        from kerntune.engine.userfunc import load_function
+    from kerntune.engine.userfunc import require_functions
 
-        load_function(kf.spec.reference, kf.loaded.base_dir, "reference")
+    require_functions(kf.spec, kf.loaded.base_dir)   # bench calls them; check only finds them
     inst = kf.instance()
     use_offline = kf.lang == "cuda" and (offline or device is None and not _has_cuda())
     if use_offline:

@@ -186,6 +186,9 @@ def optimize(
                                     priors=priors)
         from kerntune.spec.signature import require_fits
 
+        from kerntune.engine.userfunc import require_functions
+
+        require_functions(kf.spec, kf.loaded.base_dir)
         ref, info = resolve(device, kf.lang)
         require_fits(kf.spec, info, [shape_set])     # before the run directory exists
         path = run_dir or Path("runs") / f"{kf.stem}-{time.strftime('%Y%m%d-%H%M%S')}"

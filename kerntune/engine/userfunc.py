@@ -64,3 +64,11 @@ def call_user(fn: Callable[..., Any], what: str, kwargs: dict[str, Any], extra: 
         raise
     except Exception as e:
         raise KerntuneError(ErrorCode.SPEC, f"the {what} function raised {type(e).__name__}: {e}") from None
+
+
+def require_functions(spec, base_dir: Path) -> None:
+    """The spec's reference and inputs functions are there (their files import, the functions
+    exist): checked before a command creates anything, rather than when a run first calls them."""
+    for ref, what in ((spec.reference, "reference"), (spec.inputs, "inputs")):
+        if ref is not None:
+            load_function(ref, base_dir, what)

@@ -94,6 +94,23 @@ def rows_of_bound(st: RewriteState, bound, cols: str) -> str | None:
     return None
 
 
+def _declared_value(st: RewriteState, before: list, bound, kernel):
+    """The value of the local ``bound`` names when one of the statements ``before`` the index declares
+    it with a value (``int n = batch * channels * hw;``) and nothing in the kernel assigns it again;
+    None otherwise."""
+    if bound is None or bound.type != "identifier":
+        return None
+    name = st.text(bound)
+    for stmt in before:
+        parts = decl_parts(st, stmt)
+        if parts is not None and parts[0] == name and parts[1] is not None:
+            changed = assigned_names(st, kernel.node)
+            if name in changed or identifiers(st, parts[1]) & set(changed):
+                return None          # n, or a name its value reads, is assigned again somewhere
+            return unwrap(parts[1])
+    return None
+
+
 def plan_split(st: RewriteState) -> SplitPlan:
     kernel, body = independent_kernel(st, "not element-wise", any_preproc_if=True)
     stmts = [c for c in body.named_children if c.type != "comment"]
@@ -166,7 +183,12 @@ def plan_split(st: RewriteState) -> SplitPlan:
             raise RuleDeclined(f"{name} is modified")
     rows = rows_of_bound(st, bound, cols)
     if rows is None:
-        raise RuleDeclined(f"the bound on {gid} ({st.text(bound)}) is not rows * {cols}")
+        # the bound named by a local declared before the index (int n = batch * channels * hw;), never assigned
+        named = _declared_value(st, stmts[:i], unwrap(bound), kernel)
+        rows = rows_of_bound(st, named, cols) if named is not None else None
+        if rows is None:
+            raise RuleDeclined(f"the bound on {gid} ({st.text(bound)}) is not rows * {cols}")
+        bound = named
     if set(assigned) & (identifiers(st, bound) | {cols}):
         raise RuleDeclined("the bound or the row length is modified")
     taken = declared_names(st, kernel.node)
