@@ -26,6 +26,8 @@ def test_a_command_group_without_its_command_is_a_usage_error():
         r = run_cli(group)
         assert r.returncode == 2 and "Usage" in r.stdout, (group, r.stdout, r.stderr)
         assert f"`kerntune {group}` needs a command: {commands}" in r.stderr and "Traceback" not in r.stderr
+        r = run_cli(group, "nope")
+        assert r.returncode == 2 and f"`kerntune {group}` takes one of: {commands}" in r.stderr, r.stderr
 
 
 def test_option_values_without_meaning_are_refused_before_anything_runs():

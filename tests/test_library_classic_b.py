@@ -8,6 +8,7 @@ instance compiles with no render or compile error."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -123,6 +124,13 @@ def test_a_kernel_closer_to_the_numpy_reference_than_the_original_is_not_called_
     assert r.returncode == 0, r.stdout + r.stderr
     assert "WRONG" not in r.stdout and "1 check settled by the NumPy reference" in r.stdout
     assert "closer to the NumPy reference than that kernel is" in r.stdout
+    # the reward says so too (it was silent about it)
+    r = run_cli("score", "reward", str(d / "optimized.cl"), "--baseline", str(d / "naive.cl"), "--device", "cpu",
+                "--shape-set", "cpu", "--repeats", "6", "--warmup", "1", "--no-memcheck", "--seed", "1616491072",
+                "--json")
+    assert r.returncode == 0, r.stderr
+    reward = json.loads(r.stdout)
+    assert reward["correct"] and len(reward["settled"]) == 1 and "y: 1 element(s) off" in reward["settled"][0]
 
 
 @pytest.mark.slow

@@ -152,12 +152,22 @@ def test_a_wrong_original_is_refused(kernel, tmp_path):
     # a folder that was there before the run stays, emptied of what the run made
     assert "the run was removed" in r.stderr and not (tmp_path / "run").exists()
     (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "notes.txt").write_text("the user's")
     r = run_cli("optimize", str(kernel), "--device", "cpu", *FAST, "--run-dir", str(tmp_path / "mine"))
-    assert r.returncode == 1 and list((tmp_path / "mine").iterdir()) == []
+    assert r.returncode == 1 and [p.name for p in (tmp_path / "mine").iterdir()] == ["notes.txt"]
+    r = run_cli("optimize", str(kernel), "--device", "cpu", *FAST, "--run-dir", str(tmp_path / "new" / "sub"))
+    assert r.returncode == 1 and not (tmp_path / "new").exists()        # the parent it made goes too
     kernel.write_text(kernel.read_text().replace("a[i] * b[i]", "a[i] + b[i]"))
     r = run_cli("optimize", str(kernel), "--device", "cpu", *FAST, "--rounds", "1", "--evaluations", "2",
                 "--run-dir", str(tmp_path / "mine"))
     assert r.returncode == 0 and (tmp_path / "mine" / "baseline.json").exists(), r.stderr
+
+
+def test_a_missing_reference_is_found_before_the_run_directory_exists(kernel, tmp_path):
+    (kernel.parent / "reference.py").unlink()
+    r = run_cli("optimize", str(kernel), "--device", "cpu", *FAST, "--run-dir", str(tmp_path / "run"))
+    assert r.returncode == 2 and "reference file not found" in r.stderr and "Traceback" not in r.stderr, r.stderr
+    assert "run directory:" not in r.stderr and not (tmp_path / "run").exists()
 
 
 def test_existing_run_dir_is_not_overwritten(kernel, tmp_path):

@@ -214,7 +214,7 @@ __kernel void k(__global float* out, __global const float* x, __global const flo
 def test_row_column_grid_sees_through_a_local_bound(tmp_path, worker):
     # batchnorm_infer (kernels/heldout2) bounds its index by `int n = batch * channels * hw;`: the rule
     # declined it ("the bound on i (n) is not rows * hw"); with the 2-D grid `kerntune optimize` made it
-    # 6.91x [6.60, 7.24] faster on this CPU, against 1.40x without (bench/results/heldout2-cpu-2026-12-04)
+    # 6.59x [6.12, 7.09] faster on the CPU, against 1.40x without (bench/results/heldout2-batchnorm-cpu-2026-12-04)
     p = tmp_path / "spec.yaml"
     p.write_text(textwrap.dedent(FLAT_SPEC).replace("shapes: [{T: 4, d: 100}]", "shapes: [{T: 7, d: 100}]"))
     loaded = load_file(p)

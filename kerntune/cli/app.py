@@ -78,6 +78,10 @@ def _usage_error(e) -> KerntuneError:
     ctx = getattr(e, "ctx", None)
     path = ctx.command_path if ctx is not None else "kerntune"
     usage = ctx.get_usage().replace("Usage: ", "usage: ", 1) if ctx is not None else ""
+    names = sorted(getattr(ctx.command, "commands", {}) or {}) if ctx is not None else []
+    if names and e.format_message().startswith("No such command"):     # a group's: name the ones it has
+        return KerntuneError(ErrorCode.USAGE, e.format_message(),
+                             hint=f"`{path}` takes one of: {', '.join(names)}")
     return KerntuneError(ErrorCode.USAGE, e.format_message(),
                          hint=(usage + "\n" if usage else "") + f"`{path} --help` explains every option")
 

@@ -192,11 +192,12 @@ def optimize(
         ref, info = resolve(device, kf.lang)
         require_fits(kf.spec, info, [shape_set])     # before the run directory exists
         path = run_dir or Path("runs") / f"{kf.stem}-{time.strftime('%Y%m%d-%H%M%S')}"
-        fresh_dir = not path.exists()
+        there_before = {p.name for p in path.iterdir()} if path.is_dir() else None
+        made_from = _first_missing(path)
         run = RunDir.create(path)
     if resume is not None:
         ref, info = resolve(device, kf.lang)
-    new_run = None if resume is not None else fresh_dir    # a new run: whether its folder is new too
+    new_run = None if resume is not None else (there_before, made_from)   # a new run: what was there before it
     generator = make_generator(settings, run)
     with DeviceWorker(ref) as worker:
         if json:
@@ -244,17 +245,30 @@ def make_generator(settings, run):
     return LLMGenerator.from_settings(settings.llm, run)
 
 
-def _run(opt, run, new_run: Optional[bool]):
-    """``opt.run()``; ``new_run``: None for a resumed run, else whether its folder was made for it.
-    A new run that fails before the original kernel is measured is removed (there is nothing in it,
-    and its run.json would refuse the next try with the same --run-dir)."""
+def _first_missing(path: Path) -> Optional[Path]:
+    """The highest folder of ``path`` (itself included) that does not exist yet: what creating it makes."""
+    path = path.absolute()
+    top = None
+    while not path.exists():
+        top = path
+        if path.parent == path:
+            break
+        path = path.parent
+    return top
+
+
+def _run(opt, run, new_run):
+    """``opt.run()``; ``new_run``: None for a resumed run, else (the folder's entries before the run,
+    or None when it did not exist; the first folder the run created). A new run that fails before
+    the original kernel is measured is removed (there is nothing in it, and its run.json would refuse
+    the next try with the same --run-dir); what was in the folder before stays."""
     try:
         return opt.run()      # run.json says how it ended, whatever happens (an interrupt arrives as one)
     except KeyboardInterrupt:
         signals.report(f"the run is kept in {run.path}; continue it with `kerntune optimize --resume {shell(run.path)}`")
         raise
     except KerntuneError as e:         # an endpoint or a device failed: the run is kept, say how to continue it
-        if new_run is not None and run.discard_unmeasured(new_run):
+        if new_run is not None and run.discard_unmeasured(*new_run):
             e.hint = ((e.hint + "; ") if e.hint else "") + f"nothing was measured, so the run was removed from {run.path}"
             raise
         if e.code in RESUMABLE and "--resume" not in (e.hint or ""):

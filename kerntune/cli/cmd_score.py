@@ -8,6 +8,7 @@ from typing import List, Optional
 import typer
 
 from kerntune.cli.checks import SEED_MAX
+from rich.markup import escape
 from rich.text import Text
 
 from kerntune.cli import checks
@@ -104,7 +105,7 @@ def reward_cmd(
     except KerntuneError as e:     # a candidate file that is there but holds no kernel of the spec scores 0
         if not candidate.is_file() or e.code not in (ErrorCode.FILE, ErrorCode.SPEC):
             raise
-        return _show(unloadable(e.message, seed), json, min_speedup)
+        return _show(unloadable(e.message), json, min_speedup)
     if cand.lang != base.lang:
         raise KerntuneError(ErrorCode.USAGE, f"{candidate} is {cand.lang} and {baseline} is {base.lang}",
                             hint="the candidate must be in the baseline's language")
@@ -135,9 +136,12 @@ def _show(r, json: bool, min_speedup: float) -> None:
         out.print(f"speedup {fmt_interval(r.interval)} geomean, 95% confidence interval (its lower bound must reach "
                   f"{min_speedup:g}x): {shapes}")
     if r.check is not None:
-        out.print(f"memory check: {r.check.status.value}" + (f" ({r.check.message})" if r.check.message else ""))
+        out.print(f"memory check: {r.check.status.value}" + (f" ({escape(r.check.message)})" if r.check.message else ""))
     if r.message:
-        out.print(f"{r.stage}: {r.status.replace('_', ' ')}: {r.message}")
+        out.print(f"{r.stage}: {r.status.replace('_', ' ')}: {escape(r.message)}")
+    if r.settled:
+        out.print(f"correct with {len(r.settled)} check{'s' if len(r.settled) != 1 else ''} settled by the NumPy "
+                  f"reference (docs/proof.md), first {escape(r.settled[0])}")
     if r.stage != "load":         # a candidate that did not load ran on no inputs
         out.print(f"inputs seed {r.seed} (--seed {r.seed} reproduces them)", style="dim")
 

@@ -115,6 +115,8 @@ def _render_confirmed(s: TuneSummary) -> None:
     for c in test.candidates:
         if not c.verified:
             out.print(f"[red]rejected[/] {escape(c.key)}: {c.status.value}: {escape(c.message)}")
+        elif c.message and not c.identical:     # verified, with a word on how (checks settled by the reference)
+            out.print(f"[yellow]note[/] {escape(c.key)}: {escape(c.message)}")
     g = s.confirmed_general()
     if g is not None:
         verdict = ("[green]faster[/]" if test.improved else

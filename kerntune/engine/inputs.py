@@ -139,5 +139,26 @@ def numpy_reference(spec: KernelSpec, base_dir: Path, shape: Shape, host: HostAr
                 raise KerntuneError(ErrorCode.SPEC, f"the reference function returned {a.name} with shape {v.shape}, "
                                                     f"the spec says {dims} at {shape.label}")
             v = v.reshape(dims)
-        result[a.name] = v
+        result[a.name] = _exact_integers(a, v, shape)
     return result
+
+
+def _exact_integers(a, v: np.ndarray, shape: Shape) -> np.ndarray:
+    """A 64-bit integer output that the reference returned as floats: as integers when each is one
+    a float64 holds exactly (|v| <= 2**53), so that the comparison stays exact. Above that the float
+    has already rounded (a * b of int64 values through float64 is off by up to hundreds), and a
+    candidate rounding the same way would pass: a spec error."""
+    if a.dt.is_float or a.dt.itemsize != 8 or v.dtype.kind != "f" or not v.size:
+        return v
+    with np.errstate(invalid="ignore"):
+        big = ~(np.abs(v) <= 2.0 ** 53)
+    if big.any():
+        i = int(np.flatnonzero(big.reshape(-1))[0])
+        raise KerntuneError(ErrorCode.SPEC, f"the reference function returned {a.name} ({a.dtype}) as floating-point "
+                                            f"values, {v.reshape(-1)[i]:.17g} among them at {shape.label}: above 2**53 "
+                                            "a float64 cannot hold every integer, so the check would not be exact",
+                            hint=f"return {a.name} as integers (NumPy integer arithmetic on the {a.dtype} inputs, "
+                                 f"e.g. a * b, not a.astype(float) * b)")
+    if np.array_equal(v, np.trunc(v)):
+        return v.astype(a.dt.storage)
+    return v

@@ -58,24 +58,32 @@ class RunDir:
                                 hint="choose a writable folder with --run-dir") from None
         return cls(path)
 
-    def discard_unmeasured(self, remove_dir: bool) -> bool:
+    def discard_unmeasured(self, there_before: Optional[set[str]], made_from: Optional[Path]) -> bool:
         """Remove a new run that failed before its original kernel was measured (nothing in it to
         keep, and its run.json would refuse the next try with the same --run-dir): what
-        :meth:`create` made, and the folder itself when ``remove_dir`` and nothing else is in it.
-        A run with a baseline, or with any file :meth:`create` and the start do not make, is kept."""
+        :meth:`create` and the start made, that is, every entry of the folder but those ``there_before``
+        (None: the folder did not exist), then the folder and its parents up to ``made_from`` (the
+        first folder the run created) when they are empty. A run with a baseline is kept, and so is
+        one whose rounds, LLM or per-shape folders hold anything."""
         made = {MANIFEST, ORIGINAL, "rounds", "llm", "per_shape"}
+        keep = there_before or set()
         try:
-            entries = {p.name for p in self.path.iterdir()}
+            entries = {p.name for p in self.path.iterdir()} - keep
             if (self.path / BASELINE).exists() or not entries <= made \
                     or any(any((self.path / d).iterdir()) for d in ("rounds", "llm", "per_shape") if d in entries):
                 return False
             for name in entries:
                 target = self.path / name
                 shutil.rmtree(target) if target.is_dir() else target.unlink()
-            if remove_dir:
-                self.path.rmdir()
+            if there_before is None and made_from is not None:
+                folder = self.path.absolute()
+                while True:
+                    folder.rmdir()
+                    if folder == made_from or folder.parent == folder:
+                        break
+                    folder = folder.parent
         except OSError:
-            return False
+            pass               # a folder not empty: kept, the run's own files are gone
         return True
 
     @classmethod

@@ -37,6 +37,11 @@ def load_tune(path: Path) -> RunReport:
     notes += prior_notes(s)
     for note in (s.test.notes if s.test is not None else []):     # the tester's own (a busy host, a shape
         notes.append(note[0].upper() + note[1:] + ("" if note.endswith(".") else "."))   # kept at the original)
+    settled = [c for c in (s.test.candidates if s.test is not None else []) if c.verified and c.message
+               and not c.identical]     # verified with checks the NumPy reference settled (docs/proof.md)
+    if settled:
+        notes.append(f"{len(settled)} of {len(s.test.candidates)} candidates of the final test verified with checks "
+                     f"the NumPy reference settled (docs/proof.md); the first, {settled[0].key}: {settled[0].message}.")
     general = data.result(s.general.key) if s.general else None
     copy = copy_gbs(base, general, *(e.result for e in data.evals))
     rows = []

@@ -62,7 +62,8 @@ class Reward(Record):
     status: str = "ok"                       # how the last stage ended: ok, compile_error, wrong_result, crash, ...
     stage: str = "done"                      # the stage that ended it: compile, verify, time, done
     message: str = ""
-    seed: int = 0
+    settled: list[str] = []                  # checks passed only by the NumPy reference's verdict (engine.judge.settle)
+    seed: Optional[int] = 0                  # None: the candidate did not load, no inputs were made
     seconds: float = 0.0
 
 
@@ -91,12 +92,12 @@ def _done(t0: float, seed: int, compiles: bool, correct: bool, faster: bool, r: 
                   status=status, stage=stage, message=msg, seed=seed, seconds=time.perf_counter() - t0, **kw)
 
 
-def unloadable(message: str, seed: Optional[int]) -> Reward:
+def unloadable(message: str) -> Reward:
     """The reward of a candidate file that is there but holds no kernel of the spec (not text, no
     kernel of the spec's name, a signature or header that does not fit): 0, as a candidate that
     does not compile; the reason is in ``message``."""
     return Reward(score=0.0, compiles=False, correct=False, faster=False, status="compile_error", stage="load",
-                  message=message, seed=seed if seed is not None else 0)
+                  message=message, seed=None)
 
 
 def score_instances(worker: DeviceWorker, loaded: LoadedSpec, candidate: KernelInstance, baseline: KernelInstance,
@@ -120,17 +121,19 @@ def score_instances(worker: DeviceWorker, loaded: LoadedSpec, candidate: KernelI
     r = worker.evaluate(_with(base, verify_shapes=verify, reference=baseline), s.timeout_s)
     if r.status is not Status.OK:
         return _done(t0, seed, r.status is not Status.COMPILE_ERROR, False, False, r, "verify")
+    settled = r.verification.settled() if r.verification is not None else []
     check = None
     if s.memcheck:
         checker = MemoryChecker(worker.info, timeout_s=max(s.timeout_s, 120.0))
         check = checker.check(candidate, spec, str(loaded.base_dir), check_shapes(spec, s.shape_set), seed)
         if check.failed:
             return _done(t0, seed, True, False, False, None, "check", message=f"{check.tool}: {check.message}",
-                         check=check)
+                         check=check, settled=settled)
     if same_kernel(candidate, baseline, spec, verify):
         same = sp.identical()
         return _done(t0, seed, True, True, False, None, "done", message="the candidate is the baseline kernel",
-                     speedup=1.0, interval=same, intervals={sh.label: same for sh in shapes}, check=check)
+                     speedup=1.0, interval=same, intervals={sh.label: same for sh in shapes}, check=check,
+                     settled=settled)
     # 3. faster: both timed on each shape, interleaved run by run on the same buffers
     timing = TimingOptions(warmup=s.warmup, repeats=max(s.repeats, 6), measure_copy=False)
     intervals: dict[str, sp.Interval] = {}
@@ -161,10 +164,10 @@ def score_instances(worker: DeviceWorker, loaded: LoadedSpec, candidate: KernelI
             return _done(t0, seed, True, False, False, again, "verify",
                          message=f"{speed:.1f}x was too good to be true, and a second verification failed: "
                                  f"{again.message}", speedup=speed, speedups=speedups, interval=geo,
-                         intervals=intervals, check=check)
+                         intervals=intervals, check=check, settled=settled)
     faster = sp.decide(geo, s.min_speedup) is sp.Verdict.FASTER
     return _done(t0, seed, True, True, faster, None, "done", speedup=speed, speedups=speedups, interval=geo,
-                 intervals=intervals, check=check)
+                 intervals=intervals, check=check, settled=settled)
 
 
 def _with(req: EvalRequest, **changes: Any) -> EvalRequest:
