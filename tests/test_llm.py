@@ -523,3 +523,42 @@ def test_a_template_that_would_exhaust_memory_is_told_back_and_resume_replays_it
     assert len(new) == 1 and len(new[0]["messages"]) == 4          # turn 1 replayed from the record, turn 2 live
     assert json.loads(r.stdout)["rounds"][0]["status"] == "done"
     assert json.loads((run / "run.json").read_text())["status"] == "done"
+
+
+# --- a hostile endpoint (adversarial tour, 2026-12-04) --------------------------------------------------
+
+SECRET_FILE_LINE = "TOPSECRET_LINE = hunter2 ;"
+INCLUDES = template(extra='#include "SECRET_PATH"\n')
+FLAG_INCLUDE = template(extra='#include "secret.txt"\n').replace(
+    "launch:\n", 'flags: {opencl: {"-ISECRET_DIR": "True"}}\nlaunch:\n')
+OTHER_SIGNATURE = template().replace("__global const float* b, const int n)", "const int n)").replace(
+    "+ b[base + {{ k }}]", "")
+
+
+def test_a_template_may_not_read_host_files_pass_paths_or_change_the_signature(spec, tmp_path):
+    """An #include of a host file, or -I in the template's flags: the compiler's error quoted the file
+    back to the endpoint and into the run's records. A kernel with fewer parameters than the spec's
+    arguments: a traceback (exit 70), on every --resume again. Each is now told back to the model,
+    and the run finishes with the good template."""
+    secret = tmp_path / "secret.txt"
+    secret.write_text(SECRET_FILE_LINE + "\n")
+    run = tmp_path / "run"
+    with FakeLLM() as fake:
+        fake.push(("reply", answer(OTHER_SIGNATURE)),                                     # round 1: 3 turns
+                  ("reply", answer(INCLUDES.replace("SECRET_PATH", str(secret)))),
+                  ("reply", answer(FLAG_INCLUDE.replace("SECRET_DIR", str(tmp_path)))),
+                  ("reply", answer(GOOD)))                                                # round 2
+        r = kerntune("optimize", str(KERNEL), "--spec", str(spec), *FAST, "--llm", "openai", "--llm-base-url",
+                     fake.url, "--model", "test", "--rounds", "2", "--run-dir", str(run), "--json")
+        feedback = [m["messages"][-1]["content"] for m in fake.received[1:3]]
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stdout + r.stderr
+    assert "does not take the spec's arguments" in feedback[0]
+    assert "the template adds #include" in feedback[1]
+    record = "".join(p.read_text(errors="replace") for p in run.rglob("*.json"))
+    assert "the compiler option '-I" in record and "never a path" in record      # the third turn's refusal
+    for p in run.rglob("*"):
+        if p.is_file():
+            assert b"TOPSECRET_LINE" not in p.read_bytes(), f"the host file's text reached {p}"
+    assert all("TOPSECRET_LINE" not in f for f in feedback)
+    rounds = json.loads((run / "run.json").read_text())["rounds"]
+    assert rounds[0]["status"] == "no-proposal" and rounds[1]["status"] == "done", rounds

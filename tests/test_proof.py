@@ -597,3 +597,72 @@ def test_only_repeated_values_show_a_tie_breaking_slip(worker, name):
     assert r.status is Status.WRONG_RESULT and "[ties]" in r.message
     if name == "tree_takes_right":
         assert verify(("spec", "shifted", "negative", "large", "small")).status is Status.OK
+
+
+# --- coverage the adversarial tour of 2026-12-04 found missing -------------------------------------------
+
+def test_the_checker_always_runs_a_shape_with_a_tail():
+    # vector_add's held-out n=4097 is over the checker's 4096 elements and 4K has no tail: float4 loads
+    # that ran 3 floats past an odd end were called clean; a scaled odd shape is now always among them
+    spec = load_file(REPO / "kernels/examples/vector_add.yaml").spec
+    shapes = check_shapes(spec, "cpu")
+    assert [s.label for s in shapes] == ["4K", "check n=4095"]
+    assert any(s.as_dict()["n"] % 4 for s in shapes)
+
+
+ROWCAP = """{# kerntune-template
+description: row_sum that sums only the first 10241 columns of a row (wrong on longer rows)
+params:
+  BLOCK: [256, 128]
+launch:
+  grid: [rows]
+  block: [BLOCK]
+#}
+__kernel void row_sum(__global float* out, __global const float* x, const int rows, const int cols)
+{
+    __local float partial[{{ BLOCK }}];
+    const int r = get_group_id(0);
+    const int t = get_local_id(0);
+    __global const float* row = x + (long)r * cols;
+    float acc = 0.0f;
+    for (int c = t; c < min(cols, 10241); c += {{ BLOCK }})
+        acc += row[c];
+    partial[t] = acc;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int s = {{ BLOCK // 2 }}; s > 0; s /= 2) {
+        if (t < s)
+            partial[t] += partial[t + s];
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    if (t == 0)
+        out[r] = partial[0];
+}
+"""
+
+
+def test_a_kernel_wrong_only_beyond_the_runs_shapes_is_not_handed_back(tmp_path):
+    # the CPU set's rows are at most 8192 long; the spec's own 'wide' shape has 65536: the final test
+    # verifies there too (the spec's inputs), where this template is wrong
+    from kerntune.engine.checker import reach_shapes
+    spec = load_file(REPO / "kernels/examples/row_sum.yaml").spec
+    assert [s.label for s in reach_shapes(spec, "cpu")] == ["reach wide"]
+    (tmp_path / "rowcap.cl.j2").write_text(ROWCAP)
+    run = tmp_path / "run"
+    r = run_cli("tune", str(tmp_path / "rowcap.cl.j2"), "--spec", str(REPO / "kernels/examples/row_sum.yaml"),
+                "--baseline", str(REPO / "kernels/examples/row_sum.cl"), "--shape-set", "cpu", "--device", "cpu",
+                "--no-memcheck", "--repeats", "5", "--warmup", "1", "--final-repeats", "6", "--run-dir", str(run),
+                "--json")
+    assert r.returncode == 0, r.stderr
+    test = json.loads(r.stdout)["test"]
+    assert test["reach_shapes"] == [{"rows": 64, "cols": 65536}]
+    assert test["candidates"] and not any(c["verified"] for c in test["candidates"])
+    assert all(c["message"].startswith("reach wide: out: tolerance") for c in test["candidates"]), test["candidates"]
+    assert test["general"] is None
+
+
+def test_a_reach_shape_is_bounded_in_work():
+    # sgemm's sq2048 is 512 times the CPU set's largest volume (4 s a run here): not taken; 'tall', 64 times, is
+    from kerntune.engine.checker import reach_shapes
+    spec = load_file(REPO / "kernels/classic/sgemm/spec.yaml").spec
+    assert [s.label for s in reach_shapes(spec, "cpu")] == ["reach tall"]
+    assert reach_shapes(spec, None) == []            # the default set is the largest: nothing beyond it

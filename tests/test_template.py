@@ -160,3 +160,20 @@ def test_declaration_errors_name_the_line():
     assert e.value.message.startswith("t.cu.j2:10: Jinja syntax error")
     with pytest.raises(KerntuneError, match=r"^t.cu.j2:6: 'ceil_div\(m, BLOCK \* VEC\)' uses \['m'\]"):
         check_against_spec(t("x\n", HEAD.replace("ceil_div(n,", "ceil_div(m,")), SPEC)
+
+
+def test_compiler_options_a_template_may_set():
+    from kerntune.agents.proposal_checks import include_problem, includes, option_problem
+
+    for option, lang in (("-cl-fast-relaxed-math", "opencl"), ("-cl-mad-enable", "opencl"), ("-DTILE=16", "opencl"),
+                         ("-use_fast_math", "cuda"), ("--use_fast_math", "cuda"), ("--ftz=true", "cuda"),
+                         ("-maxrregcount=64", "cuda"), ("-O3", "cuda"), ("-D VEC=4", "cuda")):
+        assert option_problem(option, lang) is None, option
+    for option, lang in (("-I/etc", "opencl"), ("-I /tmp", "cuda"), ("-include /etc/passwd", "cuda"),
+                         ("@/tmp/options.txt", "cuda"), ("-o /tmp/x", "cuda"), ("-DX=/etc/passwd", "opencl"),
+                         ("--use_fast_math -I/etc", "cuda"), ("-cl-fast-relaxed-math -I.", "opencl")):
+        assert "not one a template may set" in option_problem(option, lang), option
+    original = '#include "common.h"\n#include <cuda_fp16.h>\n__global__ void k() {}\n'
+    assert includes(original) == ['"common.h"', "<cuda_fp16.h>"]
+    assert include_problem(original + "// a rewrite\n", original) is None
+    assert "adds #include \"/etc/passwd\"" in include_problem('#  include "/etc/passwd"\n' + original, original)

@@ -37,6 +37,7 @@ from kerntune.tuner.evaluators import LiveEvaluator
 from kerntune.tuner.kernel_files import resolve_launch_params
 from kerntune.tuner.run import TuneSettings, Tuner
 from kerntune.tuner.setaside import EARLIER_KEY
+from kerntune.agents.proposal_checks import option_problem
 from kerntune.tuner.space import Space
 from kerntune.tuner.store import RunStore
 from kerntune.tuner.summary import TuneSummary, prior_notes, summarize
@@ -91,8 +92,12 @@ class Optimizer:
         its parameters and the spec's sizes, render its baseline, and that baseline must
         compile and verify against the original kernel."""
         try:
-            t = parse_template(template_text, self.kf.lang, "proposal")
+            t = parse_template(template_text, self.kf.lang, "proposal").confined_to(self.kf.source)
             check_against_spec(t, self.spec)
+            for option in t.decl.flags.get(self.kf.lang, {}):
+                why = option_problem(option, self.kf.lang)
+                if why:
+                    return why
             inst = t.instance(t.baseline, self.spec, label="proposal baseline")
         except TemplateRenderError as e:
             return f"the baseline configuration does not render ({e.kind}): {e.message}"
@@ -253,7 +258,7 @@ class Optimizer:
             self.planner.record_round(0, rec.llm_calls, current.speedup)
             return None
         template = parse_template(proposal.template, self.kf.lang, str(self.run_dir.file(
-            self.run_dir.template_rel(r, self.kf.lang))))
+            self.run_dir.template_rel(r, self.kf.lang)))).confined_to(self.kf.source)
         self.templates[r] = template
         space_size = Space.of(template).size
         plan = plan.model_copy(update={"strategy": self.planner.strategy_for(space_size, plan.evaluations)})
@@ -397,8 +402,8 @@ class Optimizer:
     def _load_round(self, r: int) -> None:
         text = self.run_dir.text(self.run_dir.template_rel(r, self.kf.lang))
         if text is not None:
-            self.templates[r] = parse_template(text, self.kf.lang,
-                                               str(self.run_dir.file(self.run_dir.template_rel(r, self.kf.lang))))
+            self.templates[r] = parse_template(text, self.kf.lang, str(self.run_dir.file(
+                self.run_dir.template_rel(r, self.kf.lang)))).confined_to(self.kf.source)
         summary = self.run_dir.summary(r)
         if summary is not None:
             self.summaries[r] = summary

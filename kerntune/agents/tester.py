@@ -29,7 +29,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Callable, Optional
 
 from kerntune import speedup as sp
-from kerntune.engine.checker import MemoryChecker, check_shapes
+from kerntune.engine.checker import MemoryChecker, check_shapes, reach_shapes
 from kerntune.engine.evaluate import EvalRequest, KernelInstance, TimingOptions
 from kerntune.engine.hostload import LoadMeter
 from kerntune.engine.supervisor import DeviceWorker
@@ -124,11 +124,14 @@ class Tester:
         self.span_s = confirm_span_s()
 
     def _request(self, inst: KernelInstance, seed: int, verify: tuple[Shape, ...], time: tuple[Shape, ...],
-                 reference: KernelInstance | None, repeats: int | None = None) -> EvalRequest:
+                 reference: KernelInstance | None, repeats: int | None = None,
+                 reach: tuple[Shape, ...] = ()) -> EvalRequest:
+        """``reach``: shapes beyond the run's (:func:`reach_shapes`), verified on the spec's inputs only."""
         timing = TimingOptions(warmup=self.warmup, repeats=repeats or self.repeats) if time else None
         return EvalRequest(candidate=inst, spec=self.loaded.spec, base_dir=str(self.loaded.base_dir),
-                           verify_shapes=verify, time_shapes=time, seed=seed, reference=reference, timing=timing,
-                           distributions=self.distributions)
+                           verify_shapes=verify + reach, time_shapes=time, seed=seed, reference=reference,
+                           timing=timing, distributions=self.distributions,
+                           all_distributions_on=tuple(s.key for s in verify) if reach else None)
 
     def baseline(self, seed: int) -> EvalResult:
         """The original kernel: verified against the spec's NumPy reference (or itself) on every
@@ -227,6 +230,7 @@ class Tester:
         spec = self.loaded.spec
         fresh = tuple(extra_holdouts(spec, self.shape_set, 2, seed))
         verify = self.shapes + self.holdouts + fresh
+        reach = tuple(reach_shapes(spec, self.shape_set))
         results: list[CandidateResult] = []
         live: list[tuple[Candidate, int]] = []
         for i, c in enumerate(candidates):
@@ -238,9 +242,11 @@ class Tester:
                     "speedups": {sh.label: 1.0 for sh in self.shapes},
                     "message": "the original kernel itself (same source, options and launch)"}))
                 continue
-            self.on_step(f"verifying candidate {i + 1}/{len(candidates)} on {len(verify)} shapes ({len(fresh)} fresh)")
-            r = self.worker.evaluate(self._request(c.instance, seed + 7919 * (i + 1), verify, (), self.original),
-                                     self.timeout_s)
+            self.on_step(f"verifying candidate {i + 1}/{len(candidates)} on {len(verify) + len(reach)} shapes "
+                         f"({len(fresh)} fresh" + (f", {reach[0].label.split(' ', 1)[1]} beyond the run's" if reach
+                                                   else "") + ")")
+            r = self.worker.evaluate(self._request(c.instance, seed + 7919 * (i + 1), verify, (), self.original,
+                                                   reach=reach), self.timeout_s * (2 if reach else 1))
             if r.status is not Status.OK:
                 results.append(res.failed(r.status, "verify", r.message))
                 continue
@@ -301,7 +307,8 @@ class Tester:
         load = meter.stop()
         return TestReport(seed=seed, baseline=[base_timings[sh.key] for sh in self.shapes], candidates=results,
                           general=general, improved=bool(general and general.verdict is sp.Verdict.FASTER),
-                          per_shape=winners, fresh_shapes=[s.as_dict() for s in fresh], checker=checker,
+                          per_shape=winners, fresh_shapes=[s.as_dict() for s in fresh],
+                          reach_shapes=[s.as_dict() for s in reach], checker=checker,
                           host_load=load, process_spread=spread,
                           notes=([load.note()] if load is not None and load.busy else []) +
                           _general_ahead(general, winners))

@@ -282,6 +282,9 @@ class OpenCLBackend(Backend):
         try:
             kernel.set_args(*args)
             return cl.enqueue_nd_range_kernel(self.queue, kernel, global_size, block)
+        except TypeError as e:          # PyOpenCL: another number of arguments than the kernel takes
+            raise LaunchFailed(f"the kernel's parameters do not match the {len(args)} arguments of the spec: {e}") \
+                from None
         except cl.Error as e:
             raise LaunchFailed(f"OpenCL refused the launch (global {global_size}, local {tuple(block)}): {e}") from None
 

@@ -285,7 +285,9 @@ def render_result(r, wrote: str = "wrote") -> None:
              w.winner if w.winner == "original" else f"round {w.round}: {w.winner}"] for w in r.per_shape]
     if rows:
         print_table(grid(["shape", "original", "best", "speedup [95% CI]", "% of\ncopy", "winner"], rows,
-                         title="Per shape (final test: re-verified, re-timed interleaved with the original)",
+                         title="Per shape (final test: re-verified, re-timed interleaved with the original)"
+                         if r.test is not None and r.test.candidates else
+                         "Per shape (the original kernel: no candidate reached a final test)",
                          right=frozenset({1, 2, 3, 4})))
     g = r.test.general if r.test is not None else None
     if r.improved:

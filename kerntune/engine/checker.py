@@ -110,15 +110,23 @@ def _largest_array(spec: KernelSpec, sizes: dict[str, int]) -> int:
 def check_shapes(spec: KernelSpec, shape_set: str | None = None, limit: int = MAX_CHECK_ELEMENTS) -> list[Shape]:
     """Small shapes to run under the checker (an interpreter, thousands of times slower
     than the device): the held-out shape and the smallest listed shape where they fit
-    ``limit`` elements per array, else the smallest listed shape scaled down (each size
-    halved in turn, kept a multiple of its step and within its bounds) and then moved to
-    odd multiples so that tails are exercised."""
+    ``limit`` elements per array; where the held-out shape does not fit, the smallest listed
+    shape scaled down (each size halved in turn, kept a multiple of its step and within its
+    bounds) and moved to odd multiples, so that tails are always exercised."""
     listed = sorted(spec_shapes(spec, shape_set), key=lambda s: _largest_array(spec, s.as_dict()))
     picked = [s for s in holdout_shapes(spec, shape_set) + listed[:1]
               if _largest_array(spec, s.as_dict()) <= limit]
-    if picked:
+    if any(s.holdout for s in picked):
         return list(dict.fromkeys(picked))
-    sizes = listed[0].as_dict()
+    # no held-out (odd) shape fits: the scaled, odd one below, beside the listed one if that fits. Without
+    # it a kernel whose vector loads run past an odd tail was checked on n=4096 alone and called clean
+    return list(dict.fromkeys(picked + [_scaled_odd(spec, listed[0].as_dict(), limit)]))
+
+
+def _scaled_odd(spec: KernelSpec, sizes: dict[str, int], limit: int) -> Shape:
+    """``sizes`` halved (one size at a time, the largest first, each a multiple of its step and within
+    its bounds) until every array fits ``limit`` elements, then each size moved to an odd multiple."""
+    sizes = dict(sizes)
     for _ in range(256):
         if _largest_array(spec, sizes) <= limit:
             break
@@ -138,8 +146,37 @@ def check_shapes(spec: KernelSpec, shape_set: str | None = None, limit: int = MA
         k = v // c.multiple_of
         if k % 2 == 0 and k > 1 and (v - c.multiple_of) >= c.min:
             odd[name] = v - c.multiple_of
-    shape = Shape.of(odd, label="check " + " ".join(f"{k}={v}" for k, v in odd.items()), holdout=True)
-    return [shape]
+    return Shape.of(odd, label="check " + " ".join(f"{k}={v}" for k, v in odd.items()), holdout=True)
+
+
+REACH_ELEMENTS = 1 << 24      # the largest array of a reach shape, at most (verified once per candidate)
+REACH_VOLUME = 64             # ... and its sizes' product at most this many times the run's largest
+
+
+def reach_shapes(spec: KernelSpec, shape_set: str | None = None, limit: int = REACH_ELEMENTS,
+                 volume: int = REACH_VOLUME) -> list[Shape]:
+    """A shape beyond the run's: the largest shape the spec lists anywhere (its own shapes, every
+    shape set, its held-out shapes) that is larger than every shape of ``shape_set``, whose arrays
+    fit ``limit`` elements and whose sizes' product is at most ``volume`` times the largest of the
+    run's (a bound on its work: sgemm's sq2048 is 512 times the CPU set's sq256, 4 s a run on 2
+    cores; sq1024, 64 times, is taken); [] when there is none. The tester verifies its candidates there
+    too (the spec's inputs only): a kernel handed back is used at the sizes the spec lists, and a
+    hostile template that summed only the first 10241 columns was verified on a CPU shape set whose
+    rows are shorter, wrong on the spec's own 65536 (adversarial tour, 2026-12-04)."""
+    from kerntune.spec.shapes import _shape, _volume, shape_set_names
+
+    run = spec_shapes(spec, shape_set)
+    top = max(_largest_array(spec, s.as_dict()) for s in run)
+    most = volume * max(_volume(s) for s in run)
+    taken = {s.key for s in run}
+    every = [s for name in shape_set_names(spec) for s in spec_shapes(spec, name)]
+    every += [_shape(s, True) for s in (spec.holdout_shapes or [])]
+    fits = [s for s in every if s.key not in taken and top < _largest_array(spec, s.as_dict()) <= limit
+            and _volume(s) <= most]
+    if not fits:
+        return []
+    best = max(fits, key=lambda s: _largest_array(spec, s.as_dict()))
+    return [Shape.of(best.as_dict(), label=f"reach {best.label or best.key}", holdout=True)]
 
 
 # --- reading the tools' logs ----------------------------------------------------------------

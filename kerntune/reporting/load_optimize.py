@@ -80,7 +80,8 @@ def _notes(path: Path, m: Manifest, base, test, result, rounds: list[Round]) -> 
         if r.rec.status is RoundStatus.RUNNING:
             n = r.store.summary.measured if r.store else 0
             notes.append(f"Round {r.rec.round} stopped before it finished ({n} evaluations measured).")
-    if test is None and base is not None:
+    finished_empty = m.status is RunStatus.DONE and result is not None and not any(r.rec.measured for r in rounds)
+    if test is None and base is not None and not finished_empty:
         notes.append("No final test yet (no test.json): the speedups are tuning estimates, not yet re-verified "
                      "on fresh inputs and shapes nor re-timed beside the original.")
     return notes

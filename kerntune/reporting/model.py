@@ -188,6 +188,9 @@ def headline(r: RunReport) -> str:
         if r.general_speedup:
             return (f"Partial run: tuning estimates so far put {r.kernel} at {_x(r.general_speedup)} faster{on} "
                     f"(geometric mean over {shapes}), not yet confirmed by the final test.")
+        if r.status == "done":      # finished, and no round produced a candidate (every proposal refused)
+            return (f"No candidate was produced for {r.kernel}{on}: no round's template was usable (see the rounds), "
+                    "so the original kernel stays.")
         return f"Partial run: {r.kernel}'s original kernel has been measured{on}; no candidate has been timed yet."
     # a tuning run
     against = f"than {r.baseline_label}" if r.baseline_label else "than the baseline"

@@ -31,7 +31,7 @@ import re
 import signal
 import threading
 import traceback
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Iterator, Optional, Union
 
@@ -241,6 +241,15 @@ class Template:
     decl: TemplateDecl
     text: str                 # the whole file
     body_line: int = 1        # the file line where the body starts
+    # an untrusted template (an LLM's): the #include lines its instances may have (those of the kernel it
+    # rewrites), and its instances must take the spec's arguments (kerntune.agents.proposal_checks)
+    allowed_includes: Optional[frozenset[str]] = None
+
+    def confined_to(self, source: str) -> "Template":
+        """This template, its instances held to the includes of ``source`` and to the spec's signature."""
+        from kerntune.agents.proposal_checks import includes
+
+        return replace(self, allowed_includes=frozenset(includes(source)))
 
     @property
     def digest(self) -> str:
@@ -308,6 +317,14 @@ class Template:
             raise self._error("error", f"{type(e).__name__}: {e}", e) from None
         if len(out) > MAX_OUTPUT:
             raise self._error("limit", f"rendered source is {len(out)} characters (limit {MAX_OUTPUT})")
+        if self.allowed_includes is not None:
+            from kerntune.agents.proposal_checks import include_problem, includes, signature_problem
+
+            why = include_problem(out, "\n".join(f"#include {i}" for i in self.allowed_includes)) \
+                or signature_problem(out, self.lang, spec, self.kernel_name(spec, config))
+            if why:
+                kind = "include" if includes(out) and why.startswith("the template adds") else "signature"
+                raise self._error(kind, why)
         return out
 
     def options(self, config: dict[str, Value], spec: KernelSpec) -> tuple[str, ...]:
