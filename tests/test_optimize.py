@@ -199,6 +199,10 @@ def test_planner_stopping_rules():
     q.record_round(5, 0, 1.30)
     q.record_round(5, 0, 1.30 * 1.021)
     assert not q.decide(3, slow, None, "cuda").stop
+    q = Planner(Budget(evaluations=None, rounds=5), patience=1)      # two rounds without a usable template
+    q.record_round(0, 3, 1.0)
+    q.record_round(0, 3, 1.0)
+    assert q.decide(3, slow, None, "cuda").reason == "no usable template in the last 2 round(s)"
     fast = EvalResult(status=Status.OK, timings=[_timing("a", 1.0, 95.0)])
     assert "hardware limit" in Planner(Budget()).decide(1, fast, None, "cuda").reason
     # a shape small enough to stay in the caches can look faster than the copy: it does not decide

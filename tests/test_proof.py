@@ -560,6 +560,9 @@ def test_a_general_kernel_ahead_of_a_shapes_pick_is_explained():
     assert "screening ranked them wrongly" in _general_ahead(general, winners)[0]
     assert _general_ahead(general, winners[1:]) == []
     assert _general_ahead(general.model_copy(update={"confirmed": False}), winners) == []
+    # ahead by less than a shown digit: no note comparing "1.13x [1.05, 1.21]" with itself
+    winners[0] = win("s1", 1, "B=2", iv(1.5199, 1.41, 1.65))
+    assert _general_ahead(general, winners) == []
     # a shape that keeps the original (no candidate cleared the threshold there) while the general kernel
     # measured faster: `tune` showed per_shape/4K.cl (the original) slower than best.cl and said nothing
     general = general.model_copy(update={"intervals": {**general.intervals, "s4": iv(1.07, 0.98, 1.15)}})

@@ -28,6 +28,7 @@ class Progress:
     llm_calls: int = 0
     best_speedup: float = 1.0
     gains: list[float] = field(default_factory=list)     # best speedup after each round
+    measured: list[int] = field(default_factory=list)    # evaluations measured in each round (0: no template)
     set_aside: list[str] = field(default_factory=list)   # parameter values set aside in the rounds so far
     started: float = field(default_factory=time.monotonic)
 
@@ -96,6 +97,9 @@ class Planner:
         if len(p.gains) > self.patience:
             recent = p.gains[-(self.patience + 1):]
             if recent[-1] < recent[0] * THRESHOLD:
+                if not any(p.measured[-(self.patience + 1):]):
+                    return Decision(stop=True, reason=f"no usable template in the last {self.patience + 1} "
+                                                      "round(s)")
                 return Decision(stop=True, reason=f"no gain of {100 * (THRESHOLD - 1):.0f}% or more over the last "
                                                   f"{self.patience} round(s)")
         rounds_left = b.rounds - p.rounds_done
@@ -128,3 +132,4 @@ class Planner:
         p.llm_calls += llm_calls
         p.best_speedup = max(p.best_speedup, best_speedup if math.isfinite(best_speedup) else 1.0)
         p.gains.append(p.best_speedup)
+        p.measured.append(evaluations)

@@ -430,8 +430,8 @@ def _general_ahead(general: Optional[CandidateResult], winners: list[ShapeWinner
             if g.ratio > 1:
                 kept.append((w, g))
             continue
-        if w.interval is None or g.ratio <= w.interval.ratio:
-            continue
+        if w.interval is None or g.ratio <= w.interval.ratio or g.text() == w.interval.text():
+            continue     # not ahead, or not by a digit shown (a note comparing two equal figures said nothing)
         ahead.append((w, g))
     notes = []
     if kept:
