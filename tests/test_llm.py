@@ -411,6 +411,23 @@ def test_parse_answer_finds_the_object():
         parse_answer('{"template": ' * 50000)              # nested past the parser's depth: still just an error
 
 
+def test_a_reply_too_long_to_read_is_said_so_and_not_kept_whole():
+    # a 60 MB reply was cut to 10 MB, refused as "contains no JSON object", and each record held 10 MB
+    from types import SimpleNamespace
+
+    from kerntune.agents.llm.client import MAX_REPLY_CHARS
+
+    client = OpenAIChatClient.__new__(OpenAIChatClient)
+    client._secret = ""
+    message = SimpleNamespace(content=answer(GOOD) + " " * MAX_REPLY_CHARS, refusal=None)
+    resp = SimpleNamespace(choices=[SimpleNamespace(message=message, finish_reason="stop")], usage=None)
+    reply = client._reply(resp, 1.0)
+    assert len(reply.text) < 3000
+    with pytest.raises(AnswerError, match=f"the answer was {len(message.content):,} characters, over the "
+                                          f"{MAX_REPLY_CHARS:,} kerntune reads"):
+        parse_answer(reply.text)
+
+
 def test_client_retries_honour_retry_after_and_never_show_the_key():
     with FakeLLM() as fake:
         waits: list[float] = []

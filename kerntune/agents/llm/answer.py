@@ -62,6 +62,10 @@ def parse_answer(text: str) -> TemplateAnswer:
     """The first JSON object in the reply that has a `template`, checked against TemplateAnswer."""
     if not text or not text.strip():
         raise AnswerError("the answer was empty")
+    cut = re.search(r"\[kerntune: the reply was (\d+) characters, over the (\d+) read", text)
+    if cut:
+        raise AnswerError(f"the answer was {int(cut.group(1)):,} characters, over the {int(cut.group(2)):,} "
+                          "kerntune reads; answer with the JSON object alone")
     first = None
     for obj in _objects(text):
         if "template" in obj:

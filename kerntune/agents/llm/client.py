@@ -31,6 +31,10 @@ FALLBACK = "fall back to JSON in the text"
 Message = dict[str, str]                   # {"role": "system" | "user" | "assistant", "content": text}
 
 
+MAX_REPLY_CHARS = 10**7    # a longer reply is not an answer to read: its first 2000 characters are kept, and a note
+TOO_LONG = "\n[kerntune: the reply was {n} characters, over the {limit} read; the rest was dropped]"
+
+
 @dataclass(frozen=True)
 class ChatReply:
     text: str
@@ -237,7 +241,9 @@ class OpenAIChatClient:
         if not isinstance(text, str):
             raise _NotACompletion(f"the message content is {type(text).__name__}, not text")
         usage = getattr(resp, "usage", None)
-        return ChatReply(text=self._scrub(text, limit=10**7),
+        if len(text) > MAX_REPLY_CHARS:       # kept short, and said so (the answer parser tells the model)
+            text = text[:2000] + TOO_LONG.format(n=len(text), limit=MAX_REPLY_CHARS)
+        return ChatReply(text=self._scrub(text, limit=MAX_REPLY_CHARS + 200),
                          prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
                          completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
                          seconds=seconds, finish_reason=str(choices[0].finish_reason or ""))
