@@ -159,7 +159,7 @@ def reach_shapes(spec: KernelSpec, shape_set: str | None = None, limit: int = RE
     shape set, its held-out shapes) that is larger than every shape of ``shape_set``, whose arrays
     fit ``limit`` elements and whose sizes' product is at most ``volume`` times the largest of the
     run's (a bound on its work: sgemm's sq2048 is 512 times the CPU set's sq256, 4 s a run on 2
-    cores; sq1024, 64 times, is taken); [] when there is none. The tester verifies its candidates there
+    cores; 'tall', 2048x512x1024, 64 times, is taken); [] when there is none. The tester verifies its candidates there
     too (the spec's inputs only): a kernel handed back is used at the sizes the spec lists, and a
     hostile template that summed only the first 10241 columns was verified on a CPU shape set whose
     rows are shorter, wrong on the spec's own 65536 (adversarial tour, 2026-12-04)."""
