@@ -174,6 +174,12 @@ def test_compiler_options_a_template_may_set():
                          ("--use_fast_math -I/etc", "cuda"), ("-cl-fast-relaxed-math -I.", "opencl")):
         assert "not one a template may set" in option_problem(option, lang), option
     original = '#include "common.h"\n#include <cuda_fp16.h>\n__global__ void k() {}\n'
-    assert includes(original) == ['"common.h"', "<cuda_fp16.h>"]
-    assert include_problem(original + "// a rewrite\n", original) is None
+    assert includes(original) == ['include "common.h"', "include <cuda_fp16.h>"]
+    assert include_problem(original + "// a rewrite\n/* #include \"x.h\" */\n", original) is None
     assert "adds #include \"/etc/passwd\"" in include_problem('#  include "/etc/passwd"\n' + original, original)
+    # the ways a directive can be spelled so that a line-by-line match misses it
+    for hidden in ('#define F "/etc/passwd"\n#include F\n', '#/**/include "/etc/passwd"\n',
+                   '%:include "/etc/passwd"\n', '??=include "/etc/passwd"\n', '#\\\ninclude "/etc/passwd"\n',
+                   '#import "/etc/passwd"\n', '#embed "/etc/passwd"\n', '#include_next <x.h>\n',
+                   'const char* s = "/*";\n#/**/include "/etc/passwd"\n// */\n'):
+        assert include_problem(hidden + original, original), hidden

@@ -8,7 +8,9 @@ then quoted the file's lines, which went back to the endpoint as feedback and in
 records. And a kernel taking other arguments than the spec's crashed the worker's argument setup
 (exit 70, on every ``--resume`` again). So:
 
-- every ``#include`` of the rendered kernel must be one the kernel the round started from has
+- every file-reading directive (``#include``, ``#include_next``, ``#import``, ``#embed``, however spelled:
+  a macro target, a comment inside, a digraph or trigraph ``#``, a continued line) of the rendered kernel
+  must be one the kernel the round started from has
   (a template rewrites a kernel; it does not bring in files);
 - every compiler option in ``flags`` must be one of a known set of code-generation options
   (fast math, denormals, FMA contraction, register limits, optimization level, macro
@@ -24,7 +26,9 @@ from typing import Optional
 from kerntune.errors import KerntuneError
 from kerntune.spec.model import KernelSpec
 
-_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*([<"][^>"\n]*[>"])', re.M)
+# every directive that reads a file (#include_next, clang's #import, C23's #embed too), whatever follows it:
+# `#include F` with F a macro naming a path is an include all the same
+_INCLUDE = re.compile(r"^[ \t]*#[ \t]*(include_next|include|import|embed)\b[ \t]*(.*?)[ \t]*$", re.M)
 
 # options that change code generation only: no path, file or output can be named through them
 _OPENCL_OPTIONS = re.compile(
@@ -38,9 +42,43 @@ _CUDA_OPTIONS = re.compile(
 _DEFINE = re.compile(r"-D ?[A-Za-z_][A-Za-z0-9_]*(=[A-Za-z0-9_.+\-]*)?")
 
 
+def _directives(source: str) -> str:
+    """``source`` as the preprocessor reads its directives: lines joined at a backslash-newline, comments
+    blanked (``#/**/include``), digraph and trigraph ``#`` (``%:``, ``??=``) spelled ``#``. Erring toward
+    finding more: a ``%:`` inside a string also becomes ``#``."""
+    text = source.replace("??/", "\\").replace("\\\r\n", "").replace("\\\n", "")
+    return _without_comments(text).replace("??=", "#").replace("%:", "#")
+
+
+def _without_comments(text: str) -> str:
+    """``text`` with each comment replaced by a space, string and character literals kept as they are
+    (a "/*" inside a string starts no comment, so it cannot hide the lines after it)."""
+    out, i, n = [], 0, len(text)
+    while i < n:
+        c = text[i]
+        if c in "\"'":                          # a literal, to its closing quote (escapes skipped)
+            j = i + 1
+            while j < n and text[j] != c and text[j] != "\n":
+                j += 2 if text[j] == "\\" else 1
+            out.append(text[i:j + 1])
+            i = j + 1
+        elif text.startswith("/*", i):
+            j = text.find("*/", i + 2)
+            out.append(" ")
+            i = n if j < 0 else j + 2
+        elif text.startswith("//", i):
+            j = text.find("\n", i)
+            i = n if j < 0 else j
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out)
+
+
 def includes(source: str) -> list[str]:
-    """The ``#include`` targets of ``source``, as written (``"x.h"``, ``<cuda_fp16.h>``)."""
-    return [m.group(1).strip() for m in _INCLUDE.finditer(source)]
+    """The file-reading directives of ``source``, each as ``directive target`` (``include "x.h"``,
+    ``include <cuda_fp16.h>``, ``include PATH_MACRO``)."""
+    return [f"{m.group(1)} {m.group(2)}".strip() for m in _INCLUDE.finditer(_directives(source))]
 
 
 def include_problem(source: str, allowed_from: str) -> Optional[str]:
@@ -49,7 +87,7 @@ def include_problem(source: str, allowed_from: str) -> Optional[str]:
     new = [i for i in includes(source) if i not in have]
     if not new:
         return None
-    return (f"the template adds #include {new[0]}, which the kernel it rewrites does not have: a template may not "
+    return (f"the template adds #{new[0]}, which the kernel it rewrites does not have: a template may not "
             "bring in other files (it may use only what the kernel already includes)")
 
 

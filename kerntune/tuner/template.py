@@ -320,7 +320,7 @@ class Template:
         if self.allowed_includes is not None:
             from kerntune.agents.proposal_checks import include_problem, includes, signature_problem
 
-            why = include_problem(out, "\n".join(f"#include {i}" for i in self.allowed_includes)) \
+            why = include_problem(out, "\n".join(f"#{i}" for i in self.allowed_includes)) \
                 or signature_problem(out, self.lang, spec, self.kernel_name(spec, config))
             if why:
                 kind = "include" if includes(out) and why.startswith("the template adds") else "signature"
