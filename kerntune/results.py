@@ -138,6 +138,12 @@ class ArgCheck(Record):
         return text
 
 
+def settled_summary(settled: list[str]) -> str:
+    """Checks passed only by the NumPy reference's verdict (``Verification.settled``), in one phrase."""
+    return (f"{len(settled)} check{'s' if len(settled) != 1 else ''} settled by the NumPy reference (docs/proof.md), "
+            f"first {settled[0]}")
+
+
 class ShapeCheck(Record):
     shape: dict[str, int]
     label: str

@@ -36,7 +36,7 @@ from kerntune.engine.supervisor import DeviceWorker
 from kerntune.engine.timed import CompareRequest
 from kerntune.errors import ErrorCode, KerntuneError
 from kerntune.record.outcome import CandidateResult, ShapeWinner, TestReport
-from kerntune.results import CheckReport, CheckStatus, EvalResult, ShapeTiming, Status, TimingStats
+from kerntune.results import CheckReport, CheckStatus, EvalResult, ShapeTiming, Status, TimingStats, settled_summary
 from kerntune.source.normalize import same_kernel
 from kerntune.spec.load import LoadedSpec
 from kerntune.spec.model import Shape
@@ -129,9 +129,8 @@ class Tester:
         """``reach``: shapes beyond the run's (:func:`reach_shapes`), verified on the spec's inputs only."""
         timing = TimingOptions(warmup=self.warmup, repeats=repeats or self.repeats) if time else None
         return EvalRequest(candidate=inst, spec=self.loaded.spec, base_dir=str(self.loaded.base_dir),
-                           verify_shapes=verify + reach, time_shapes=time, seed=seed, reference=reference,
-                           timing=timing, distributions=self.distributions,
-                           all_distributions_on=tuple(s.key for s in verify) if reach else None)
+                           verify_shapes=verify, time_shapes=time, seed=seed, reference=reference, timing=timing,
+                           distributions=self.distributions).reaching(reach)
 
     def baseline(self, seed: int) -> EvalResult:
         """The original kernel: verified against the spec's NumPy reference (or itself) on every
@@ -256,8 +255,7 @@ class Tester:
                 results.append(res.failed(status, "memcheck", f"{report.tool}: {report.message}", check=report))
                 continue
             settled = r.verification.settled() if r.verification is not None else []
-            note = (f"{len(settled)} check{'s' if len(settled) != 1 else ''} settled by the NumPy reference: "
-                    f"{settled[0]}") if settled else ""
+            note = settled_summary(settled) if settled else ""
             results.append(res.model_copy(update={"check": report, "message": note}))
             live.append((c, len(results) - 1))
         # screening: the original and every survivor, interleaved; the picks are made on these numbers

@@ -7,14 +7,13 @@ from typing import List, Optional
 
 import typer
 
-from kerntune.cli.checks import SEED_MAX
 from rich.markup import escape
 
 from kerntune.cli import checks
 from kerntune.cli.output import (Progress, finish, fmt_bytes, fmt_interval, fmt_ms, fmt_pct, grid, out, print_table,
                                  set_json)
 from kerntune.errors import ErrorCode, KerntuneError
-from kerntune.results import EvalResult, Status
+from kerntune.results import EvalResult, Status, settled_summary
 
 
 def bench(
@@ -28,7 +27,7 @@ def bench(
     warmup: int = typer.Option(20, "--warmup", min=0, help="Untimed runs before timing each shape."),
     repeats: int = typer.Option(100, "--repeats", "-r", min=1, help="Timed runs per shape (median reported)."),
     no_flush: bool = typer.Option(False, "--no-flush", help="Do not flush the L2 cache between timed runs."),
-    seed: Optional[int] = typer.Option(None, "--seed", min=0, max=SEED_MAX, help="Seed for the random inputs (default: fresh, and printed)."),
+    seed: Optional[int] = typer.Option(None, "--seed", min=0, max=checks.SEED_MAX, help="Seed for the random inputs (default: fresh, and printed)."),
     shape_set: Optional[str] = typer.Option(None, "--shape-set", help="A named shape set of the spec "
                                                                       "(default: its `shapes`)."),
     shape: Optional[List[str]] = typer.Option(None, "--shape", help="Only these shapes (label or 'n=..,m=..'); "
@@ -120,9 +119,7 @@ def _verification_line(r: EvalResult) -> str:
     if v.ok:
         worst = max((a.rel_l2_err for s in v.shapes for a in s.args), default=0.0)
         settled = v.settled()
-        note = "" if not settled else (
-            f"; {len(settled)} check{'s' if len(settled) != 1 else ''} settled by the NumPy reference, first "
-            f"{escape(settled[0])}")
+        note = f"; {escape(settled_summary(settled))}" if settled else ""
         return f"[green]correct[/] on {where} against {ref} (worst relative L2 error {worst:.1e}){note}"
     return f"[red]WRONG[/] against {ref}: {escape(v.first_failure())}"
 

@@ -8,7 +8,6 @@ from typing import Any, Optional
 
 import typer
 
-from kerntune.cli.checks import SEED_MAX
 from rich.markup import escape
 
 from kerntune.cli import checks, signals
@@ -109,7 +108,7 @@ def optimize(
                                            "runs no 95% interval is finite, and nothing could be called faster)."),
     timeout: float = typer.Option(300, "--timeout", callback=checks.seconds,
                                   help="Seconds per evaluation before a hung kernel is killed."),
-    seed: int = typer.Option(0, "--seed", min=0, max=SEED_MAX, help="Seed for strategies and inputs."),
+    seed: int = typer.Option(0, "--seed", min=0, max=checks.SEED_MAX, help="Seed for strategies and inputs."),
     memcheck: bool = typer.Option(True, "--memcheck/--no-memcheck",
                                   help="Run each would-be best of a round, and every candidate of the final test, "
                                        "under the memory and race checker (Oclgrind for OpenCL, compute-sanitizer for "

@@ -9,7 +9,6 @@ from typing import List, Optional
 
 import typer
 
-from kerntune.cli.checks import SEED_MAX
 from rich.markup import escape
 from rich.text import Text
 
@@ -59,7 +58,7 @@ def regress(
     repeats: Optional[int] = typer.Option(None, "--repeats", "-r", min=1,
                                           help="Timed runs per batch (default: the baseline's, else 100)."),
     no_flush: bool = typer.Option(False, "--no-flush", help="Do not flush the L2 cache between timed runs."),
-    seed: Optional[int] = typer.Option(None, "--seed", min=0, max=SEED_MAX, help="Seed for the random inputs (default: fresh, and printed)."),
+    seed: Optional[int] = typer.Option(None, "--seed", min=0, max=checks.SEED_MAX, help="Seed for the random inputs (default: fresh, and printed)."),
     shape_set: Optional[str] = typer.Option(None, "--shape-set", help="A named shape set of the specs "
                                                                       "(default: their `shapes`)."),
     timeout: float = typer.Option(300, "--timeout", callback=checks.seconds,

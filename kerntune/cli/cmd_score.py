@@ -6,13 +6,12 @@ from pathlib import Path
 from typing import List, Optional
 
 import typer
-
-from kerntune.cli.checks import SEED_MAX
 from rich.markup import escape
 from rich.text import Text
 
 from kerntune.cli import checks
 from kerntune.cli.output import Progress, err, fmt_interval, fmt_x, grid, out, print_json, print_table, set_json
+from kerntune.results import settled_summary
 from kerntune.speedup import THRESHOLD
 from kerntune.errors import ErrorCode, KerntuneError
 
@@ -70,7 +69,7 @@ def reward_cmd(
     device: Optional[str] = typer.Option(None, "--device", "-d",
                                          help="CUDA ordinal, 'cpu', or opencl:P:D (default: GPU 0, else the CPU)."),
     shape_set: Optional[str] = typer.Option(None, "--shape-set", help="A named shape set of the spec."),
-    seed: Optional[int] = typer.Option(None, "--seed", min=0, max=SEED_MAX, help="Seed for inputs and fresh shapes (default: fresh)."),
+    seed: Optional[int] = typer.Option(None, "--seed", min=0, max=checks.SEED_MAX, help="Seed for inputs and fresh shapes (default: fresh)."),
     warmup: int = typer.Option(10, "--warmup", min=0, help="Untimed runs per shape."),
     repeats: int = typer.Option(50, "--repeats", "-r", min=1, help="Timed runs per shape and kernel."),
     min_speedup: float = typer.Option(THRESHOLD, "--min-speedup", min=1.0, callback=checks.finite,
@@ -140,8 +139,7 @@ def _show(r, json: bool, min_speedup: float) -> None:
     if r.message:
         out.print(f"{r.stage}: {r.status.replace('_', ' ')}: {escape(r.message)}")
     if r.settled:
-        out.print(f"correct with {len(r.settled)} check{'s' if len(r.settled) != 1 else ''} settled by the NumPy "
-                  f"reference (docs/proof.md), first {escape(r.settled[0])}")
+        out.print(f"correct with {escape(settled_summary(r.settled))}")
     if r.stage != "load":         # a candidate that did not load ran on no inputs
         out.print(f"inputs seed {r.seed} (--seed {r.seed} reproduces them)", style="dim")
 

@@ -10,7 +10,6 @@ from typing import List, Optional
 
 import typer
 
-from kerntune.cli.checks import SEED_MAX
 from rich.markup import escape
 
 from kerntune.cli import checks, signals
@@ -67,7 +66,7 @@ def tune(
     budget: Optional[int] = typer.Option(None, "--budget", min=1, help="Measured evaluations allowed (pruned and "
                                                                        "duplicate configurations do not count)."),
     time_limit: Optional[str] = typer.Option(None, "--time-limit", help="Wall-time limit: 600, 90s, 10m, 1h."),
-    seed: int = typer.Option(0, "--seed", min=0, max=SEED_MAX, help="Seed for the strategy and the verification inputs."),
+    seed: int = typer.Option(0, "--seed", min=0, max=checks.SEED_MAX, help="Seed for the strategy and the verification inputs."),
     shape_set: Optional[str] = typer.Option(None, "--shape-set", help="A named shape set of the spec."),
     run_dir: Optional[Path] = typer.Option(None, "--run-dir", help="Where to keep the run (default: runs/NAME-TIME)."),
     resume: Optional[Path] = typer.Option(None, "--resume", help="Continue an interrupted run; nothing is re-measured."),

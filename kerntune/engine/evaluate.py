@@ -84,6 +84,16 @@ class EvalRequest:
     # (the search's economy: all distributions on the small shapes; None: on every shape)
     all_distributions_on: tuple[str, ...] | None = None
 
+    def reaching(self, shapes: tuple[Shape, ...]) -> "EvalRequest":
+        """This request verifying ``shapes`` too (beyond the run's: checker.reach_shapes) on the
+        spec's inputs only, its own shapes on every distribution as before."""
+        if not shapes:
+            return self
+        from dataclasses import replace
+
+        return replace(self, verify_shapes=self.verify_shapes + shapes,
+                       all_distributions_on=tuple(s.key for s in self.verify_shapes))
+
 
 def shape_seed(seed: int, shape: Shape, distribution: str = dist.SPEC) -> int:
     text = f"{seed}:{shape.key}" if distribution == dist.SPEC else f"{seed}:{shape.key}:{distribution}"

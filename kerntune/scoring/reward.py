@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any, Optional, Union
 
 from kerntune import speedup as sp
-from kerntune.engine.checker import MemoryChecker, reach_shapes, check_shapes
+from kerntune.engine.checker import MemoryChecker, check_shapes, reach_shapes
 from kerntune.engine.evaluate import EvalRequest, KernelInstance, TimingOptions
 from kerntune.engine.supervisor import DeviceWorker
 from kerntune.engine.timed import CompareRequest
@@ -119,8 +119,7 @@ def score_instances(worker: DeviceWorker, loaded: LoadedSpec, candidate: KernelI
         return _done(t0, seed, False, False, False, r, "compile")
     # 2. correct: same outputs as the baseline kernel on every shape, with fresh inputs
     reach = tuple(reach_shapes(spec, s.shape_set))       # a listed shape beyond these, the spec's inputs only
-    r = worker.evaluate(_with(base, verify_shapes=verify + reach, reference=baseline,
-                              all_distributions_on=tuple(sh.key for sh in verify) if reach else None),
+    r = worker.evaluate(_with(base, verify_shapes=verify, reference=baseline).reaching(reach),
                         s.timeout_s * (2 if reach else 1))
     if r.status is not Status.OK:
         return _done(t0, seed, r.status is not Status.COMPILE_ERROR, False, False, r, "verify")
