@@ -111,8 +111,10 @@ class ArgCheck(Record):
     first_bad_index: Optional[list[int]] = None
     got: Optional[int | float] = None          # int for integer outputs: exact beyond 2**53
     expected: Optional[int | float] = None
-    reason: str = ""                       # "", "unwritten", "nonfinite", "tolerance", "input modified"
+    reason: str = ""      # "", "unwritten", "nonfinite", "tolerance", "input modified", "written past its end"
     settled: str = ""                      # passed only by the NumPy reference's verdict: why (engine.judge.settle)
+    past_end: Optional[int] = None         # written past its end: the first element changed after its last
+    watched_bytes: int = 0                 # ... within this many bytes after it (engine.judge.CANARY_BYTES)
 
     def describe(self) -> str:
         """The failure with its numbers: ``out: tolerance: 2 element(s) out of bounds, max abs err
@@ -129,6 +131,11 @@ class ArgCheck(Record):
             # the error measures cannot take a NaN: they are over the elements finite on both sides
             nums.append(errs + (" where both are finite" if nf else ""))
             text += ": " + ", ".join(nums)
+        if self.past_end is not None:
+            where = "right after its last element" if self.past_end == 0 else \
+                f"{self.past_end} element(s) after its last"
+            text += f": {self.bad_elements} element(s) changed in the {self.watched_bytes // 1024} KiB after it, " \
+                    f"the first {where}"
         if self.first_bad_index is not None:
             text += f"; first at {list(self.first_bad_index)}"
             if self.got is not None and self.reason != "unwritten":

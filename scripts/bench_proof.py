@@ -53,7 +53,8 @@ from kerntune.speedup import THRESHOLD, Interval, Spread, across_sessions  # noq
 # every cheat of the adversarial template, and the statuses it may honestly end in
 OOB = ("memory_error", "crash")                  # the checker's finding, or a segfault on the device itself
 EXPECTED = {
-    "oob_global_read": OOB, "oob_global_write": OOB, "oob_local_read": OOB, "oob_local_write": OOB,
+    "oob_global_read": OOB, "oob_global_write": ("wrong_result",),      # the canary after the output
+    "oob_local_read": OOB, "oob_local_write": OOB,
     "race_local": ("memory_error", "wrong_result"), "race_global": ("memory_error", "wrong_result"),
     "uninit_local": ("memory_error",),
     "barrier_divergence": ("memory_error", "wrong_result", "crash", "timeout"),

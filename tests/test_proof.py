@@ -99,6 +99,34 @@ def test_work_skipped_on_repeat_is_caught(worker):
     assert r.status is Status.WRONG_RESULT
 
 
+def test_a_write_past_an_outputs_end_fails_verification_without_the_checker(worker):
+    """The canary after every buffer: a store one element past the output is a wrong result on the
+    device itself, at every shape (the memory checker only runs the check shapes, and not on every
+    device); the checker's own buffers have no canary (see the checker test below)."""
+    r = worker.evaluate(request(variant("oob_global_write")), 120)
+    assert r.status is Status.WRONG_RESULT, r.message
+    assert "out: written past its end: 1 element(s) changed in the 64 KiB after it, the first right after its " \
+           "last element" in r.message
+
+
+def test_a_changed_canary_is_written_again_for_the_next_run_in_the_same_buffers(cpu_ref):
+    """After a run that wrote past an array's end, the next kernel run in the same buffers (the timed
+    runs of two kernels share them) is judged on what it wrote, not blamed for the first one's write."""
+    from kerntune.backends import open_backend
+    from kerntune.engine.evaluate import Evaluator, resolve_launch
+    from kerntune.engine.inputs import make_host_args
+
+    ev = Evaluator(open_backend(cpu_ref))
+    spec, shape = SPEC.spec, next(s for s in spec_shapes(SPEC.spec) if s.label == "r128-c4096")
+    host = make_host_args(spec, PROOF, shape, 5)
+    bufs, args = ev.upload(spec, host)
+    for name, overruns in (("oob_global_write", {"out": (0, 1)}), ("honest", {})):
+        inst = variant(name)
+        grid, block, shared = resolve_launch(spec, inst, shape)
+        ev.backend.launch(ev.compiled(inst), grid, block, args, shared)
+        assert ev.download(spec, host, bufs).overruns == overruns, name
+
+
 def test_input_mutation_and_tail_bugs(worker):
     assert "input modified" in worker.evaluate(request(variant("input_mutation")), 120).message
     r = worker.evaluate(request(variant("tail_bug")), 120)
@@ -166,7 +194,7 @@ def test_check_shapes_are_small():
 @needs_oclgrind
 @pytest.mark.parametrize("name, finding", [
     ("oob_local_read", "Invalid read"), ("oob_local_write", "Invalid write"), ("oob_global_read", "Invalid read"),
-    ("race_global", "data race"), ("uninit_local", "uninitialized")])
+    ("oob_global_write", "Invalid write"), ("race_global", "data race"), ("uninit_local", "uninitialized")])
 def test_the_checker_finds_what_verification_cannot(checker, name, finding):
     report = _check(checker, variant(name))
     assert report.status is CheckStatus.MEMORY_ERROR and report.tool == "oclgrind"
@@ -310,7 +338,7 @@ def test_one_tune_run_rejects_every_cheat_and_the_honest_kernel_wins(tmp_path, m
     statuses = {k.split("=")[1].strip("'"): v for k, v in rows.items()}
     assert statuses.pop("honest") == "ok"
     oob = {"memory_error", "crash"}
-    assert statuses["oob_local_read"] in oob and statuses["oob_global_write"] in oob
+    assert statuses["oob_local_read"] in oob and statuses["oob_global_write"] == "wrong_result"   # its canary
     assert statuses["race_global"] in oob | {"wrong_result"}
     for name in ("conditional_write_nan", "negative_bug", "input_mutation", "tail_bug", "nan_output"):
         assert statuses[name] == "wrong_result", name

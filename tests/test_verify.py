@@ -298,3 +298,33 @@ def test_a_64_bit_integer_reference_given_as_floats_must_be_exact():
     assert _exact_integers(a, half, shape) is half
     i32 = ArgSpec(name="out", dtype="int32", shape=["n"], intent="out")
     assert _exact_integers(i32, np.array([2.0**40]), shape).dtype == np.float64   # exact in a float64 anyway
+
+
+def test_a_changed_canary_fails_the_array_it_follows_whatever_its_values():
+    """judge.Downloaded: the bytes after each array are compared with the canary; a change fails that
+    array (an output whose values are right, an input left unchanged), counted in elements."""
+    from kerntune.engine.judge import CANARY_BYTES, Downloaded, Expected, canary_pattern, judge_runs
+
+    spec = KernelSpec.model_validate({
+        "kernel": "k", "args": [{"name": "out", "dtype": "fp32", "shape": ["n"], "intent": "out"},
+                                {"name": "x", "dtype": "fp32", "shape": ["n"], "intent": "in"}],
+        "launch": {"grid": [1], "block": [1]}, "shapes": [{"n": 4}]})
+    x = np.arange(4, dtype=np.float32)
+    pattern = canary_pattern()
+    assert pattern.nbytes == CANARY_BYTES and np.array_equal(pattern, canary_pattern())
+    clean = Downloaded(out=x * 2, x=x.copy())
+    assert not clean.note_canary("out", 4, pattern.copy(), pattern) and not clean.overruns
+    assert [c.ok for c in judge_runs(spec, {"x": x}, [(clean, {})], Expected({"out": x * 2}, False))] == [True, True]
+
+    hit = Downloaded(out=x * 2, x=x.copy())
+    seen = pattern.copy()
+    seen[9:13] ^= 0xFF             # element 2 after the output (bytes 8..11) and element 3 (byte 12)
+    assert hit.note_canary("out", 4, seen, pattern) and hit.overruns == {"out": (2, 2)}
+    seen = pattern.copy()
+    seen[0] ^= 1
+    assert hit.note_canary("x", 4, seen, pattern)
+    out, xin = judge_runs(spec, {"x": x}, [(clean, {}), (hit, {})], Expected({"out": x * 2}, False))
+    assert not out.ok and not xin.ok and out.reason == xin.reason == "written past its end"
+    assert out.describe() == ("out: written past its end: 2 element(s) changed in the 64 KiB after it, the first 2 "
+                              "element(s) after its last")
+    assert xin.describe().endswith("1 element(s) changed in the 64 KiB after it, the first right after its last element")

@@ -49,7 +49,7 @@ def parse_device(text: str) -> DeviceRef | str:
 def open_backend(ref: DeviceRef, exact_alloc: bool = False):
     """Construct the backend for a device (call this inside a worker process). With
     ``exact_alloc``, every buffer is its own device allocation (CuPy's pool is off), as
-    a memory checker needs; OpenCL buffers always are."""
+    a memory checker needs; OpenCL buffers always are. (The worker then leaves out the canary.)"""
     module = importlib.import_module(BACKEND_MODULES[ref.backend])
     if ref.backend == "cupy":
         return module.CupyBackend(ref.index, pool=not exact_alloc)

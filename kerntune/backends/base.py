@@ -58,12 +58,13 @@ class Backend(ABC):
     def alloc(self, nbytes: int) -> Any: ...
 
     @abstractmethod
-    def upload(self, buf: Any, host: np.ndarray) -> None:
-        """Copy a contiguous host array into an existing device buffer."""
+    def upload(self, buf: Any, host: np.ndarray, offset: int = 0) -> None:
+        """Copy a contiguous host array into an existing device buffer, ``offset`` bytes in."""
 
     @abstractmethod
-    def download(self, buf: Any, host: np.ndarray) -> None:
-        """Copy a device buffer into an existing contiguous host array (blocking)."""
+    def download(self, buf: Any, host: np.ndarray, offset: int = 0) -> None:
+        """Copy a device buffer, from ``offset`` bytes in, into an existing contiguous host array
+        (blocking)."""
 
     @abstractmethod
     def copy(self, dst: Any, src: Any, nbytes: int) -> Any:

@@ -154,14 +154,14 @@ class CupyBackend(Backend):
     def alloc(self, nbytes: int) -> Any:
         return self.cp.empty(max(int(nbytes), 1), dtype=np.uint8)
 
-    def upload(self, buf: Any, host: np.ndarray) -> None:
+    def upload(self, buf: Any, host: np.ndarray, offset: int = 0) -> None:
         if host.nbytes:
-            buf[: host.nbytes].set(np.ascontiguousarray(host).reshape(-1).view(np.uint8))
+            buf[offset: offset + host.nbytes].set(np.ascontiguousarray(host).reshape(-1).view(np.uint8))
 
-    def download(self, buf: Any, host: np.ndarray) -> None:
+    def download(self, buf: Any, host: np.ndarray, offset: int = 0) -> None:
         if host.nbytes:
             self.synchronize()
-            host.reshape(-1).view(np.uint8)[...] = buf[: host.nbytes].get()
+            host.reshape(-1).view(np.uint8)[...] = buf[offset: offset + host.nbytes].get()
 
     def copy(self, dst: Any, src: Any, nbytes: int) -> Any:
         rt = self.cp.cuda.runtime

@@ -248,13 +248,13 @@ class OpenCLBackend(Backend):
     def alloc(self, nbytes: int) -> Any:
         return self.cl.Buffer(self.ctx, self.cl.mem_flags.READ_WRITE, size=max(int(nbytes), 1))
 
-    def upload(self, buf: Any, host: np.ndarray) -> None:
+    def upload(self, buf: Any, host: np.ndarray, offset: int = 0) -> None:
         if host.nbytes:
-            self.cl.enqueue_copy(self.queue, buf, np.ascontiguousarray(host))
+            self.cl.enqueue_copy(self.queue, buf, np.ascontiguousarray(host), dst_offset=int(offset))
 
-    def download(self, buf: Any, host: np.ndarray) -> None:
+    def download(self, buf: Any, host: np.ndarray, offset: int = 0) -> None:
         if host.nbytes:
-            self.cl.enqueue_copy(self.queue, host, buf)
+            self.cl.enqueue_copy(self.queue, host, buf, src_offset=int(offset))
         self.queue.finish()
 
     def copy(self, dst: Any, src: Any, nbytes: int) -> Any:

@@ -375,7 +375,7 @@ class MemoryChecker:
                "OCLGRIND_LOCAL_MEM_SIZE": str(max(d.max_shared_per_block, 1024))}
         if uninitialized:
             env["OCLGRIND_UNINITIALIZED"] = "1"
-        return DeviceWorker(DeviceRef("opencl", 0, 0), env=env)
+        return DeviceWorker(DeviceRef("opencl", 0, 0), env=env, exact_alloc=True)
 
     def _sanitizer_worker(self, log: Path, tool: str):
         from kerntune.backends import parse_device

@@ -19,7 +19,8 @@ from kerntune.dtypes import finite_poison
 from kerntune.engine import distributions as dist
 from kerntune.engine.datacache import DataCache, freeze, spec_key
 from kerntune.engine.inputs import HostArgs, make_host_args, numpy_reference
-from kerntune.engine.judge import Arrays, Expected, Poison, atol_scales, judge_runs, output_rms
+from kerntune.engine.judge import (Arrays, Downloaded, Expected, Poison, atol_scales, canary_pattern, judge_runs,
+                                   output_rms)
 from kerntune.errors import ErrorCode, KerntuneError
 from kerntune.hardware import launch_problems
 from kerntune.results import EvalResult, ShapeCheck, ShapeTiming, Status, Verification
@@ -122,8 +123,11 @@ def random_poison(spec: KernelSpec, rng: np.random.Generator) -> Poison:
 class Evaluator:
     """Holds one backend and the caches that may live as long as its worker."""
 
-    def __init__(self, backend: Backend, max_cached: int = 64):
+    def __init__(self, backend: Backend, max_cached: int = 64, canary: bool = True):
         self.backend = backend
+        # the bytes after each array (judge.CANARY_BYTES); none under the memory checker, whose
+        # buffers must end where their arrays do
+        self.canary = canary_pattern() if canary else None
         self._kernels: OrderedDict[str, Any] = OrderedDict()
         self._max_cached = max_cached
         self.poisoned = False
@@ -158,10 +162,10 @@ class Evaluator:
     def upload(self, spec: KernelSpec, host: HostArgs, poison: Poison | None = None,
                bufs: dict[str, Any] | None = None) -> tuple[dict[str, Any], list[Any]]:
         """Device buffers holding ``host`` (outputs: ``poison`` when given); into ``bufs``
-        when given (the same buffers again, with new contents)."""
+        when given (the same buffers again, with new contents). New buffers end with the canary."""
         from kerntune.dtypes import filled
 
-        be = self.backend
+        be, canary = self.backend, self.canary
         fresh = bufs is None
         bufs = {} if bufs is None else bufs
         for a in spec.arrays:
@@ -169,21 +173,31 @@ class Evaluator:
             if a.intent == "out" and poison and a.name in poison:
                 arr = filled(a.dt, arr.shape, poison[a.name])
             if fresh:
-                bufs[a.name] = be.alloc(arr.nbytes)
+                bufs[a.name] = be.alloc(arr.nbytes + (canary.nbytes if canary is not None else 0))
+                if canary is not None:
+                    be.upload(bufs[a.name], canary, offset=arr.nbytes)
             be.upload(bufs[a.name], arr)
         args = [bufs[a.name] if a.is_array else be.scalar(host.scalars[a.name], a.dt.storage) for a in spec.args]
         return bufs, args
 
-    def download(self, spec: KernelSpec, host: HostArgs, bufs: dict[str, Any]) -> Arrays:
-        out = {}
+    def download(self, spec: KernelSpec, host: HostArgs, bufs: dict[str, Any]) -> Downloaded:
+        """Every array, and whether the run wrote past its end (``Downloaded.overruns``); a changed
+        canary is written again, for the next run in the same buffers."""
+        be, canary = self.backend, self.canary
+        out = Downloaded()
+        seen = np.empty_like(canary) if canary is not None else None
         for a in spec.arrays:
             dst = np.empty_like(host.arrays[a.name])
-            self.backend.download(bufs[a.name], dst)
+            be.download(bufs[a.name], dst)
             out[a.name] = dst
+            if canary is not None:
+                be.download(bufs[a.name], seen, offset=dst.nbytes)
+                if out.note_canary(a.name, dst.itemsize, seen, canary):
+                    be.upload(bufs[a.name], canary, offset=dst.nbytes)
         return out
 
     def run_once(self, spec: KernelSpec, kernel: Any, launch: tuple, host: HostArgs,
-                 poison: Poison | None = None) -> Arrays:
+                 poison: Poison | None = None) -> Downloaded:
         """Upload fresh copies of every argument, launch once, download every array."""
         bufs, args = self.upload(spec, host, poison)
         grid, block, shared = launch

@@ -19,6 +19,44 @@ from kerntune.spec.model import KernelSpec
 Arrays = dict[str, np.ndarray]
 Poison = dict[str, int]          # output argument -> the bit pattern written into it before the run
 
+# every device buffer is this much longer than its array, the extra bytes holding a fixed random
+# pattern (a canary) checked after each run: a kernel writing just past an array's end (a missing or
+# wrong bounds check, a vector store over an odd tail) changes it, on the device the run is timed on
+# and at every shape, where the memory checker only sees the check shapes (it runs with no canary)
+CANARY_BYTES = 64 * 1024
+
+
+def canary_pattern() -> np.ndarray:
+    return np.random.default_rng(0xCA7A).integers(0, 256, CANARY_BYTES, dtype=np.uint8)
+
+
+class Downloaded(dict):
+    """A run's arrays by name (``Arrays``), and ``overruns``: for each array whose canary changed,
+    (the first element after its last that changed, how many elements changed)."""
+
+    def __init__(self, *args, **kw):
+        super().__init__(*args, **kw)
+        self.overruns: dict[str, tuple[int, int]] = {}
+
+    def note_canary(self, name: str, itemsize: int, seen: np.ndarray, pattern: np.ndarray) -> bool:
+        """Compare the bytes after array ``name`` with the pattern; True when they changed."""
+        changed = np.flatnonzero(seen != pattern)
+        if not changed.size:
+            return False
+        elements = np.unique(changed // max(itemsize, 1))
+        self.overruns[name] = (int(elements[0]), int(elements.size))
+        return True
+
+
+def _past_end(spec: KernelSpec, runs: list[tuple[Arrays, Poison]]) -> dict[str, ArgCheck]:
+    """A failing check for each array some run wrote past the end of (its canary changed)."""
+    out: dict[str, ArgCheck] = {}
+    for got, _ in runs:
+        for name, (first, count) in getattr(got, "overruns", {}).items():
+            out.setdefault(name, ArgCheck(name=name, ok=False, reason="written past its end", bad_elements=count,
+                                          past_end=first, watched_bytes=CANARY_BYTES))
+    return out
+
 
 @dataclass(frozen=True)
 class Expected:
@@ -108,7 +146,8 @@ def judge_runs(spec: KernelSpec, inputs: Arrays, runs: list[tuple[Arrays, Poison
         if a.intent == "in":
             results = [unchanged(a, inputs[a.name], got[a.name]) for got, _ in runs]
             checks.append(next((c for c in results if not c.ok), results[0]))
-    return checks
+    overrun = _past_end(spec, runs)
+    return [overrun.get(c.name, c) for c in checks] if overrun else checks
 
 
 def settle(a, tol, outputs: list[Arrays], expected: Expected, failed: ArgCheck,
@@ -167,4 +206,4 @@ def judge_single(spec: KernelSpec, inputs: Arrays, got: Arrays, poison: Poison, 
     return out
 
 
-__all__ = ["Arrays", "Expected", "Poison", "bits_dtype", "judge_runs", "judge_single", "settle", "tolerance_for"]
+__all__ = ["CANARY_BYTES", "Arrays", "Downloaded", "Expected", "Poison", "bits_dtype", "judge_runs", "judge_single", "settle", "tolerance_for"]

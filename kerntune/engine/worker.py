@@ -89,7 +89,7 @@ def worker_main(conn: Any, device: Any, exact_alloc: bool = False) -> None:
     from kerntune.engine.evaluate import Evaluator
 
     try:
-        evaluator = Evaluator(open_backend(device, exact_alloc=exact_alloc))
+        evaluator = Evaluator(open_backend(device, exact_alloc=exact_alloc), canary=not exact_alloc)
         conn.send(("ready", evaluator.backend.info()))
     except KerntuneError as e:
         conn.send(("error", e))
