@@ -676,7 +676,7 @@ def test_a_kernel_wrong_only_beyond_the_runs_shapes_is_not_handed_back(tmp_path)
     # verifies there too (the spec's inputs), where this template is wrong
     from kerntune.engine.checker import reach_shapes
     spec = load_file(REPO / "kernels/examples/row_sum.yaml").spec
-    assert [s.label for s in reach_shapes(spec, "cpu")] == ["reach wide"]
+    assert [s.label for s in reach_shapes(spec, "cpu")] == ["reach wide", "reach rows=4096"]
     (tmp_path / "rowcap.cl.j2").write_text(ROWCAP)
     run = tmp_path / "run"
     r = run_cli("tune", str(tmp_path / "rowcap.cl.j2"), "--spec", str(REPO / "kernels/examples/row_sum.yaml"),
@@ -685,7 +685,7 @@ def test_a_kernel_wrong_only_beyond_the_runs_shapes_is_not_handed_back(tmp_path)
                 "--json")
     assert r.returncode == 0, r.stderr
     test = json.loads(r.stdout)["test"]
-    assert test["reach_shapes"] == [{"rows": 64, "cols": 65536}]
+    assert test["reach_shapes"] == [{"rows": 64, "cols": 65536}, {"rows": 4096, "cols": 256}]
     assert test["candidates"] and not any(c["verified"] for c in test["candidates"])
     assert all(c["message"].startswith("reach wide: out: tolerance") for c in test["candidates"]), test["candidates"]
     assert test["general"] is None
@@ -695,5 +695,26 @@ def test_a_reach_shape_is_bounded_in_work():
     # sgemm's sq2048 is 512 times the CPU set's largest volume (4 s a run here): not taken; 'tall', 64 times, is
     from kerntune.engine.checker import reach_shapes
     spec = load_file(REPO / "kernels/classic/sgemm/spec.yaml").spec
-    assert [s.label for s in reach_shapes(spec, "cpu")] == ["reach tall"]
+    assert [s.label for s in reach_shapes(spec, "cpu")] == ["reach tall", "reach N=2048", "reach K=2048"]
     assert reach_shapes(spec, None) == []            # the default set is the largest: nothing beyond it
+    # N and K alone, at their largest listed values, on the CPU set's smallest shape (M stays 64)
+    assert [s.as_dict() for s in reach_shapes(spec, "cpu")][1:] == [{"M": 64, "N": 2048, "K": 64},
+                                                                    {"M": 64, "N": 64, "K": 2048}]
+
+
+def test_a_kernel_wrong_only_on_more_rows_than_any_run_shape_fails_at_a_reach_shape(worker, tmp_path):
+    """No listed shape with more rows than the CPU set's fits the reach bounds with its columns too;
+    the run's smallest shape with the rows alone at their largest listed value does, and a kernel
+    that drops every row after the 2048th fails there."""
+    from kerntune.engine.checker import reach_shapes
+
+    path = tmp_path / "row_sum.cl"
+    path.write_text((REPO / "kernels/examples/row_sum.cl").read_text().replace(
+        "out[r] = partial[0];", "out[r] = r < 2048 ? partial[0] : 0.0f;"))
+    kf = load_kernel(path, REPO / "kernels/examples/row_sum.yaml")
+    spec = kf.loaded.spec
+    base = EvalRequest(candidate=kf.instance(), spec=spec, base_dir=str(kf.loaded.base_dir),
+                       verify_shapes=tuple(verification_shapes(spec, "cpu")), time_shapes=(), seed=3, timing=None)
+    assert worker.evaluate(base, 300).status is Status.OK
+    r = worker.evaluate(base.reaching(tuple(reach_shapes(spec, "cpu"))), 300)
+    assert r.status is Status.WRONG_RESULT and r.message.startswith("reach rows=4096: out: tolerance"), r.message

@@ -118,7 +118,7 @@ def score_instances(worker: DeviceWorker, loaded: LoadedSpec, candidate: KernelI
     if r.status is not Status.OK:
         return _done(t0, seed, False, False, False, r, "compile")
     # 2. correct: same outputs as the baseline kernel on every shape, with fresh inputs
-    reach = tuple(reach_shapes(spec, s.shape_set))       # a listed shape beyond these, the spec's inputs only
+    reach = tuple(reach_shapes(spec, s.shape_set))       # shapes beyond these, the spec's inputs only
     r = worker.evaluate(_with(base, verify_shapes=verify, reference=baseline).reaching(reach),
                         s.timeout_s * (2 if reach else 1))
     if r.status is not Status.OK:
