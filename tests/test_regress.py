@@ -165,6 +165,44 @@ def test_without_numpy_reference_the_baseline_source_is_the_reference(tmp_path):
     assert _kernel(json.loads(r.stdout), "pass")["reference"] == "kernel"
 
 
+def test_a_changed_spec_keeps_the_baseline_source_as_the_reference(tmp_path):
+    """A self-check passes any kernel, however wrong: after the spec changed (here a comment), the
+    recorded source stays the reference, and where it no longer runs under the new spec the kernel
+    fails with that reason instead of passing unchecked (an adversarial tour found both passing)."""
+    root = _project(tmp_path / "p", numpy_reference=False)
+    assert _regress(root, "--update", *TIMING).returncode == 0
+    spec = root / "kernels/vector_add.yaml"
+    spec.write_text(spec.read_text() + "# reviewed\n")
+    (root / "kernels/vector_add.cl").write_text(WRONG)
+    r = _regress(root, *LOOSE, "--json")
+    assert r.returncode == 1, r.stdout + r.stderr
+    k = _kernel(json.loads(r.stdout), "wrong")
+    assert k["reference"] == "kernel" and "the spec changed since the baseline was recorded" in k["notes"]
+    # an argument the recorded source does not take: it cannot be the reference, and the kernel fails
+    text = ORIGINAL.replace("const int n)", "const int n, const float s)")
+    (root / "kernels/vector_add.cl").write_text(text)
+    spec.write_text(spec.read_text().replace("  - {name: n, dtype: int32, value: n}",
+                                             "  - {name: n, dtype: int32, value: n}\n  - {name: s, dtype: fp32, value: 2.5}"))
+    r = _regress(root, *LOOSE, "--json")
+    assert r.returncode == 1, r.stdout + r.stderr
+    k = _kernel(json.loads(r.stdout), "failed")
+    assert "cannot be the reference under the spec as it is now" in k["message"] and "--update" in k["message"]
+
+
+def test_a_recorded_kernel_at_none_of_its_recorded_shapes_fails_unmatched(project):
+    """Shapes moved by a few elements would each be 'new', and the gate passed a 35x slower kernel:
+    a kernel the baseline has records for, compared at none of them, fails."""
+    spec = project / "kernels/vector_add.yaml"
+    spec.write_text(spec.read_text().replace("n: 4096", "n: 4100").replace("n: 16384", "n: 16388"))
+    r = _regress(project, *LOOSE, "--json")
+    assert r.returncode == 1, r.stdout + r.stderr
+    k = _kernel(json.loads(r.stdout), "unmatched")
+    assert "at other shapes only (4K (n=4096), 16K (n=16384))" in k["message"] and "--update" in k["message"]
+    assert all(row["verdict"] == "new" for row in k["shapes"])
+    r = _regress(project, *LOOSE)
+    assert "UNMATCHED" in r.stdout and "record these shapes with --update" in r.stderr
+
+
 def test_device_mismatch_is_an_error_unless_allowed(project):
     path = project / "bench/baseline.json"
     data = json.loads(path.read_text())

@@ -174,13 +174,14 @@ def _failure(report) -> KerntuneError | None:
         counts[k.status] = counts.get(k.status, 0) + 1
     what = ", ".join(f"{n} {s}" for s, n in counts.items())
     names = ", ".join(k.path for k in bad[:5]) + (" ..." if len(bad) > 5 else "")
-    hint = ("fix the kernel; `kerntune bench KERNEL` shows the verification in detail"
-            if "slower" not in counts else
-            "if the slowdown is intended, record a new baseline with --update (and commit it)")
+    hint = ("if the slowdown is intended, record a new baseline with --update (and commit it)" if "slower" in counts
+            else "run with the baseline's shape set, or record these shapes with --update" if "unmatched" in counts
+            else "fix the kernel; `kerntune bench KERNEL` shows the verification in detail")
     return KerntuneError(ErrorCode.REGRESSION, f"regression: {what} ({names})", hint=hint)
 
 
 _STYLE = {"pass": "green", "new": "cyan", "updated": "cyan", "slower": "bold red", "wrong": "bold red",
+          "unmatched": "bold red",
           "failed": "bold red", "skipped": "yellow", "same": "green", "faster": "green", "unsure": "yellow"}
 
 
@@ -219,14 +220,14 @@ def _render(report, opts) -> None:
                      right=frozenset({2, 3, 4, 5})))
     for k in ks:
         style = _STYLE.get(k.status, "")
-        line = f"[{style}]{k.status.upper():8}[/] {escape(k.path)}"
+        line = f"[{style}]{k.status.upper():9}[/] {escape(k.path)}"
         if k.reference:
             line += f"  verified against {dict(numpy='the NumPy reference', kernel='the baseline source', self='itself').get(k.reference, k.reference)}"
         if k.message:
             line += f": {escape(k.message)}"
         out.print(line)
         for n in k.notes:
-            out.print(f"         note: {escape(n)}", style="dim")
+            out.print(f"          note: {escape(n)}", style="dim")
     reasons: dict[str, int] = {}
     for k in report.kernels:
         if k.status == "skipped":

@@ -60,7 +60,7 @@ class KernelResult(Record):
     kernel: str
     lang: str
     device: str
-    status: str                              # pass, slower, wrong, failed, new, updated, skipped
+    status: str                              # pass, slower, wrong, failed, unmatched, new, updated, skipped
     message: str = ""
     reference: str = ""                      # what it was verified against: numpy, kernel (the baseline's source), self
     verification: Optional[Verification] = None
@@ -74,7 +74,7 @@ class KernelResult(Record):
 
     @property
     def failed(self) -> bool:
-        return self.status in ("slower", "wrong", "failed")
+        return self.status in ("slower", "wrong", "failed", "unmatched")
 
 
 class RegressReport(Record):
@@ -123,9 +123,11 @@ def device_mismatches(jobs: list[_Job]) -> list[str]:
 
 
 def _reference(job: _Job) -> Optional[KernelInstance]:
-    """The baseline's own source as the reference, when the spec has no NumPy function to check against."""
+    """The baseline's own source as the reference, when the spec has no NumPy function to check against;
+    also after the spec changed (a comment, a shape), since a self-check would pass any kernel, however
+    wrong: where the baseline's source no longer runs under the spec, the kernel fails (``run_gate``)."""
     r, kf = job.record, job.kf
-    if kf.spec.reference is not None or r is None or r.spec_digest != kf.loaded.digest:
+    if kf.spec.reference is not None or r is None:
         return None
     if r.source_sha256 == _sha(kf.source):
         return None                                  # unchanged: a self-check is the same thing
@@ -189,7 +191,14 @@ def run_gate(kernels: list[tuple[KernelFile, DeviceWorker]], baseline_path: Path
         verify = tuple(j.shapes + holdout_shapes(j.kf.spec, opts.shape_set))
         req = EvalRequest(candidate=j.kf.instance(label=j.key), spec=j.kf.spec, base_dir=str(j.kf.loaded.base_dir),
                           verify_shapes=verify, time_shapes=(), seed=seed, reference=_reference(j), timing=None)
-        j.result = j.worker.evaluate(req, opts.timeout_s)
+        try:
+            j.result = j.worker.evaluate(req, opts.timeout_s)
+        except KerntuneError as e:
+            if req.reference is None or e.code not in (ErrorCode.COMPILE, ErrorCode.VERIFY):
+                raise
+            j.result = EvalResult(status=Status.ERROR, kernel=j.key, device=j.worker.info, message=(
+                f"the baseline's source cannot be the reference under the spec as it is now ({e.message}); "
+                "the spec changed since the baseline was recorded: record it again with --update"))
         if opts.memcheck and j.result.status is Status.OK:
             step(f"checking {j.key} for memory errors ({i + 1}/{len(jobs)})")
             checker = MemoryChecker(j.worker.info, timeout_s=opts.timeout_s)
@@ -293,15 +302,21 @@ def _judge(j: _Job, opts: GateOptions, seed: int, now: float) -> tuple[KernelRes
     if opts.update:
         status = "updated"
     elif not compared:
-        status = "new"
+        # a kernel with a record but no shape in common would pass unjudged, however slow: it fails instead
+        status = "new" if j.record is None else "unmatched"
     else:
         status = "slower" if slower else "pass"
     msg = ""
     if slower:
         msg = "slower on " + ", ".join(f"{x.label} ({change(x.ratio)}, p={x.p_value:.3f})" for x in slower)
-    elif not compared:
+    elif not compared and (j.record is None or opts.update):
         what = "this kernel" if j.record is None else "any of these shapes"
         msg = f"no baseline for {what}" + ("; recorded" if opts.update else "; record one with --update")
+    elif not compared:
+        had = ", ".join(f"{s.label} ({' '.join(f'{k}={v}' for k, v in s.shape.items())})" for s in j.record.shapes)
+        msg = (f"the baseline has this kernel at other shapes only ({had}): nothing to compare with, so it "
+               f"cannot pass; run with the baseline's shape set ({j.record.shape_set or 'default'}), or record "
+               "these shapes with --update")
     record = bl.KernelRecord(
         path=j.key, kernel=j.kf.kernel_name, lang=j.kf.lang, device=info.name, device_id=info.id,
         backend=info.backend, driver=info.driver, kerntune_version=__version__, seed=seed, recorded=now,
