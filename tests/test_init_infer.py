@@ -181,6 +181,21 @@ def test_opencl_kernels_too():
     assert a["out"].shape == ["rows"] and a["x"].shape == ["rows", "cols"]
 
 
+def test_guessed_scalars_are_never_an_identity_and_differ():
+    """1.0 for every float made clamp(x, lo, hi) a constant and pow(x, p) x: a kernel ignoring them
+    was verified and called faster. Guesses now are neither 0 nor 1, and differ (lo < hi)."""
+    src = """
+    __kernel void k(__global float* out, __global const float* x, const float lo, const float hi,
+                    const float p, const float eps, const int reps, const int n) {
+        int i = get_global_id(0);
+        if (i < n) out[i] = pow(clamp(x[i], lo, hi), p) * reps + eps;
+    }"""
+    inf, a = _infer(src, "k", "opencl")
+    values = [float(a[name].value) for name in ("lo", "hi", "p")]
+    assert len(set(values)) == 3 and not {0.0, 1.0} & set(values) and values[0] < values[1]
+    assert a["eps"].value == "1.0e-6" and "not 0 or 1" in a["lo"].why
+
+
 def test_a_local_array_indexed_by_the_thread_sets_the_block():
     """__local float s[64] indexed by get_local_id(0): the block is 64. init guessed 256 (its default),
     derived x's extent from it (64 * rows + 192), and the kernel then wrote past s (a SIGSEGV in Intel's

@@ -272,7 +272,8 @@ def infer(source: str, kernel: KernelFunction, bindings: dict[str, str], lang: s
         elif dt == "bool":
             args.append(ArgGuess(p.name, ctype, "uint8", False, value="1", why="a C bool travels as one byte"))
         elif dt is not None:
-            value, why = _scalar_guess(p.name, dt)
+            guessed = sum(1 for a in args if not a.array and a.why.startswith("a guess"))
+            value, why = _scalar_guess(p.name, dt, guessed)
             args.append(ArgGuess(p.name, ctype, dt, False, value=value, why=why))
         else:
             g = ArgGuess(p.name, ctype, TODO, False, value=TODO, todo=f"{ctype!r} is not a kerntune scalar type")
@@ -380,12 +381,21 @@ def _intent(p, acc: list[Access]) -> tuple[str, str]:
     return "in", "const" if p.const else "only read"
 
 
-def _scalar_guess(name: str, dt: str) -> tuple[str, str]:
+# guessed values of float scalars, in argument order: never 0 or 1, which hide a kernel that ignores the
+# argument (x * 1, pow(x, 1), clamp(x, 1, 1) is a constant: an adversarial tour had `bench` call such a
+# kernel correct and 8.8x faster), each different from the others (clamp(x, lo, hi) with lo < hi) and
+# exact in every float type
+FLOAT_GUESSES = ("0.75", "1.25", "0.375", "1.625", "2.5", "0.625", "3.25", "1.875")
+
+
+def _scalar_guess(name: str, dt: str, before: int) -> tuple[str, str]:
+    """A value for a scalar that is not a size; ``before``: how many scalars were guessed before it."""
     if dt.startswith("fp"):
         if re.search(r"eps", name, re.I):
             return "1.0e-6", "epsilon"
-        return "1.0", "a guess: any finite value exercises the kernel"
-    return "1", "a guess"
+        return (FLOAT_GUESSES[before % len(FLOAT_GUESSES)],
+                "a guess, not 0 or 1 (a kernel that ignored it would pass): set the value its callers pass")
+    return "3", "a guess, not 0 or 1 (a kernel that ignored it would pass): set the value its callers pass"
 
 
 def _shared_item(source: str, kernel: KernelFunction) -> int | None:
