@@ -250,3 +250,14 @@ def test_library_baselines_through_their_helpers():
     src = (REPO / "kernels/sglang/silu_and_mul/silu_and_mul.cl").read_text()     # vload_half / vstore_half_rte
     inf, a = _infer(src, "silu_and_mul_fp16", "opencl")
     assert a["out"].intent == "out" and a["input"].shape[-1] == "2 * d"
+
+
+@pytest.mark.parametrize("command", ["init", "extract"])
+def test_an_output_that_is_a_folder_or_cannot_be_written_is_a_usage_error(tmp_path, command):
+    """Both were tracebacks (exit 70, 'a bug in kerntune'): IsADirectoryError, FileNotFoundError."""
+    source = REPO / ("kernels/examples/vector_add.cl" if command == "init" else "kernels/examples/vector_add.cu")
+    (tmp_path / "adir").mkdir()
+    r = run_cli(command, str(source), "-o", str(tmp_path / "adir"), "--force")
+    assert r.returncode == 2 and "is a folder" in r.stderr and "Traceback" not in r.stderr, r.stderr
+    r = run_cli(command, str(source), "-o", "/proc/kerntune-cannot-write/x.txt", "--force")
+    assert r.returncode == 2 and "cannot write" in r.stderr and "Traceback" not in r.stderr, r.stderr

@@ -12,6 +12,7 @@ from kerntune.cli.output import err, print_json, set_json
 from kerntune.errors import ErrorCode, KerntuneError
 from kerntune.results import Record
 from kerntune.fmt import shell
+from kerntune.fsutil import check_output_file, write_atomic
 
 
 class DroppedItem(Record):
@@ -122,10 +123,10 @@ def extract(
     dest = output or Path(choice.kernel.name + ".cu")
     if dest.resolve() == kernel_file.resolve():
         raise KerntuneError(ErrorCode.USAGE, f"refusing to overwrite the source {kernel_file}", hint="pick --output")
+    check_output_file(dest, "kernel.cu")
     if dest.exists() and not force:
         raise KerntuneError(ErrorCode.USAGE, f"{dest} already exists", hint="pass --force to overwrite it")
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    dest.write_text(ex.source)
+    write_atomic(dest, ex.source, what=f"the device code {dest}")
     report = report.model_copy(update={"written": str(dest)})
     if json:
         print_json(report)

@@ -11,6 +11,7 @@ import typer
 from kerntune.cli.output import err, print_json, set_json
 from kerntune.errors import ErrorCode, KerntuneError
 from kerntune.fmt import shell
+from kerntune.fsutil import check_output_file, write_atomic
 
 
 def init(
@@ -104,12 +105,13 @@ def init(
         if inline_block(source) is not None:
             start = source.index("/*")
             body = source[source.index("*/", start) + 2:].lstrip("\n")
-        kernel_file.write_text("/* kerntune\n" + text + "*/\n" + body)
+        write_atomic(kernel_file, "/* kerntune\n" + text + "*/\n" + body)
     else:
+        check_output_file(dest, "kernel.yaml")
         existing = dest if dest.exists() else (None if output else sidecar_for(kernel_file))
         if existing is not None and not force:
             raise KerntuneError(ErrorCode.USAGE, f"{existing} already exists", hint="pass --force to overwrite it")
-        dest.write_text(text)
+        write_atomic(dest, text, what=f"the spec {dest}")
     if json:
         print_json({"kernel": choice.name, "written": str(dest), "spec": text, "todos": inf.todos})
         return
