@@ -196,6 +196,36 @@ def test_guessed_scalars_are_never_an_identity_and_differ():
     assert a["eps"].value == "1.0e-6" and "not 0 or 1" in a["lo"].why
 
 
+def test_a_stride_is_guessed_longer_than_the_row_and_compare_accepts_the_padded_layout():
+    """With ld = cols, a kernel indexing x by cols instead of ld was verified correct: the guess pads
+    every row by STRIDE_PAD elements, and comparing with a dense hand-written spec is still no edit."""
+    from kerntune.spec.infer import STRIDE_PAD
+    from kerntune.spec.model import KernelSpec
+
+    src = """
+    __kernel void strd(__global float* out, __global const float* x, const int rows, const int cols, const int ld) {
+        int c = get_global_id(0), r = get_global_id(1);
+        if (r < rows && c < cols) out[r * cols + c] = 2.0f * x[r * ld + c];
+    }"""
+    inf, a = _infer(src, "strd", "opencl")
+    assert a["ld"].value == f"cols + {STRIDE_PAD}" and "longer than the kernel reaches" in a["ld"].why
+    from kerntune.spec import expr
+    env = {"rows": 5, "cols": 7}
+    assert expr.evaluate_int(a["x"].shape[0], env, "x") == 5 * 7 + STRIDE_PAD * 4
+    args = [{"name": "out", "dtype": "fp32", "shape": ["rows", "cols"], "intent": "out"},
+            {"name": "x", "dtype": "fp32", "shape": a["x"].shape, "intent": "in"},
+            {"name": "rows", "dtype": "int32", "value": "rows"}, {"name": "cols", "dtype": "int32", "value": "cols"},
+            {"name": "ld", "dtype": "int32", "value": a["ld"].value}]
+    written = {"kernel": "strd", "args": args, "launch": {"grid": ["ceil_div(cols, 256)", "rows"], "block": [256]},
+               "shapes": [{"rows": 64, "cols": 2048}]}
+    truth = KernelSpec.model_validate({**written, "args": [dict(x, shape=["rows", "cols"]) if x["name"] == "x" else
+                                                            dict(x, value="cols") if x["name"] == "ld" else x
+                                                            for x in args]})
+    assert compare(written, truth) == []
+    args[4]["value"] = f"cols + {STRIDE_PAD - 1}"             # anything else is still an edit
+    assert {e.field for e in compare(written, truth)} == {"args.ld.value", "args.x.shape"}
+
+
 def test_a_local_array_indexed_by_the_thread_sets_the_block():
     """__local float s[64] indexed by get_local_id(0): the block is 64. init guessed 256 (its default),
     derived x's extent from it (64 * rows + 192), and the kernel then wrote past s (a SIGSEGV in Intel's
@@ -261,3 +291,15 @@ def test_an_output_that_is_a_folder_or_cannot_be_written_is_a_usage_error(tmp_pa
     assert r.returncode == 2 and "is a folder" in r.stderr and "Traceback" not in r.stderr, r.stderr
     r = run_cli(command, str(source), "-o", "/proc/kerntune-cannot-write/x.txt", "--force")
     assert r.returncode == 2 and "cannot write" in r.stderr and "Traceback" not in r.stderr, r.stderr
+
+
+def test_reqd_work_group_size_sets_the_block_and_a_parameter_macro_is_a_todo():
+    src = """
+    #define KARGS __global float* out, __global const float* x
+    __kernel void first(KARGS, const int n) { int i = get_global_id(0); if (i < n) out[i] = x[i]; }
+    __kernel __attribute__((reqd_work_group_size(64, 1, 1))) void second(__global float* out, const int n)
+    { int i = get_global_id(0); if (i < n) out[i] = 1.0f; }"""
+    inf, _ = _infer(src, "second", "opencl")
+    assert inf.block == [64] and "reqd_work_group_size" in inf.launch_why     # 256 failed at launch
+    inf, a = _infer(src, "first", "opencl")
+    assert "TODO" in a and any("'KARGS' is a macro" in t for t in inf.todos)    # was an empty name, no TODO

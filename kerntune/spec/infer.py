@@ -72,6 +72,14 @@ def choose_block(kernel: KernelFunction, source: str, consts: dict[str, int]) ->
     blockIdx by, or a constant loop stride; else a default."""
     body = source[kernel.node.start_byte:kernel.node.end_byte] if kernel.node is not None else source
     cs = {k: str(v) for k, v in consts.items()}
+    # OpenCL's reqd_work_group_size: any other work-group size fails at launch (INVALID_WORK_GROUP_SIZE)
+    m = re.search(r"reqd_work_group_size\s*\(([^)]*)\)", body.split("{", 1)[0])
+    if m:
+        dims = [evaluate(x.strip(), cs, {}) for x in m.group(1).split(",")]
+        if dims and all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in dims):
+            while len(dims) > 1 and dims[-1] == 1:
+                dims.pop()
+            return tuple(dims), "reqd_work_group_size"
     if kernel.launch_bounds:
         m = re.search(r"\(\s*([^,)]+)", kernel.launch_bounds)
         v = evaluate(m.group(1), cs, {}) if m else None
@@ -245,6 +253,12 @@ def infer(source: str, kernel: KernelFunction, bindings: dict[str, str], lang: s
     for p in params:
         ctype = substitute(p.ctype, bindings)
         dt = dtype_of(ctype)
+        if not p.name:       # a macro standing for parameters (#define KARGS float* out, ...): not expanded here
+            g = ArgGuess(TODO, ctype, TODO, False, value=TODO,
+                         todo=f"the signature's {ctype!r} is a macro: write out the arguments it stands for")
+            todos.append(f"args: {g.todo}")
+            args.append(g)
+            continue
         if p.pointer:
             if p.space == "local":
                 continue
@@ -262,7 +276,8 @@ def infer(source: str, kernel: KernelFunction, bindings: dict[str, str], lang: s
             args.append(g)
         elif p.name in dense:
             args.append(ArgGuess(p.name, ctype, dt, False, value=dense[p.name].to_expr(order),
-                                 why="a stride: dense rows (the row length the kernel reaches); any larger works"))
+                                 why=f"a stride: rows {STRIDE_PAD} elements longer than the kernel reaches, so "
+                                     "that one using the row length instead fails; any at least that long works"))
         elif p.name in sizes:
             g = ArgGuess(p.name, ctype, dt, False, value=p.name, why="a size")
             if re.search(r"stride|ld[abc]?$|pitch", p.name, re.I):
@@ -315,12 +330,19 @@ def _index_bounds(facts, sizes: list[str]) -> dict[str, str]:
     return out
 
 
+# a stride parameter is guessed this many elements longer than the row the kernel reaches: with the row
+# length itself, a kernel indexing by the row length instead of the stride was verified correct (a tour,
+# 2026-12-05); 16 keeps every row aligned for vector loads up to 64 bytes
+STRIDE_PAD = 16
+STRIDE_NAME = re.compile(r"stride|ld[abc]?$|pitch", re.I)
+
+
 def _dense_strides(sizes: list[str], extents: dict[str, tuple[Poly | None, str]]) -> dict[str, Poly]:
-    """Stride parameters an array's extent is linear in (``(T - 1) * stride + row``): dense rows,
-    the stride set to the row length ``row``."""
+    """Stride parameters an array's extent is linear in (``(T - 1) * stride + row``): padded rows, the
+    stride set to the row length ``row`` plus ``STRIDE_PAD``."""
     out: dict[str, Poly] = {}
     for s in sizes:
-        if not re.search(r"stride|ld[abc]?$|pitch", s, re.I):
+        if not STRIDE_NAME.search(s):
             continue
         for ext, _ in extents.values():
             if ext is None or s not in ext.symbols():
@@ -328,7 +350,7 @@ def _dense_strides(sizes: list[str], extents: dict[str, tuple[Poly | None, str]]
             lin = ext.linear_in(s)
             if lin is not None and lin[0] != Poly() and lin[1] != Poly() and not lin[1].is_const \
                     and s not in lin[1].symbols():
-                out[s] = lin[1]
+                out[s] = lin[1] + STRIDE_PAD
                 break
     return out
 
