@@ -187,7 +187,8 @@ def choose(parsed, text: str, kernel: str | None, instantiate: str | None, origi
     from kerntune.source.names import KernelNameError, parse_kernel_name
 
     if not parsed.kernels:
-        raise KerntuneError(ErrorCode.USAGE, f"no __global__ function found in {origin}")
+        raise KerntuneError(ErrorCode.USAGE, f"no kernel found in {origin} (a __global__ function in CUDA, a "
+                                             "__kernel one in OpenCL)", hint="pass the file that defines the kernel")
     if kernel is None:
         if len(parsed.kernels) > 1:
             names = ", ".join(k.qualified_name for k in parsed.kernels)

@@ -99,8 +99,9 @@ def memory_problems(spec: KernelSpec, shapes: list[Shape], device_bytes: int | N
             out.append(f"shape {s.label}: the arrays need {fmt_bytes(need)}, more than the "
                        f"{fmt_bytes(device_bytes)} of {device_name}")
         elif host_bytes and 3 * n > host_bytes:
-            out.append(f"shape {s.label}: the arrays need {fmt_bytes(n)} (the host holds about three copies: "
-                       f"inputs, outputs, reference), more than this machine's {fmt_bytes(host_bytes)} of memory")
+            out.append(f"shape {s.label}: the arrays need {fmt_bytes(n)}, and the host holds about three copies "
+                       f"(inputs, outputs, reference): {fmt_bytes(3 * n)}, more than this machine's "
+                       f"{fmt_bytes(host_bytes)} of memory")
     return out
 
 
