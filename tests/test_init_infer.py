@@ -303,3 +303,17 @@ def test_reqd_work_group_size_sets_the_block_and_a_parameter_macro_is_a_todo():
     assert inf.block == [64] and "reqd_work_group_size" in inf.launch_why     # 256 failed at launch
     inf, a = _infer(src, "first", "opencl")
     assert "TODO" in a and any("'KARGS' is a macro" in t for t in inf.todos)    # was an empty name, no TODO
+
+
+def test_a_guard_on_an_index_expression_sets_the_grid_and_the_shapes():
+    """`if (base + j < n)` (N elements per thread) was read as `n > base + j`, a bound on n: the grid
+    became a free size and the arrays 2048 * grid_x, so that the original failed its own check."""
+    src = """
+    #define N 8
+    __kernel void vecn(__global float* out, __global const float* x, const float s, const int n) {
+        int base = get_global_id(0) * N;
+        for (int j = 0; j < N; ++j)
+            if (base + j < n) out[base + j] = x[base + j] * s;
+    }"""
+    inf, a = _infer(src, "vecn", "opencl")
+    assert inf.grid == ["ceil_div(n, 2048)"] and a["out"].shape == ["n"] and a["x"].shape == ["n"]

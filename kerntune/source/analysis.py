@@ -326,7 +326,8 @@ class Analyzer(Calls):
             return
         if not truth:
             op = {"<": ">=", "<=": ">", ">": "<=", ">=": "<", "==": "!=", "!=": "=="}[op]
-        if left.type != "identifier" and right.type == "identifier":
+        if left.type != "identifier" and right.type == "identifier" and not self._thread_dependent(left):
+            # `n > i` reads as `i < n`; `base + j < n` (an index expression against a size) stays
             left, right = right, left
             op = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==", "!=": "!="}[op]
         bound = self.ev_quiet(right)
@@ -357,6 +358,11 @@ class Analyzer(Calls):
                 lo = new_lo
         if name is not None:
             self.env[name] = Val(lo, hi, cur.data, cur.src)
+
+    def _thread_dependent(self, n) -> bool:
+        """Whether an expression's largest value depends on the grid (a thread's index)."""
+        v = self.ev_quiet(n)
+        return isinstance(v, Val) and v.hi is not None and _has_grid(v.hi)
 
     def _smaller(self, a: Poly, b: Poly) -> bool:
         return all(a.evaluate(s) <= b.evaluate(s) for s in self.samples)
