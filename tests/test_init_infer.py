@@ -289,7 +289,8 @@ def test_an_output_that_is_a_folder_or_cannot_be_written_is_a_usage_error(tmp_pa
     (tmp_path / "adir").mkdir()
     r = run_cli(command, str(source), "-o", str(tmp_path / "adir"), "--force")
     assert r.returncode == 2 and "is a folder" in r.stderr and "Traceback" not in r.stderr, r.stderr
-    r = run_cli(command, str(source), "-o", "/proc/kerntune-cannot-write/x.txt", "--force")
+    name = "x.yaml" if command == "init" else "x.cu"
+    r = run_cli(command, str(source), "-o", f"/proc/kerntune-cannot-write/{name}", "--force")
     assert r.returncode == 2 and "cannot write" in r.stderr and "Traceback" not in r.stderr, r.stderr
 
 
@@ -317,3 +318,9 @@ def test_a_guard_on_an_index_expression_sets_the_grid_and_the_shapes():
     }"""
     inf, a = _infer(src, "vecn", "opencl")
     assert inf.grid == ["ceil_div(n, 2048)"] and a["out"].shape == ["n"] and a["x"].shape == ["n"]
+
+
+def test_extract_refuses_an_output_that_is_not_a_cu_file(tmp_path):
+    r = run_cli("extract", str(REPO / "kernels/examples/vector_add.cu"), "-o", str(tmp_path / "v.cl"))
+    assert r.returncode == 2 and "would be read as OpenCL" in r.stderr and "v.cu" in r.stderr, r.stderr
+    assert not (tmp_path / "v.cl").exists()

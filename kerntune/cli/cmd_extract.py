@@ -124,6 +124,11 @@ def extract(
     if dest.resolve() == kernel_file.resolve():
         raise KerntuneError(ErrorCode.USAGE, f"refusing to overwrite the source {kernel_file}", hint="pick --output")
     check_output_file(dest, "kernel.cu")
+    if dest.suffix.lower() != ".cu":
+        # the extension picks the language for every later command: CUDA in a .cl file is read as OpenCL
+        raise KerntuneError(ErrorCode.USAGE, f"the device code is CUDA, and {dest.name} would be read as "
+                                             f"{'OpenCL' if dest.suffix.lower() == '.cl' else 'another kind of file'}",
+                            hint=f"name it {dest.stem}.cu")
     if dest.exists() and not force:
         raise KerntuneError(ErrorCode.USAGE, f"{dest} already exists", hint="pass --force to overwrite it")
     write_atomic(dest, ex.source, what=f"the device code {dest}")

@@ -549,7 +549,8 @@ class Analyzer(Calls):
             hi = q.off.hi + (ratio - 1 if ratio >= 1 else 0)
         elif q.off.data:
             why = f"an index depends on values loaded from {q.off.src}" if q.off.src else \
-                "an index depends on values loaded from memory"
+                "an index depends on a value the analysis cannot follow (loaded from memory, or returned by a " \
+                "function it does not know, such as mad24 or abs)"
             if q.off.src:
                 self.facts.index_sources.setdefault(q.root, q.off.src)
         elif ratio is None:
