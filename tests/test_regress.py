@@ -353,3 +353,14 @@ def test_example_workflow_uses_real_options():
     for c in commands:
         for opt in re.findall(r"(--[a-z-]+)", c):
             assert opt in help_text, opt
+
+
+def test_every_kernel_that_cannot_be_loaded_is_named(tmp_path):
+    """A folder's broken specs are listed together (the gate stopped at the first one)."""
+    for d in ("a", "b"):
+        (tmp_path / d).mkdir()
+        (tmp_path / d / "vector_add.cl").write_text(ORIGINAL)
+        (tmp_path / d / "vector_add.yaml").write_text("kernel: vector_add\n")
+    r = run_cli("regress", str(tmp_path), "--baseline", str(tmp_path / "b.json"), "--device", "cpu", "--update")
+    assert r.returncode == 2 and "2 kernels cannot be loaded" in r.stderr, r.stderr
+    assert str(tmp_path / "a" / "vector_add.cl") in r.stderr and str(tmp_path / "b" / "vector_add.cl") in r.stderr

@@ -142,7 +142,17 @@ def _load(paths: list[Path], device: str | None, baseline: Path):
     from kerntune.regress.gate import skipped as skip
 
     found = find_kernels(paths)
-    loaded = [(f, load_kernel(f.path)) for f in found]
+    loaded, broken = [], []
+    for f in found:          # every kernel that cannot be loaded is named, not only the first
+        try:
+            loaded.append((f, load_kernel(f.path)))
+        except KerntuneError as e:
+            broken.append((f.path, e))
+    if len(broken) == 1:
+        raise broken[0][1]
+    if broken:
+        raise KerntuneError(broken[0][1].code, f"{len(broken)} kernels cannot be loaded:\n  " + "\n  ".join(
+            f"{path}: {e.message}" for path, e in broken), hint=broken[0][1].hint)
     refs: dict[str, object] = {}
     errors: dict[str, KerntuneError] = {}
     for lang in sorted({kf.lang for _, kf in loaded}):
