@@ -7,12 +7,13 @@ evaluation can end.
 
 from __future__ import annotations
 
+import math
 import statistics
 from enum import Enum
 from typing import Optional
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, field_validator
 
 from kerntune.errors import ErrorCode
 
@@ -115,6 +116,14 @@ class ArgCheck(Record):
     settled: str = ""                      # passed only by the NumPy reference's verdict: why (engine.judge.settle)
     past_end: Optional[int] = None         # written past its end: the first element changed after its last
     watched_bytes: int = 0                 # ... within this many bytes after it (engine.judge.CANARY_BYTES)
+
+    @field_validator("max_abs_err", "max_rel_err", "rel_l2_err", mode="before")
+    @classmethod
+    def _unbounded(cls, v):
+        """An error that overflowed (outputs at Inf where the reference is finite) is written to JSON as
+        null, and read back as infinity: a record holding one could not be read, and stopped the run
+        (a gelu_tanh candidate overflowing on the `large` inputs, in an adversarial tour)."""
+        return math.inf if v is None else v
 
     def describe(self) -> str:
         """The failure with its numbers: ``out: tolerance: 2 element(s) out of bounds, max abs err

@@ -328,3 +328,26 @@ def test_a_changed_canary_fails_the_array_it_follows_whatever_its_values():
     assert out.describe() == ("out: written past its end: 2 element(s) changed in the 64 KiB after it, the first 2 "
                               "element(s) after its last")
     assert xin.describe().endswith("1 element(s) changed in the 64 KiB after it, the first right after its last element")
+
+
+def test_a_check_whose_error_overflowed_is_written_and_read_back():
+    """An infinite error is null in JSON; the record reader took null for a bad record, so a candidate
+    overflowing on `large` inputs stopped a whole optimize run, and --resume too."""
+    import math
+
+    from kerntune.results import ArgCheck, EvalResult, ShapeCheck, Status, Verification
+
+    check = compare(ArgSpec(name="out", dtype="fp32", shape=["n"], intent="out"), DTYPES["fp32"].tolerance,
+                    np.array([1e38, 1.0], dtype=np.float32), np.array([0.0, 0.0]), False)
+    assert not check.ok and math.isinf(check.rel_l2_err)
+    v = Verification(ok=False, reference="numpy", seed=1, shapes=[
+        ShapeCheck(shape={"n": 2}, label="x", seed=1, ok=False, args=[check])])
+    r = EvalResult(status=Status.WRONG_RESULT, kernel="k", device=_device(), verification=v)
+    back = EvalResult.model_validate_json(r.model_dump_json())
+    assert math.isinf(back.verification.shapes[0].args[0].rel_l2_err)
+    assert ArgCheck.model_validate({"name": "out", "ok": False, "rel_l2_err": None}).rel_l2_err == math.inf
+
+
+def _device():
+    from kerntune.results import DeviceInfo
+    return DeviceInfo(id="opencl:0:0", backend="opencl", lang="opencl", name="cpu")
