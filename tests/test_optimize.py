@@ -134,6 +134,14 @@ def test_resume_after_kill_redoes_nothing(kernel, tmp_path):
     proc.wait(30)
     assert len(before) >= 3
     baseline = (run / "baseline.json").read_text()
+    # a run another process still writes cannot be resumed (the killed one's lock went with it)
+    from kerntune.record.store import RunDir
+
+    held = RunDir(run)
+    held.hold()
+    r = run_cli("optimize", "--resume", str(run), "--json")
+    assert r.returncode == 2 and f"in progress in another kerntune process (pid {os.getpid()})" in r.stdout, r.stdout
+    held._lock.close()
     r = run_cli("optimize", "--resume", str(run), "--json")
     assert r.returncode == 0, r.stderr
     assert (run / "baseline.json").read_text() == baseline            # not measured again

@@ -155,6 +155,7 @@ def optimize(
             raise KerntuneError(ErrorCode.USAGE, "give a KERNEL or --resume RUN_DIR, not both",
                                 hint="a resumed run continues with its own copy of the kernel (RUN_DIR/original/)")
         run = RunDir.open(resume)
+        run.hold()
         m = run.manifest()
         kf = load_original(run, m)
         settings = m.settings
@@ -194,6 +195,7 @@ def optimize(
         there_before = {p.name for p in path.iterdir()} if path.is_dir() else None
         made_from = _first_missing(path)
         run = RunDir.create(path)
+        run.hold()
     if resume is not None:
         ref, info = resolve(device, kf.lang)
     new_run = None if resume is not None else (there_before, made_from)   # a new run: what was there before it

@@ -25,6 +25,7 @@ from kerntune.fmt import shell
 M = TypeVar("M", bound=BaseModel)
 
 MANIFEST = "run.json"
+LOCK = ".lock"          # held (flock) by the process writing the run: one writer at a time
 BASELINE = "baseline.json"
 TEST = "test.json"
 RESULTS = "results.json"
@@ -42,6 +43,35 @@ def _first_line(e: Exception) -> str:
 class RunDir:
     def __init__(self, path: Path):
         self.path = path
+        self._lock = None
+
+    def hold(self) -> None:
+        """Take the run for this process (until it exits): a second `optimize --resume` of a run still
+        going ended in a database IntegrityError (exit 70), or both finished, the second's answer
+        replacing the one the first had printed (adversarial tour). Where the file system has no
+        locks (fcntl), nothing is held."""
+        try:
+            import fcntl
+        except ImportError:
+            return
+        import os
+
+        f = open(self.path / LOCK, "a+")
+        try:
+            fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            f.seek(0)
+            pid = f.read().strip()
+            f.close()
+            raise KerntuneError(ErrorCode.USAGE, f"the run in {self.path} is in progress in another kerntune process"
+                                                 + (f" (pid {pid})" if pid else ""),
+                                hint="wait for it to finish (then `kerntune show` it), or stop it and --resume "
+                                     "it") from None
+        f.seek(0)
+        f.truncate()
+        f.write(f"{os.getpid()}\n")
+        f.flush()
+        self._lock = f
 
     # --- opening ------------------------------------------------------------------------
     @classmethod
@@ -65,7 +95,7 @@ class RunDir:
         (None: the folder did not exist), then the folder and its parents up to ``made_from`` (the
         first folder the run created) when they are empty. A run with a baseline is kept, and so is
         one whose rounds, LLM or per-shape folders hold anything."""
-        made = {MANIFEST, ORIGINAL, "rounds", "llm", "per_shape"}
+        made = {MANIFEST, LOCK, ORIGINAL, "rounds", "llm", "per_shape"}
         keep = there_before or set()
         try:
             entries = {p.name for p in self.path.iterdir()} - keep
