@@ -77,6 +77,22 @@ def test_reward_wrong_broken_and_crashing_kernels(kernels):
     assert "SIGSEGV" in r.message or "killed" in r.message
 
 
+@pytest.mark.skipif(__import__("kerntune.engine.checker", fromlist=["x"]).oclgrind_library() is None,
+                    reason="Oclgrind is not installed (apt-get install oclgrind; .ci/run does)")
+def test_a_memory_error_is_named_as_one(kernels, tmp_path):
+    """A read past the inputs' ends (values unchanged: verification passes) fails at the checker, and
+    its stage line says memory_error (it said "check: ok: oclgrind: Invalid read ...")."""
+    oob = kernels / "fast.cl"
+    text = oob.read_text().replace("a[i] + b[i]", "a[i] + b[i] + fmin(fabs(a[i + 64]), 0.0f)")
+    (tmp_path / "oob.cl").write_text(text)
+    shutil.copy(kernels / "spec.yaml", tmp_path / "spec.yaml")
+    shutil.copy(kernels / "reference.py", tmp_path / "reference.py")
+    shutil.copy(kernels / "fast.cl", tmp_path / "fast.cl")
+    r = run_cli("score", "reward", str(tmp_path / "oob.cl"), "--baseline", str(tmp_path / "fast.cl"), *QUICK)
+    assert r.returncode == 0, r.stderr
+    assert "check: memory error: oclgrind: Invalid read" in r.stdout, r.stdout
+
+
 def test_a_candidate_file_without_the_specs_kernel_scores_zero(kernels):
     # a reward is asked of whatever a model wrote: bytes that are not text, or a kernel of another
     # name, score 0 (it does not compile against the spec), not a usage error that stops a batch

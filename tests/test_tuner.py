@@ -547,6 +547,8 @@ def test_the_report_names_the_configuration_its_interval_is_about(spec_dir, tmp_
     b = unconfirmed.best
     assert not b.confirmed and b.speedup is None and b.faster is None and b.estimate == 1.4
     assert "the search's own estimate, not confirmed" in unconfirmed.headline
+    slower = unconfirmed.model_copy(update={"general": unconfirmed.general.model_copy(update={"geomean_speedup": 0.73})})
+    assert "at 0.730x the speed of" in slower.headline and "faster" not in slower.headline   # was "0.730x faster"
 
 
 def test_a_replay_on_shapes_the_run_did_not_record_is_refused(recorded, spec_dir, tmp_path):

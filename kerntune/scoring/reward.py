@@ -84,7 +84,7 @@ def _score(compiles: bool, correct: bool, faster: bool) -> float:
 
 def _done(t0: float, seed: int, compiles: bool, correct: bool, faster: bool, r: EvalResult | None, stage: str,
           **kw: Any) -> Reward:
-    status = r.status.value if r is not None else "ok"
+    status = kw.pop("status", None) or (r.status.value if r is not None else "ok")
     msg = kw.pop("message", None)
     if msg is None:
         msg = r.message if r is not None and r.status is not Status.OK else ""
@@ -130,7 +130,7 @@ def score_instances(worker: DeviceWorker, loaded: LoadedSpec, candidate: KernelI
         check = checker.check(candidate, spec, str(loaded.base_dir), check_shapes(spec, s.shape_set), seed)
         if check.failed:
             return _done(t0, seed, True, False, False, None, "check", message=f"{check.tool}: {check.message}",
-                         check=check, settled=settled)
+                         status=check.status.value, check=check, settled=settled)
     if same_kernel(candidate, baseline, spec, verify):
         same = sp.identical()
         return _done(t0, seed, True, True, False, None, "done", message="the candidate is the baseline kernel",

@@ -122,8 +122,10 @@ class TuneSummary(Record):
                     f"general configuration {g.key} measured {fmt_interval(g.geomean)} (95% confidence interval).")
         s = self.general
         if s is not None and s.geomean_speedup is not None:
-            return (f"The general configuration {s.key} makes {name} {s.geomean_speedup:.3f}x faster than "
-                    f"{self.baseline} on {self.device} (geomean; the search's own estimate, not confirmed).")
+            how = f"makes {name} {s.geomean_speedup:.3f}x faster than" if s.geomean_speedup >= 1 else \
+                f"leaves {name} at {s.geomean_speedup:.3f}x the speed of"        # "0.73x faster" read as faster
+            return (f"The general configuration {s.key} {how} {self.baseline} on {self.device} (geomean; the "
+                    "search's own estimate, not confirmed).")
         if s is not None:
             return f"The fastest configuration of {name} on {self.device} is {s.key} (no baseline was measured)."
         return f"No configuration of {name} was timed on every shape on {self.device}."
