@@ -191,6 +191,12 @@ def test_fast_p_from_runs_and_pairs(run, tmp_path):
     chosen = next((x for x in lines if x["kind"] == "general"), lines[0])
     assert rep["kernels"][0]["speedup"] == pytest.approx(chosen["speedup"])
     assert rep["fast_p"][0] == {"p": 0.0, "count": 1, "fraction": 1.0}
+    # a pair whose optimized kernel was edited after the export (here into the original) is not counted
+    forged = dict(chosen, optimized_source=chosen["original_source"], speedup=50.0)
+    write(tmp_path, "forged.jsonl", json.dumps(forged) + "\n")
+    rep = json.loads(run_cli("score", "fast-p", str(tmp_path / "forged.jsonl"), "--json").stdout)
+    assert rep["correct"] == 0 and rep["fast_p"][0]["count"] == 0
+    assert "its optimized kernel was changed after the export" in rep["kernels"][0]["note"]
     # the run and its pairs together: still one problem, scored by the run's own answer
     r = run_cli("score", "fast-p", str(run), str(pairs), "--json")
     rep = json.loads(r.stdout)

@@ -108,12 +108,31 @@ def from_pairs(path: Path) -> list[KernelOutcome]:
             raise KerntuneError(ErrorCode.FILE, f"{path}:{i}: not a kerntune pair (no speedup/verification)",
                                 hint="pass pair files written by `kerntune export pairs`")
         label = f" for {d['specialized_for']}" if d.get("specialized_for") else ""
+        changed = _changed(d)
         out.append(KernelOutcome(name=f"{d.get('kernel', '?')} {d.get('kind', '')}{label}".strip(),
-                                 source=f"{path}:{i}", correct=bool((d.get("verification") or {}).get("verified")),
+                                 source=f"{path}:{i}",
+                                 correct=not changed and bool((d.get("verification") or {}).get("verified")),
                                  speedup=d.get("speedup"),
-                                 speedup_lo=(d.get("speedup_interval") or {}).get("lo"),
+                                 speedup_lo=(d.get("speedup_interval") or {}).get("lo"), note=changed,
                                  problem=str(d.get("run_id") or f"{path}:{i}"), kind=str(d.get("kind") or "")))
     return out
+
+
+def _changed(d: dict) -> str:
+    """Why a pair is not the one `kerntune export pairs` wrote ("" when it is): a kernel whose source,
+    launch or options no longer hash to the pair's hashes was changed after the export, and its
+    verification and speedup are not about it (a pair edited to the original's source counted as
+    correct and 50x faster)."""
+    from kerntune.export.pairs import _identity
+
+    try:
+        for side in ("original", "optimized"):
+            if _identity(d[f"{side}_source"], d[f"{side}_launch"], d[f"{side}_compile_options"]) \
+                    != d[f"{side}_hash"]:
+                return f"not counted: its {side} kernel was changed after the export (the hash does not match)"
+    except (KeyError, TypeError):
+        return "not counted: a pair without its sources, launches and hashes cannot be checked"
+    return ""
 
 
 def one_per_problem(kernels: list[KernelOutcome]) -> tuple[list[KernelOutcome], list[Skip]]:
