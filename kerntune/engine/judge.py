@@ -48,7 +48,7 @@ class Downloaded(dict):
         return True
 
 
-def _past_end(spec: KernelSpec, runs: list[tuple[Arrays, Poison]]) -> dict[str, ArgCheck]:
+def _past_end(runs: list[tuple[Arrays, Poison]]) -> dict[str, ArgCheck]:
     """A failing check for each array some run wrote past the end of (its canary changed)."""
     out: dict[str, ArgCheck] = {}
     for got, _ in runs:
@@ -146,7 +146,7 @@ def judge_runs(spec: KernelSpec, inputs: Arrays, runs: list[tuple[Arrays, Poison
         if a.intent == "in":
             results = [unchanged(a, inputs[a.name], got[a.name]) for got, _ in runs]
             checks.append(next((c for c in results if not c.ok), results[0]))
-    overrun = _past_end(spec, runs)
+    overrun = _past_end(runs)
     return [overrun.get(c.name, c) for c in checks] if overrun else checks
 
 
@@ -206,4 +206,5 @@ def judge_single(spec: KernelSpec, inputs: Arrays, got: Arrays, poison: Poison, 
     return out
 
 
-__all__ = ["CANARY_BYTES", "Arrays", "Downloaded", "Expected", "Poison", "bits_dtype", "judge_runs", "judge_single", "settle", "tolerance_for"]
+__all__ = ["CANARY_BYTES", "Arrays", "Downloaded", "Expected", "Poison", "bits_dtype", "canary_pattern", "judge_runs",
+           "judge_single", "settle", "tolerance_for"]

@@ -56,7 +56,11 @@ class RunDir:
             return
         import os
 
-        f = open(self.path / LOCK, "a+")
+        try:
+            f = open(self.path / LOCK, "a+")
+        except OSError as e:
+            raise KerntuneError(ErrorCode.FILE, f"cannot write in the run directory {self.path}: {e.strerror or e}",
+                                hint="a run is written where it is; copy it to a writable folder") from None
         try:
             fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
