@@ -89,7 +89,8 @@ def _shapes(base: list[ShapeTiming], cand: CandidateResult) -> list[PairShape]:
     return out
 
 
-def _identity(source: str, launch: dict[str, Any], options: list[str]) -> str:
+def kernel_identity(source: str, launch: dict[str, Any], options: list[str]) -> str:
+    """What a pair's hashes are of: the normalized source with its launch and compile options."""
     return source_hash(source + "\n" + json.dumps([launch, options], sort_keys=True))
 
 
@@ -138,8 +139,8 @@ def run_pairs(run: Run, min_speedup: float = THRESHOLD) -> tuple[list[Pair], lis
         launch, options = run.launch_and_options(r, cand.config)
         # a kernel is its source with its launch and compile options: the same source launched with
         # other block sizes is another kernel
-        oh = _identity(original, run.original_launch(), run.original_options())
-        ph = _identity(optimized, launch, options)
+        oh = kernel_identity(original, run.original_launch(), run.original_options())
+        ph = kernel_identity(optimized, launch, options)
         if oh == ph:
             continue
         trans = run.transformations(r)

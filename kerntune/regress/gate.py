@@ -309,14 +309,14 @@ def _judge(j: _Job, opts: GateOptions, seed: int, now: float) -> tuple[KernelRes
     msg = ""
     if slower:
         msg = "slower on " + ", ".join(f"{x.label} ({change(x.ratio)}, p={x.p_value:.3f})" for x in slower)
-    elif not compared and (j.record is None or opts.update):
-        what = "this kernel" if j.record is None else "any of these shapes"
-        msg = f"no baseline for {what}" + ("; recorded" if opts.update else "; record one with --update")
-    elif not compared:
+    elif status == "unmatched":
         had = ", ".join(f"{s.label} ({' '.join(f'{k}={v}' for k, v in s.shape.items())})" for s in j.record.shapes)
         msg = (f"the baseline has this kernel at other shapes only ({had}): nothing to compare with, so it "
                f"cannot pass; run with the baseline's shape set ({j.record.shape_set or 'default'}), or record "
                "these shapes with --update")
+    elif not compared:
+        what = "this kernel" if j.record is None else "any of these shapes"
+        msg = f"no baseline for {what}" + ("; recorded" if opts.update else "; record one with --update")
     record = bl.KernelRecord(
         path=j.key, kernel=j.kf.kernel_name, lang=j.kf.lang, device=info.name, device_id=info.id,
         backend=info.backend, driver=info.driver, kerntune_version=__version__, seed=seed, recorded=now,

@@ -123,11 +123,11 @@ def _changed(d: dict) -> str:
     launch or options no longer hash to the pair's hashes was changed after the export, and its
     verification and speedup are not about it (a pair edited to the original's source counted as
     correct and 50x faster)."""
-    from kerntune.export.pairs import _identity
+    from kerntune.export.pairs import kernel_identity
 
     try:
         for side in ("original", "optimized"):
-            if _identity(d[f"{side}_source"], d[f"{side}_launch"], d[f"{side}_compile_options"]) \
+            if kernel_identity(d[f"{side}_source"], d[f"{side}_launch"], d[f"{side}_compile_options"]) \
                     != d[f"{side}_hash"]:
                 return f"not counted: its {side} kernel was changed after the export (the hash does not match)"
     except (KeyError, TypeError):

@@ -280,7 +280,7 @@ def infer(source: str, kernel: KernelFunction, bindings: dict[str, str], lang: s
                                      "that one using the row length instead fails; any at least that long works"))
         elif p.name in sizes:
             g = ArgGuess(p.name, ctype, dt, False, value=p.name, why="a size")
-            if re.search(r"stride|ld[abc]?$|pitch", p.name, re.I):
+            if STRIDE_NAME.search(p.name):
                 g.todo = "a stride: make it at least the row length the kernel assumes"
                 todos.append(f"args.{p.name}: {g.todo}")
             args.append(g)
