@@ -203,7 +203,8 @@ def test_bad_inputs(run, tmp_path):
 
 def test_a_kernel_changed_after_the_run_is_not_exported_as_verified(run, tmp_path):
     """best.cl edited after the run (a bug planted in it): the pair would carry the edited kernel under
-    `verified: true`; it is left out, and the export says why."""
+    `verified: true`; the run is left out (its record no longer holds together: record.audit), and the
+    export says why."""
     results = json.loads((run / "results.json").read_text())
     if not results["improved"]:
         pytest.skip("the run has no general pair to tamper with")
@@ -217,7 +218,16 @@ def test_a_kernel_changed_after_the_run_is_not_exported_as_verified(run, tmp_pat
     r = run_cli("export", "pairs", str(edited), "-o", str(out), "--json")
     assert r.returncode == 0, r.stderr
     reasons = [s["reason"] for s in json.loads(r.stdout)["skipped"]]
-    assert any("best.cl is not the kernel the tester verified" in why for why in reasons), reasons
+    assert any("best.cl was changed after the run" in why for why in reasons), reasons
     assert all(p["kind"] != "general" for p in _lines(out))
     changed = strip_header((edited / "best.cl").read_text())
     assert all(normalize(p["optimized_source"]) != normalize(changed) for p in _lines(out))
+    # a run written before the digests (none in results.json): its pairs are re-rendered and compared
+    results = json.loads((edited / "results.json").read_text())
+    results["files"].pop("digests", None)
+    (edited / "results.json").write_text(json.dumps(results))
+    r = run_cli("export", "pairs", str(edited), "-o", str(out), "--json")
+    assert r.returncode == 0, r.stderr
+    reasons = [s["reason"] for s in json.loads(r.stdout)["skipped"]]
+    assert any("best.cl is not the kernel the tester verified" in why for why in reasons), reasons
+    assert all(p["kind"] != "general" for p in _lines(out))

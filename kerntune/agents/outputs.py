@@ -15,6 +15,7 @@ import yaml
 from kerntune.agents.bake import bake
 from kerntune.agents.original import helper_path
 from kerntune.kernelfile import KernelFile
+from kerntune.record.audit import file_digests
 from kerntune.record.outcome import DispatchEntry, OutputFiles, TestReport
 from kerntune.record.store import DISPATCH, ORIGINAL, REPORT, RunDir
 from kerntune.spec.model import LaunchSpec
@@ -97,7 +98,9 @@ def write_outputs(run: RunDir, kf: KernelFile, templates: Mapping[int, Template]
                         **launches}
     run.write("spec.yaml", "# the original spec, with the launch of every kernel this run wrote\n" +
               yaml.safe_dump(data, sort_keys=False))
-    return OutputFiles(best="best" + ext, dispatch=DISPATCH, spec="spec.yaml", report=REPORT)
+    written = ["best" + ext] + [d.kernel for d in dispatch] + [DISPATCH, "spec.yaml"]
+    return OutputFiles(best="best" + ext, dispatch=DISPATCH, spec="spec.yaml", report=REPORT,
+                       digests=file_digests(run, written))
 
 
 __all__ = ["write_outputs"]

@@ -107,6 +107,14 @@ _ABORT = _classes(getattr(typer, "Abort", None), getattr(_click, "Abort", None),
 _NO_ARGS = _classes(getattr(_click.exceptions, "NoArgsIsHelpError", None))
 
 
+def _reader_gone() -> NoReturn:
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except OSError:
+        pass
+    sys.exit(141)
+
+
 def _failed(e: BaseException) -> int:
     """What a command's exception means: an error message and its exit status (or the status to
     exit with, where the exception was only the help being printed)."""
@@ -129,11 +137,7 @@ def _failed(e: BaseException) -> int:
     except _click.exceptions.ClickException as e:
         fail(KerntuneError(ErrorCode.USAGE, e.format_message()))
     except BrokenPipeError:            # the reader of our output went away (`kerntune ... | head`)
-        try:
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        except OSError:
-            pass
-        sys.exit(141)
+        _reader_gone()
     except SystemExit:
         raise
     except Exception as e:  # anything else is a bug: say so, without a traceback unless --debug
@@ -155,7 +159,10 @@ def main(argv: Optional[list[str]] = None) -> None:
     except BaseException as e:
         if not isinstance(e, SystemExit) and signals.received() is not None:
             _stopped()                 # an error the interrupt caused, or met while unwinding: it stopped us
-        status = _failed(e)
+        try:
+            status = _failed(e)
+        except BrokenPipeError:        # the reader went away while the error was printed
+            _reader_gone()
     if signals.received() is not None:   # a framework turned the interrupt into an exit status: ours wins
         _stopped()
     sys.exit(status if isinstance(status, int) else 0)

@@ -11,7 +11,8 @@ from typing import Optional
 import typer
 from rich.markup import escape
 
-from kerntune.cli.output import err, fmt_bytes, out, print_json, set_json
+from kerntune.cli.output import err, finish, fmt_bytes, out, set_json
+from kerntune.errors import ErrorCode, KerntuneError
 
 
 def open_in_browser(page: Path) -> tuple[bool, str]:
@@ -56,7 +57,7 @@ def report(
         opened, note = open_in_browser(Path(result.files.html))
         result = result.model_copy(update={"opened": opened, "open_note": note})
     if json:
-        print_json(result)
+        finish(result, untrusted(result.run_dir, result.record_problems))
         return
     out.print(escape(result.headline))
     if result.partial:
@@ -70,6 +71,19 @@ def report(
         out.print(f"wrote {escape(result.files.html)} (self-contained, {fmt_bytes(size)})")
     if result.open_note:
         (out if result.opened else err).print(escape(result.open_note))
+    finish(result, untrusted(result.run_dir, result.record_problems))
+
+
+def untrusted(run_dir: str, problems: list[str]) -> Optional[KerntuneError]:
+    """A run whose record does not hold together is an error (exit 2), each problem listed."""
+    if problems:
+        k = len(problems)
+        return KerntuneError(ErrorCode.RUN, f"{run_dir}: the run's record does not hold together ({k} problem"
+                                           f"{'s' if k != 1 else ''}), so its claims are not verified",
+                            hint="a file was edited, replaced or lost after the run: restore the run directory from "
+                                 "a copy, or run `kerntune optimize` on the kernel again",
+                            detail="\n".join(f"- {p}" for p in problems))
+    return None
 
 
 def register(app: typer.Typer) -> None:

@@ -102,8 +102,8 @@ def _describe(run: Run, r: int, key: str, transformations: list[dict[str, Any]],
 
 def run_pairs(run: Run, min_speedup: float = THRESHOLD) -> tuple[list[Pair], list[str]]:
     """The pairs of one run, and why it has none or why a kernel was left out."""
-    if not run.finished:
-        return [], [run.unfinished_reason]
+    if run.unusable:
+        return [], [run.unusable]
     test = run.test
     if test is None:
         return [], ["the tester confirmed no candidate (no test.json)"]

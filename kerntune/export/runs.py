@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from kerntune.errors import ErrorCode, KerntuneError
+from kerntune.record.audit import audit
 from kerntune.record.models import Manifest, ProposalRecord, RoundRecord, RunStatus
 from kerntune.record.outcome import CandidateResult, DispatchEntry, TestReport
 from kerntune.record.store import RunDir
@@ -84,6 +85,18 @@ class Run:
     def unfinished_reason(self) -> str:
         return (f"not finished (status {self.manifest.status.value}); finish it with "
                 f"kerntune optimize --resume {shell(self.path)}")
+
+    @cached_property
+    def unusable(self) -> Optional[str]:
+        """Why the run's claims cannot be used: unfinished, or a record that does not hold together."""
+        if not self.finished:
+            return self.unfinished_reason
+        problems = audit(self.rd)
+        if problems:
+            more = f" and {len(problems) - 1} more" if len(problems) > 1 else ""
+            return (f"its record does not hold together ({problems[0]}{more}; `kerntune show {shell(self.path)}` "
+                    "lists them): not used")
+        return None
 
     @property
     def device(self) -> dict[str, Any]:

@@ -85,8 +85,8 @@ class Trace(Record):
 
 
 def run_trace(run: Run) -> tuple[Optional[Trace], Optional[str]]:
-    if not run.finished:
-        return None, run.unfinished_reason
+    if run.unusable:
+        return None, run.unusable
     m = run.manifest
     steps = []
     for rec in sorted(m.rounds, key=lambda x: x.round):

@@ -102,6 +102,7 @@ class OutputFiles(Record):
     dispatch: str = ""
     spec: str = ""
     report: str = ""
+    digests: dict[str, str] = {}             # SHA-256 of each kernel, launch and spec file written (record.audit)
 
 
 class OptimizeResult(Record):

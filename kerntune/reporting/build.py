@@ -29,6 +29,7 @@ class ReportSummary(Record):
     kind: str
     partial: bool
     notes: list[str] = []
+    record_problems: list[str] = []          # where the run's record does not hold together (not to be trusted)
     headline: str
     confirmed: bool
     improved: Optional[bool] = None
@@ -88,7 +89,8 @@ def write_report(run_dir: Path, html: bool = False, out_dir: Optional[Path] = No
 
 
 def summary(r: RunReport, files: ReportFiles, **extra: Any) -> ReportSummary:
-    return ReportSummary(run_dir=r.run_dir, kind=r.kind, partial=r.partial, notes=r.notes, headline=headline(r),
+    return ReportSummary(run_dir=r.run_dir, kind=r.kind, partial=r.partial, notes=r.notes,
+                         record_problems=r.record_problems, headline=headline(r),
                          confirmed=r.confirmed, improved=r.improved, general_key=r.general_key,
                          general_round=r.general_round, general_speedup=r.general_speedup,
                          general_interval=r.general_interval,

@@ -60,6 +60,8 @@ def _tiles(r: RunReport) -> str:
 
 
 def _verdict(r: RunReport) -> tuple[str, str]:
+    if r.record_problems:
+        return "bad", "not trusted"
     if r.partial:
         return "partial", "partial run"
     if r.kind == "optimize":
@@ -78,6 +80,10 @@ def _header(r: RunReport) -> str:
 
 
 def _banner(r: RunReport) -> str:
+    if r.record_problems:
+        items = "".join(f"<li>{esc(p)}</li>" for p in r.record_problems)
+        trust = f'<div class="banner"><strong>Not trusted.</strong> The record does not hold together:<ul>{items}</ul></div>'
+        return trust + _banner(r.model_copy(update={"record_problems": []}))
     if not r.notes:
         return ""
     title = "<strong>Partial run.</strong> " if r.partial else ""

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from kerntune.errors import KerntuneError
+from kerntune.record.audit import audit
 from kerntune.record.models import Manifest, ProposalRecord, RoundRecord, RoundStatus, RunStatus
 from kerntune.record.outcome import TestReport
 from kerntune.record.store import RunDir
@@ -60,7 +61,8 @@ def load_optimize(path: Path) -> RunReport:
         elapsed_s=sum(r.rec.seconds for r in rounds) or None, shapes=rows,
         convergence=_convergence(rounds, base is not None), failures=_failures(rounds, test),
         trace=_trace(m, rounds, g_round, g_config), original=original,
-        rounds=[r.rec for r in rounds], test=test, llm=m.llm, files=result.files if result else None)
+        rounds=[r.rec for r in rounds], test=test, llm=m.llm, files=result.files if result else None,
+        record_problems=audit(run))
     winner, note = _winner(run, m, report, rounds)
     return report.model_copy(update={"winner": winner, "winner_note": note})
 

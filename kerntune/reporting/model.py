@@ -102,6 +102,7 @@ class RunReport(Record):
     stop_reason: str = ""
     partial: bool = False
     notes: list[str] = []                     # what is missing and why
+    record_problems: list[str] = []           # where the record does not hold together (kerntune.record.audit)
     confirmed: bool = False                   # numbers from the final test (not tuning estimates)
     improved: Optional[bool] = None
     baseline_label: str = "the original"
@@ -173,6 +174,10 @@ def headline(r: RunReport) -> str:
     device = r.device.split(" (")[0]
     on = f" on {device}" if device else ""
     shapes = f"{n} shape{'s' if n != 1 else ''}"
+    if r.record_problems:
+        k = len(r.record_problems)
+        return (f"Not to be trusted: the record of this {r.kind} run of {r.kernel} does not hold together ({k} "
+                f"problem{'s' if k != 1 else ''}; changed after the run), so none of its numbers is a verified claim.")
     if not r.shapes or all(s.baseline_ms is None and s.best_ms is None for s in r.shapes):
         return f"Partial run: nothing has been measured for {r.kernel} yet."
     if r.kind == "optimize":

@@ -29,6 +29,7 @@ a { color: var(--blue); }
         border-radius: 999px; background: rgba(255,255,255,0.18); border: 1px solid rgba(255,255,255,0.5); }
 .pill.good { background: #c6f6d5; color: #22543d; border-color: #9ae6b4; }
 .pill.partial { background: #fefcbf; color: #744210; border-color: #f6e05e; }
+.pill.bad { background: #fed7d7; color: #742a2a; border-color: #feb2b2; }
 .pill.neutral { background: #e2e8f0; color: #2d3748; border-color: #cbd5e0; }
 .tiles { display: grid; grid-template-columns: repeat(auto-fit, minmax(150px, 1fr)); gap: 10px; }
 .tile { background: rgba(255,255,255,0.12); border: 1px solid rgba(255,255,255,0.25); border-radius: 10px;

@@ -77,8 +77,8 @@ def fast_p(outcomes: Iterable[Scored], p: float) -> float:
 
 
 def from_run(run: Run) -> KernelOutcome | Skip:
-    if not run.finished:
-        return Skip(run_dir=str(run.path), reason=run.unfinished_reason)
+    if run.unusable:
+        return Skip(run_dir=str(run.path), reason=run.unusable)
     name = f"{run.manifest.kernel_name} ({run.manifest.kernel_file})"
     test = run.test
     if test is not None and test.improved and test.general is not None and test.general.verified:

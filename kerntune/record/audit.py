@@ -1,0 +1,166 @@
+"""Does a finished optimize run's record hold together? Every command that
+reads a run's claims back (`show`, `report`, `export`, `score fast-p`) asks
+:func:`audit` first, so a record edited by hand, or a file lost or changed
+after the run, is not passed on as verified.
+
+What is checked is what can be derived again from the record itself:
+
+* each interval is an interval (0 <= lo <= hi, a positive estimate, inside
+  its bounds where its method puts it there);
+* each candidate's verdict is :func:`kerntune.speedup.decide` on its geometric
+  mean, its point estimates those of its intervals, and a verified candidate
+  has no failed memory check;
+* the general kernel is a verified candidate of the test, ``improved`` is its
+  verdict, and each shape's winner is a verified candidate (or the original)
+  at the speedup of its interval;
+* results.json repeats test.json exactly, and test.json is there when
+  results.json has a test;
+* the kernels the run handed back (best.<ext>, per_shape/, spec.yaml) have
+  the SHA-256 digests recorded when they were written.
+
+It cannot catch an edit that rewrites every derived number consistently: the
+raw timing runs are not kept, so a forged interval with a matching verdict in
+both files reads as a real one. The run directory is evidence of what the run
+measured, not a signature."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from typing import Iterable, Optional
+
+from pydantic import BaseModel
+
+from kerntune.record.outcome import CandidateResult, OptimizeResult, TestReport
+from kerntune.record.store import RESULTS, TEST, RunDir
+from kerntune.speedup import Interval, decide
+
+# methods whose estimate lies inside the interval by construction (a percentile bootstrap's may not)
+_CONTAINS = ("sign-test", "moses", "identical", "sessions")
+_SLACK = 1e-9
+
+
+def digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def file_digests(run: RunDir, rels: Iterable[str]) -> dict[str, str]:
+    """``rel -> sha256`` of files the run has just written (what :func:`audit` checks later)."""
+    return {rel: digest(run.file(rel).read_bytes()) for rel in rels}
+
+
+def _close(a: Optional[float], b: Optional[float]) -> bool:
+    if a is None or b is None:
+        return a is b
+    return a == b or math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
+
+
+def _same(a: Optional[BaseModel], b: Optional[BaseModel]) -> bool:
+    """Equal as written (NaN and infinity are written as null, so a record equals its copy)."""
+    if a is None or b is None:
+        return a is b
+    return a.model_dump_json() == b.model_dump_json()
+
+
+def _interval(where: str, iv: Optional[Interval]) -> list[str]:
+    if iv is None:
+        return []
+    bad = []
+    if not (iv.ratio > 0 and math.isfinite(iv.ratio)):
+        bad.append(f"{where}: the estimate {iv.ratio!r} is not a positive number")
+    if not (0 <= iv.lo <= iv.hi):
+        bad.append(f"{where}: the interval [{iv.lo:g}, {iv.hi:g}] is not an interval")
+    elif any(m in iv.method for m in _CONTAINS) and not (iv.lo * (1 - _SLACK) <= iv.ratio <= iv.hi * (1 + _SLACK)):
+        bad.append(f"{where}: the estimate {iv.ratio:g} lies outside its interval [{iv.lo:g}, {iv.hi:g}]")
+    return bad
+
+
+def _candidate(c: CandidateResult, threshold: float) -> list[str]:
+    name = f"candidate {c.key} (round {c.round})"
+    bad = _interval(f"{name}'s geomean", c.geomean)
+    for label, iv in c.intervals.items():
+        bad += _interval(f"{name} at {label}", iv)
+        if label in c.speedups and not _close(c.speedups[label], iv.ratio):
+            bad.append(f"{name} at {label}: the speedup {c.speedups[label]:g} is not its interval's {iv.ratio:g}")
+    if c.geomean is not None:
+        if not _close(c.geomean_speedup, c.geomean.ratio):
+            bad.append(f"{name}: the geomean speedup {c.geomean_speedup!r} is not its interval's {c.geomean.ratio:g}")
+        if c.verdict is not None and c.verdict is not decide(c.geomean, threshold):
+            bad.append(f"{name}: the verdict {c.verdict.value!r} does not follow from its interval "
+                       f"{c.geomean.text(3)} (it gives {decide(c.geomean, threshold).value!r})")
+    if c.verified and c.check is not None and c.check.failed:
+        bad.append(f"{name} is marked verified, but its memory check found {c.check.status.value}")
+    return bad
+
+
+def audit_test(t: TestReport) -> list[str]:
+    """What in a final test's report does not follow from the rest of it."""
+    bad = [p for c in t.candidates for p in _candidate(c, t.threshold)]
+    g = t.general
+    if g is not None:
+        own = t.candidate(g.round, g.key)
+        if own is None or not _same(own, g):
+            bad.append(f"the general kernel {g.key} (round {g.round}) is not the test's candidate of that name")
+            bad += [f"the general kernel: {p}" for p in _candidate(g, t.threshold)]
+        if not g.verified:
+            bad.append(f"the general kernel {g.key} is not verified ({g.status.value})")
+    improved = g is not None and g.verdict is not None and g.verdict.value == "faster"
+    if t.improved != improved:
+        bad.append(f"the test says improved={t.improved}, but its general kernel's verdict is "
+                   f"{g.verdict.value if g is not None and g.verdict is not None else 'none'}")
+    for w in t.per_shape:
+        bad += _interval(f"shape {w.label}'s winner", w.interval)
+        if w.interval is not None and not _close(w.speedup, w.interval.ratio):
+            bad.append(f"shape {w.label}: the speedup {w.speedup:g} is not its interval's {w.interval.ratio:g}")
+        if w.winner == "original":
+            if not _close(w.speedup, 1.0):
+                bad.append(f"shape {w.label}: the original kernel is the winner at {w.speedup:g}x, not 1x")
+            continue
+        c = t.candidate(w.round, w.winner)
+        if c is None or not c.verified:
+            bad.append(f"shape {w.label}: its winner {w.winner} (round {w.round}) is not a verified candidate "
+                       "of the test")
+        elif w.interval is not None and not _same(c.intervals.get(w.label), w.interval):
+            bad.append(f"shape {w.label}: the winner's interval is not the one its candidate measured")
+    return bad
+
+
+def audit(run: RunDir) -> list[str]:
+    """Every way the finished run in ``run`` does not hold together (empty: it does). Reads
+    results.json and test.json; a run with no results.json has nothing to audit."""
+    result: Optional[OptimizeResult] = run.results()
+    if result is None:
+        return []
+    bad: list[str] = []
+    test = run.test()
+    if result.test is not None:
+        if test is None:
+            bad.append(f"{TEST} is missing, but {RESULTS} has a final test: the test's record is gone")
+        elif not _same(test, result.test):
+            bad.append(f"{TEST} and {RESULTS} disagree on the final test: one of them was changed after the run")
+    for t, name in ((test, TEST), (None if _same(result.test, test) else result.test, RESULTS)):
+        bad += [f"{name}: {p}" for p in audit_test(t)] if t is not None else []
+    t = result.test
+    g = t.general if t is not None and t.improved else None
+    if result.improved != (g is not None):
+        bad.append(f"{RESULTS} says improved={result.improved}, its final test says {g is not None}")
+    if g is not None and (result.general_key != g.key or result.general_round != g.round
+                          or not _same(result.general_interval, g.geomean) or not _close(result.general_speedup,
+                                                                                g.geomean_speedup)):
+        said = result.general_interval.text(3) if result.general_interval is not None else "no interval"
+        bad.append(f"{RESULTS}'s general kernel ({result.general_key}, {said}, speedup {result.general_speedup!r}) is "
+                   f"not the final test's ({g.key}, {g.geomean.text(3) if g.geomean else 'no interval'}, speedup "
+                   f"{g.geomean_speedup!r})")
+    if t is not None and [w.model_dump_json() for w in result.per_shape] != [w.model_dump_json() for w in t.per_shape]:
+        bad.append(f"{RESULTS}'s per-shape winners are not the final test's")
+    for rel, want in result.files.digests.items():
+        data = run.file(rel).read_bytes() if run.file(rel).is_file() else None
+        if data is None:
+            bad.append(f"{rel} is missing: the run wrote it")
+        elif digest(data) != want:
+            bad.append(f"{rel} was changed after the run: what it holds now is not the kernel or launch that was "
+                       "verified and timed")
+    return bad
+
+
+__all__ = ["audit", "audit_test", "digest", "file_digests"]

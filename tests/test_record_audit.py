@@ -1,0 +1,124 @@
+"""A finished run's record is checked when it is read back (kerntune.record.audit): a record edited
+by hand, a test file lost, or a kernel file changed after the run is not shown as verified by
+`show`, `report`, `optimize --resume`, nor used by `score fast-p` and `export` (found by an
+adversarial tour: an edited results.json showed 9.78x, with an interval whose low end was above
+its high end; a deleted test.json still said "verified again"). Every case edits a copy of one
+real optimize run."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from kerntune.record.audit import audit
+from kerntune.record.store import RunDir
+from tests.conftest import run_cli
+
+
+def _json(p: Path, edit) -> None:
+    data = json.loads(p.read_text())
+    edit(data)
+    p.write_text(json.dumps(data))
+
+
+def _general(d: dict) -> dict:
+    """The general candidate's entry in the test's candidate list."""
+    g = d["general"]
+    return next(c for c in d["candidates"] if c["key"] == g["key"] and c["round"] == g["round"])
+
+
+def _both(run: Path, edit) -> None:
+    """The same edit of the final test in test.json and in results.json (a careful forger)."""
+    _json(run / "test.json", edit)
+    test = json.loads((run / "test.json").read_text())
+    _json(run / "results.json", lambda r: r.update(test=test))
+
+
+def _ratio(r: dict) -> None:
+    r["general_interval"].update(ratio=9.78, lo=9.5, hi=10.1)
+    r["general_speedup"] = 9.78
+
+
+def _low(t: dict) -> None:          # the interval no longer clears the bar, the verdict still says faster
+    for c in (t["general"], _general(t)):
+        c["geomean"]["lo"] = 0.5
+
+
+def _inverted(t: dict) -> None:
+    for c in (t["general"], _general(t)):
+        c["geomean"]["lo"] = c["geomean"]["hi"] * 2
+
+
+def _unverified_winner(t: dict) -> None:
+    w = next(w for w in t["per_shape"] if w["winner"] != "original")
+    c = next(c for c in t["candidates"] if c["key"] == w["winner"] and c["round"] == w["round"])
+    c["status"], c["stage"] = "wrong_result", "verify"
+
+
+TAMPERING = {
+    "results-ratio": (lambda run: _json(run / "results.json", _ratio), "results.json's general kernel"),
+    "test-removed": (lambda run: (run / "test.json").unlink(), "test.json is missing"),
+    "test-only": (lambda run: _json(run / "test.json", _low), "disagree on the final test"),
+    "verdict": (lambda run: _both(run, _low), "does not follow from its interval"),
+    "inverted": (lambda run: _both(run, _inverted), "is not an interval"),
+    "winner": (lambda run: _both(run, _unverified_winner), "is not a verified candidate"),
+    "kernel-edited": (lambda run: (run / "best.cl").write_text((run / "best.cl").read_text() + "// edited\n"),
+                      "best.cl was changed after the run"),
+    "kernel-removed": (lambda run: next((run / "per_shape").glob("*.cl")).unlink(), "is missing: the run wrote it"),
+}
+
+
+@pytest.fixture
+def copy(improved_run, tmp_path) -> Path:
+    dest = tmp_path / "run"
+    shutil.copytree(improved_run, dest)
+    return dest
+
+
+def test_the_untouched_record_holds_together(copy):
+    assert json.loads((copy / "results.json").read_text())["files"]["digests"], "the run records its files' digests"
+    assert audit(RunDir.open(copy)) == []
+    r = run_cli("show", str(copy))
+    assert r.returncode == 0, r.stderr
+
+
+@pytest.mark.parametrize("case", sorted(TAMPERING))
+def test_a_changed_record_is_found(copy, case):
+    tamper, expected = TAMPERING[case]
+    tamper(copy)
+    problems = audit(RunDir.open(copy))
+    assert any(expected in p for p in problems), problems
+
+
+def test_show_and_resume_refuse_an_edited_record(copy):
+    _json(copy / "results.json", _ratio)
+    r = run_cli("show", str(copy))
+    assert r.returncode == 2 and "does not hold together" in r.stderr and "9.780" in r.stderr, r.stderr
+    assert "Traceback" not in r.stderr
+    r = run_cli("show", str(copy), "--json")
+    assert r.returncode == 2 and json.loads(r.stdout)["error"]["code"] == "run"
+    r = run_cli("optimize", "--resume", str(copy))
+    assert r.returncode == 2 and "does not hold together" in r.stderr, r.stderr
+
+
+def test_report_marks_an_edited_record_and_fails(copy):
+    _both(copy, _low)
+    r = run_cli("report", str(copy), "--json")
+    assert r.returncode == 2, r.stderr
+    data = json.loads(r.stdout)            # one document: the report's summary with the error in it
+    assert data["record_problems"] and data["error"]["code"] == "run"
+    assert data["headline"].startswith("Not to be trusted")
+    md = (copy / "report.md").read_text()
+    assert "**Not trusted.**" in md and "does not follow from its interval" in md
+
+
+def test_scoring_and_export_leave_an_edited_run_out(copy, tmp_path):
+    _both(copy, _low)
+    r = run_cli("score", "fast-p", str(copy), "--json")     # nothing else to score: an error that says why
+    assert r.returncode == 2 and "does not hold together" in json.loads(r.stdout)["error"]["hint"], r.stdout
+    r = run_cli("export", "pairs", str(copy), "-o", str(tmp_path / "pairs.jsonl"))
+    assert r.returncode == 0 and "does not hold together" in r.stdout + r.stderr
+    assert (tmp_path / "pairs.jsonl").read_text() == ""
