@@ -1,8 +1,9 @@
 """Every kernel of the corpus verified alone against its spec's NumPy reference at the shapes
 beyond its CPU shape set that the final test verifies candidates at (kerntune.engine.checker.
-reach_shapes): a reach shape made from listed sizes must be one the original kernel handles.
+reach_shapes), and at the odd and random spread shapes of a few seeds (spread_shapes): a shape
+within the spec's bounds must be one the original kernel handles.
 
-    python scripts/check_reach_shapes.py [--out FILE]
+    python scripts/check_reach_shapes.py [--out FILE] [--spread-seeds N]
 
 Prints one line per kernel and shape; exit 1 when an original fails at a reach shape."""
 
@@ -15,7 +16,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from kerntune.engine.checker import reach_shapes  # noqa: E402
+from kerntune.engine.checker import reach_shapes, spread_shapes  # noqa: E402
 from kerntune.engine.devices import resolve  # noqa: E402
 from kerntune.engine.evaluate import EvalRequest  # noqa: E402
 from kerntune.engine.supervisor import DeviceWorker  # noqa: E402
@@ -38,6 +39,7 @@ def originals() -> list[Path]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path)
+    ap.add_argument("--spread-seeds", type=int, default=3, help="also the random spread shape of seeds 0..N-1")
     args = ap.parse_args()
     ref, _ = resolve("cpu", "opencl")
     lines, failed = [], 0
@@ -52,6 +54,8 @@ def main() -> int:
             if "cpu" not in shape_set_names(spec) or spec.reference is None:
                 continue
             reach = tuple(reach_shapes(spec, "cpu"))
+            more = {s.key: s for seed in range(args.spread_seeds) for s in spread_shapes(spec, "cpu", seed)}
+            reach += tuple(more.values())
             for shape in reach:
                 req = EvalRequest(candidate=kf.instance(), spec=spec, base_dir=str(kf.loaded.base_dir),
                                   verify_shapes=(shape,), time_shapes=(), seed=1, timing=None,

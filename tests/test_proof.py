@@ -718,3 +718,61 @@ def test_a_kernel_wrong_only_on_more_rows_than_any_run_shape_fails_at_a_reach_sh
     assert worker.evaluate(base, 300).status is Status.OK
     r = worker.evaluate(base.reaching(tuple(reach_shapes(spec, "cpu"))), 300)
     assert r.status is Status.WRONG_RESULT and r.message.startswith("reach rows=4096: out: tolerance"), r.message
+
+
+def test_a_kernel_wrong_only_between_the_listed_sizes_fails_at_a_spread_shape(tmp_path):
+    """A vector_add wrong only for 300000 < n < 1000000 passes every listed, held-out, fresh and reach
+    shape of the CPU set (adversarial tour); the final test and `score reward` also verify one shape
+    drawn by their seed anywhere from the run's smallest shape to the reach bounds, and at a seed whose
+    draw lands in the band the kernel scores wrong there."""
+    from kerntune.engine.checker import spread_shapes
+
+    spec_path = REPO / "kernels/examples/vector_add.yaml"
+    spec = load_file(spec_path).spec
+    draws = {seed: spread_shapes(spec, "cpu", seed) for seed in range(60)}
+    assert all([s.label for s in d][0] == "odd n=262145" and d[1].label.startswith("spread n=") and len(d) == 2
+               for d in draws.values())
+    ns = [d[1].as_dict()["n"] for d in draws.values()]
+    assert min(ns) < 262144 < max(ns) <= 1 << 24          # between the run's shapes, and beyond them
+    assert all(n % 2 == 1 for n in ns)                      # odd: a tail in every vector width
+    seed = next(s for s, d in draws.items() if 300000 < d[1].as_dict()["n"] < 1000000)
+    band = (REPO / "kernels/examples/vector_add.cl").read_text().replace(
+        "c[i] = a[i] + b[i];", "c[i] = (n > 300000 && n < 1000000) ? a[i] : a[i] + b[i];")
+    assert band != (REPO / "kernels/examples/vector_add.cl").read_text()
+    (tmp_path / "band.cl").write_text(band)
+    r = run_cli("score", "reward", str(tmp_path / "band.cl"), "--baseline", str(REPO / "kernels/examples/vector_add.cl"),
+                "--spec", str(spec_path), "--device", "cpu", "--shape-set", "cpu", "--seed", str(seed), "--no-memcheck",
+                "--repeats", "6", "--json")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["correct"] is False and out["message"].startswith("spread n="), out
+
+
+def test_a_kernel_wrong_only_on_large_odd_sizes_fails_at_the_odd_shape(tmp_path):
+    """A float4 path taken only from n >= 2000000 that drops the last n % 4 elements: the held-out and
+    fresh shapes are odd but near the two smallest (4096, 1M), the listed ones multiples of 4
+    (adversarial tour); the run's largest shape moved to an odd size is verified too, and the kernel
+    is wrong there."""
+    from kerntune.engine.checker import spread_shapes
+
+    spec_path = REPO / "kernels/examples/vector_add.yaml"
+    assert spread_shapes(load_file(spec_path).spec, None, 0)[0].as_dict() == {"n": (1 << 24) - 1}
+    (tmp_path / "quad.cl").write_text("""\
+__kernel void vector_add(__global float* c, __global const float* a, __global const float* b, const int n)
+{
+    int i = get_global_id(0);
+    if (n >= 2000000) {
+        if (4 * i + 3 < n)
+            vstore4(vload4(i, a) + vload4(i, b), i, c);
+        else if (i < n / 4 + 1 && 4 * i < n)
+            c[4 * i] = a[4 * i] + b[4 * i];
+    } else if (i < n) {
+        c[i] = a[i] + b[i];
+    }
+}
+""")
+    r = run_cli("score", "reward", str(tmp_path / "quad.cl"), "--baseline", str(REPO / "kernels/examples/vector_add.cl"),
+                "--spec", str(spec_path), "--device", "cpu", "--seed", "1", "--no-memcheck", "--repeats", "6", "--json")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["correct"] is False and out["message"].startswith("odd n=16777215"), out

@@ -29,7 +29,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Callable, Optional
 
 from kerntune import speedup as sp
-from kerntune.engine.checker import MemoryChecker, check_shapes, reach_shapes
+from kerntune.engine.checker import MemoryChecker, check_shapes, reach_shapes, spread_shapes
 from kerntune.engine.evaluate import EvalRequest, KernelInstance, TimingOptions
 from kerntune.engine.hostload import LoadMeter
 from kerntune.engine.supervisor import DeviceWorker
@@ -229,7 +229,7 @@ class Tester:
         spec = self.loaded.spec
         fresh = tuple(extra_holdouts(spec, self.shape_set, 2, seed))
         verify = self.shapes + self.holdouts + fresh
-        reach = tuple(reach_shapes(spec, self.shape_set))
+        reach = tuple(reach_shapes(spec, self.shape_set) + spread_shapes(spec, self.shape_set, seed))
         results: list[CandidateResult] = []
         live: list[tuple[Candidate, int]] = []
         for i, c in enumerate(candidates):
@@ -242,7 +242,7 @@ class Tester:
                     "message": "the original kernel itself (same source, options and launch)"}))
                 continue
             self.on_step(f"verifying candidate {i + 1}/{len(candidates)} on {len(verify) + len(reach)} shapes "
-                         f"({len(fresh)} fresh" + (f", {len(reach)} beyond the run's" if reach else "") + ")")
+                         f"({len(fresh)} fresh" + (f", {len(reach)} beyond or between the run's" if reach else "") + ")")
             r = self.worker.evaluate(self._request(c.instance, seed + 7919 * (i + 1), verify, (), self.original,
                                                    reach=reach), self.timeout_s * (2 if reach else 1))
             if r.status is not Status.OK:

@@ -200,6 +200,78 @@ def reach_shapes(spec: KernelSpec, shape_set: str | None = None, limit: int = RE
     return out
 
 
+def spread_shapes(spec: KernelSpec, shape_set: str | None, seed: int, limit: int = REACH_ELEMENTS,
+                  volume: int = REACH_VOLUME) -> list[Shape]:
+    """Shapes between and past the run's that no list names, each within the reach bounds:
+
+    - the run's largest shape with every size moved to a near odd multiple of its step ("odd"):
+      the held-out and fresh shapes are odd but small, and a vector_add whose float4 path (taken
+      for n >= 400000) dropped the last n % 4 elements was called correct on every shape;
+    - one shape drawn at random (by ``seed``) from the whole range the run's shapes and the reach
+      bounds span ("spread"): each size log-uniform from its value in the run's smallest shape up
+      to the largest value that fits the bounds with the other sizes there (and its max), an odd
+      multiple of its step; drawn again, closer to the smallest shape, until the whole shape fits.
+      A vector_add wrong only for 300000 < n < 1000000 was called correct at every listed,
+      held-out, fresh and reach shape. Each final test and reward draws its own, so the sizes
+      between are covered across runs, not in one.
+
+    Both found by an adversarial tour (2026-12-05). Shapes the run has, or that do not fit, are
+    left out."""
+    import random
+
+    from kerntune.spec.shapes import _volume
+
+    run = spec_shapes(spec, shape_set)
+    most = volume * max(_volume(s) for s in run)
+    taken = {s.key for s in run}
+    low = min(run, key=_volume).as_dict()
+
+    def fits(sizes: dict[str, int]) -> bool:
+        return _largest_array(spec, sizes) <= limit and _volume(Shape.of(sizes)) <= most
+
+    def odd(name: str, value: float) -> int:
+        c = spec.sizes[name]
+        m = c.multiple_of
+        k = max(1, int(value) // m, -(-max(c.min, 1) // m))
+        if k % 2 == 0:
+            k += -1 if c.max is not None and (k + 1) * m > c.max else 1
+        return max(k, 1) * m
+
+    out: list[Shape] = []
+    high = max(run, key=_volume).as_dict()
+    odd_high = {}
+    for name, value in high.items():         # the nearest odd multiple above, or else below
+        c, m = spec.sizes[name], spec.sizes[name].multiple_of
+        k = value // m
+        ks = [k + 1, k + 2, k - 1, k - 2] if k % 2 == 0 else [k, k + 2, k - 2]
+        fit = [j * m for j in ks if j % 2 == 1 and j * m >= max(c.min, 1) and (c.max is None or j * m <= c.max)
+               and fits(dict(high, **odd_high, **{name: j * m}))]
+        odd_high[name] = fit[0] if fit else value
+    shape = Shape.of(odd_high, label="odd " + " ".join(f"{k}={v}" for k, v in odd_high.items()), holdout=True)
+    if shape.key not in taken and fits(odd_high):
+        taken.add(shape.key)
+        out.append(shape)
+    top = {}
+    for name, value in low.items():          # each size's reach with the others at the smallest shape's
+        c, v = spec.sizes[name], value
+        for _ in range(64):
+            nxt = v * 2 if c.max is None else min(v * 2, c.max)
+            if nxt == v or not fits(dict(low, **{name: nxt})):
+                break
+            v = nxt
+        top[name] = v
+    rng = random.Random(seed)
+    draw = {name: rng.random() for name in low}
+    for attempt in range(24):
+        scale = 0.75 ** attempt
+        sizes = {name: odd(name, low[name] * (top[name] / low[name]) ** (draw[name] * scale)) if low[name] > 0
+                 else low[name] for name in low}
+        if fits(sizes):
+            shape = Shape.of(sizes, label="spread " + " ".join(f"{k}={v}" for k, v in sizes.items()), holdout=True)
+            return out + ([shape] if shape.key not in taken else [])
+    return out
+
+
 # --- reading the tools' logs ----------------------------------------------------------------
 def oclgrind_findings(log: str) -> list[str]:
     """Oclgrind's error reports: blocks separated by blank lines."""

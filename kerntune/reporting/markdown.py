@@ -111,6 +111,8 @@ def render(r: RunReport, images: dict[str, str]) -> str:
     """The Markdown report; ``images`` maps figure ids to paths relative to the report."""
     what = r.kernel_path or r.kernel
     lines = [f"# kerntune {r.kind}: {what}", "", f"> **{headline(r)}**", ""]
+    if r.record_problems:
+        lines += ["> **Not trusted.** The record does not hold together: " + "; ".join(r.record_problems) + ".", ""]
     if r.partial:
         lines += ["> **Partial run.** " + " ".join(r.notes), ""]
     elif r.notes:
