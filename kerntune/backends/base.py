@@ -23,6 +23,16 @@ class CompileFailed(Exception):
         self.log = log
 
 
+def stateless(source: str, lang: str) -> None:
+    """Refuse (CompileFailed) a kernel that keeps device variables between launches
+    (kerntune.source.state): its repeated launches do not each do one launch's work."""
+    from kerntune.source.state import persistent_state, refusal
+
+    names = persistent_state(source, lang)
+    if names:
+        raise CompileFailed(refusal(names))
+
+
 class LaunchFailed(Exception):
     """The runtime refused or aborted a launch. ``fatal`` means the device
     context is no longer usable (CUDA sticky errors such as an illegal address)

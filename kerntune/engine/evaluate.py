@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from kerntune.backends.base import Backend, CompileFailed, LaunchFailed
+from kerntune.backends.base import Backend, CompileFailed, LaunchFailed, stateless
 from kerntune.backends.compile_log import name_locations
 from kerntune.dtypes import finite_poison
 from kerntune.engine import distributions as dist
@@ -143,6 +143,7 @@ class Evaluator:
         if key in self._kernels:
             self._kernels.move_to_end(key)
             return self._kernels[key]
+        stateless(inst.source, inst.lang)
         kernel = self.backend.compile(inst.source, inst.name, inst.options)
         self._kernels[key] = kernel
         if len(self._kernels) > self._max_cached:

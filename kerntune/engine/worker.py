@@ -34,7 +34,7 @@ class CompileRequest:
 
 
 def _handle(evaluator: Any, kind: str, payload: Any) -> Any:
-    from kerntune.backends.base import CompileFailed
+    from kerntune.backends.base import CompileFailed, stateless
 
     if kind == "evaluate":
         return evaluator.evaluate(payload)
@@ -42,6 +42,7 @@ def _handle(evaluator: Any, kind: str, payload: Any) -> Any:
         return evaluator.timer.compare(payload)
     if kind == "compile":
         try:
+            stateless(payload.source, evaluator.backend.info().lang)
             kernel = evaluator.backend.compile(payload.source, payload.name, payload.options)
         except CompileFailed as e:
             raise KerntuneError(ErrorCode.COMPILE, f"{payload.name} does not compile", detail=e.log) from None

@@ -1,0 +1,100 @@
+"""Device variables that outlive a launch: program-scope variables (OpenCL C
+2.0), ``__device__``/``__managed__`` variables (CUDA) and ``static`` locals,
+unless they are read-only (``const``, ``__constant``).
+
+kerntune measures a kernel by launching it many times on the same inputs and
+verifies it on the launches it inspects. A kernel that keeps results between
+launches can return what an earlier launch computed: an adversarial tour's
+row_sum kept each row's sum in program-scope memory, keyed on four sampled
+elements of the row, and was verified and confirmed 9.57x faster while it
+returned stale sums for a row changed elsewhere. Such a kernel is not a
+function of its arguments, so neither its results nor its times say what one
+launch does; :func:`persistent_state` finds it in the source, before it runs.
+
+The scan reads the source as written (tree-sitter, no preprocessor): a CUDA
+``__device__`` hidden behind a macro is not seen. The OpenCL runtimes cannot be
+asked instead: ``CL_PROGRAM_BUILD_GLOBAL_VARIABLE_TOTAL_SIZE`` is 4 bytes for
+a kernel with no variable at all on Intel's CPU runtime 2026.22 and 0 for the
+tour's 48 KiB of them on PoCL 3.0.
+"""
+
+from __future__ import annotations
+
+from kerntune.source.parse import _blank_opencl, _parser, walk
+
+_READ_ONLY_CUDA = ("__constant__", "__shared__")     # __shared__ lives for one block of one launch
+_KEEPS_CUDA = ("__device__", "__managed__")
+
+
+def _words(node, data: bytes) -> set[str]:
+    return set(data[node.start_byte:node.end_byte].decode(errors="replace").replace("*", " ").split())
+
+
+def _declared(node, data: bytes) -> list[str]:
+    names = []
+    for d in node.children_by_field_name("declarator"):
+        n = d
+        while n is not None and n.type not in ("identifier", "field_identifier"):
+            if n.type in ("function_declarator",):
+                return []                                 # a prototype
+            n = n.child_by_field_name("declarator")
+        if n is not None:
+            names.append(data[n.start_byte:n.end_byte].decode())
+    return names
+
+
+def _inside_function(node) -> bool:
+    """In a function body, or in code the parser could not place (an ERROR node: read as local, so that
+    a construct the grammar lacks never makes a function's variables look like the program's)."""
+    p = node.parent
+    while p is not None:
+        if p.type in ("function_definition", "ERROR") or p.type.endswith("_statement"):
+            return True
+        p = p.parent
+    return False
+
+
+def persistent_state(text: str, lang: str) -> list[str]:
+    """The names of the mutable variables in ``text`` that keep their value from one launch to the
+    next, each with where it is declared ("cache (line 3)"). [] when there is none."""
+    src = text
+    keywords: dict[int, str] = {}
+    if lang == "opencl":
+        src, keywords = _blank_opencl(text)
+    data = src.encode()
+    tree = _parser().parse(data)
+    found = []
+    for node in walk(tree.root_node):
+        if node.type != "declaration" or node.has_error:
+            continue
+        local = _inside_function(node)
+        words = _words(node, data)
+        if local and "static" not in words:
+            continue
+        spaces = {w for at, w in keywords.items() if node.start_byte <= at < node.end_byte}
+        # a qualifier written before the declaration's first token (tree-sitter may leave it outside)
+        head = text[max(0, node.start_byte - 40):node.start_byte].split(";")[-1].split("}")[-1]
+        words |= set(head.replace("*", " ").split())
+        spaces |= {w for w in head.split() if w in ("__constant", "constant", "__global", "global")}
+        if "const" in words or "typedef" in words:
+            continue
+        if lang == "opencl":
+            if spaces & {"__constant", "constant", "__local", "local"}:
+                continue
+        else:
+            if words & set(_READ_ONLY_CUDA) or not words & set(_KEEPS_CUDA):
+                continue
+        line = text.count("\n", 0, node.start_byte) + 1
+        found += [f"{name} (line {line})" for name in _declared(node, data)]
+    return found
+
+
+def refusal(names: list[str]) -> str:
+    """Why a kernel with ``names`` is not run (one line: a candidate's status message keeps 300 characters)."""
+    shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+    return (f"refused: keeps state between launches ({shown}); such a kernel can return what an earlier launch "
+            "computed, so its results and times are not one launch's (pass the state as an argument, or make it "
+            "const/__constant)")
+
+
+__all__ = ["persistent_state", "refusal"]

@@ -1,0 +1,59 @@
+"""Kernels that keep device variables between launches are refused (kerntune/source/state.py): an
+adversarial tour's row_sum remembered each row's sum in OpenCL C 2.0 program-scope memory, keyed on
+four sampled elements, and was verified and confirmed 9.57x faster while it returned stale sums for
+a row changed elsewhere."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from kerntune.source.state import persistent_state
+from tests.conftest import REPO, run_cli
+
+CASES = [
+    ("__global int counter;\n__kernel void k(__global float* a) { a[0] = counter++; }", "opencl", ["counter (line 1)"]),
+    ("int seen = 0;\n__kernel void k(__global float* a) { a[0] = seen++; }", "opencl", ["seen (line 1)"]),
+    ("__kernel void k(__global float* a) {\n    static __global int c;\n    a[0] = c++;\n}", "opencl", ["c (line 2)"]),
+    ("__constant float tab[2] = {1, 2};\nconst int z = 3;\nfloat f(float x);\ntypedef struct { float v; } S;\n"
+     "__kernel void k(__global float* a, const int n) { __local float s[4]; float t = tab[0]; a[0] = t; }",
+     "opencl", []),
+    ("__device__ int counter;\n__global__ void k(float* a) { a[0] = counter++; }", "cuda", ["counter (line 1)"]),
+    ("namespace x { __device__ float cache[1024]; }\n__global__ void k(float* a) { a[0] = x::cache[0]; }", "cuda",
+     ["cache (line 1)"]),
+    ("__managed__ int m;\n__global__ void k(float* a) { a[0] = m; }", "cuda", ["m (line 1)"]),
+    ("__global__ void k(float* a) {\n    static __device__ int c;\n    a[0] = c++;\n}", "cuda", ["c (line 2)"]),
+    ("__constant__ float tab[4];\n__device__ const int z = 1;\nstatic int host_only;\n"
+     "__global__ void k(float* a) { __shared__ float s[4]; extern __shared__ float d[]; a[0] = tab[0]; }", "cuda", []),
+]
+
+
+@pytest.mark.parametrize("source, lang, names", CASES)
+def test_variables_that_outlive_a_launch_are_found(source, lang, names):
+    assert persistent_state(source, lang) == names
+
+
+def test_no_kernel_of_the_corpus_keeps_state():
+    files = [p for ext in ("cl", "cu", "cuh") for p in REPO.glob(f"kernels/**/*.{ext}")]
+    assert len(files) > 50
+    assert {str(p): persistent_state(p.read_text(errors="replace"), "opencl" if p.suffix == ".cl" else "cuda")
+            for p in files if persistent_state(p.read_text(errors="replace"),
+                                               "opencl" if p.suffix == ".cl" else "cuda")} == {}
+
+
+def test_a_kernel_that_remembers_its_answers_is_refused(tmp_path):
+    # tests/data/cached.cl: each work-group's sums kept in program-scope memory, keyed on n and the
+    # group's first inputs; verification changes every input, so it was called correct before
+    for name in ("vector_add.cl", "reference.py"):
+        shutil.copy(REPO / "kernels/examples" / name, tmp_path / name)
+    shutil.copy(REPO / "tests/data/cached.cl", tmp_path / "cached.cl")
+    spec = (REPO / "kernels/examples/vector_add.yaml").read_text().replace(
+        "noalias: true", 'noalias: true\nlaunches:\n  cached: {grid: ["ceil_div(n, 256)"], block: [256], '
+                         'compile_options: ["-cl-std=CL2.0"]}')
+    (tmp_path / "spec.yaml").write_text(spec)
+    r = run_cli("bench", str(tmp_path / "vector_add.cl"), "--against", str(tmp_path / "cached.cl"), "--spec",
+                str(tmp_path / "spec.yaml"), "--device", "cpu", "--shape-set", "cpu", "--repeats", "6", "--no-memcheck")
+    assert r.returncode == 4, r.stdout + r.stderr
+    assert "refused: keeps state between launches (cache (line 3), key (line 4))" in r.stderr, r.stderr
+    assert "Traceback" not in r.stderr
