@@ -685,7 +685,8 @@ def test_a_kernel_wrong_only_beyond_the_runs_shapes_is_not_handed_back(tmp_path)
                 "--json")
     assert r.returncode == 0, r.stderr
     test = json.loads(r.stdout)["test"]
-    assert test["reach_shapes"] == [{"rows": 64, "cols": 65536}, {"rows": 4096, "cols": 256}]
+    assert test["reach_shapes"][:2] == [{"rows": 64, "cols": 65536}, {"rows": 4096, "cols": 256}]
+    assert len(test["reach_shapes"]) == 4          # and the odd and spread shapes (checker.spread_shapes)
     assert test["candidates"] and not any(c["verified"] for c in test["candidates"])
     assert all(c["message"].startswith("reach wide: out: tolerance") for c in test["candidates"]), test["candidates"]
     assert test["general"] is None
@@ -737,7 +738,7 @@ def test_a_kernel_wrong_only_between_the_listed_sizes_fails_at_a_spread_shape(tm
     assert all(n % 2 == 1 for n in ns)                      # odd: a tail in every vector width
     seed = next(s for s, d in draws.items() if 300000 < d[1].as_dict()["n"] < 1000000)
     band = (REPO / "kernels/examples/vector_add.cl").read_text().replace(
-        "c[i] = a[i] + b[i];", "c[i] = (n > 300000 && n < 1000000) ? a[i] : a[i] + b[i];")
+        "        c[i] = a[i] + b[i];", "        c[i] = (n > 300000 && n < 1000000) ? a[i] : a[i] + b[i];")
     assert band != (REPO / "kernels/examples/vector_add.cl").read_text()
     (tmp_path / "band.cl").write_text(band)
     r = run_cli("score", "reward", str(tmp_path / "band.cl"), "--baseline", str(REPO / "kernels/examples/vector_add.cl"),
