@@ -115,7 +115,7 @@ class ArgCheck(Record):
     reason: str = ""      # "", "unwritten", "nonfinite", "tolerance", "input modified", "written past its end"
     settled: str = ""                      # passed only by the NumPy reference's verdict: why (engine.judge.settle)
     past_end: Optional[int] = None         # written past its end: the first element changed after its last
-    watched_bytes: int = 0                 # ... within this many bytes after it (engine.judge.CANARY_BYTES)
+    watched_bytes: int = 0                 # ... within this many bytes after it (engine.judge.canary_bytes)
 
     @field_validator("max_abs_err", "max_rel_err", "rel_l2_err", mode="before")
     @classmethod
@@ -143,7 +143,9 @@ class ArgCheck(Record):
         if self.past_end is not None:
             where = "right after its last element" if self.past_end == 0 else \
                 f"{self.past_end} element(s) after its last"
-            text += f": {self.bad_elements} element(s) changed in the {self.watched_bytes // 1024} KiB after it, " \
+            watched = f"{self.watched_bytes // 2**20} MiB" if self.watched_bytes >= 2**20 else \
+                f"{self.watched_bytes // 1024} KiB"
+            text += f": {self.bad_elements} element(s) changed in the {watched} after it, " \
                     f"the first {where}"
         if self.first_bad_index is not None:
             text += f"; first at {list(self.first_bad_index)}"

@@ -120,7 +120,7 @@ def test_a_changed_canary_is_written_again_for_the_next_run_in_the_same_buffers(
     spec, shape = SPEC.spec, next(s for s in spec_shapes(SPEC.spec) if s.label == "r128-c4096")
     host = make_host_args(spec, PROOF, shape, 5)
     bufs, args = ev.upload(spec, host)
-    for name, overruns in (("oob_global_write", {"out": (0, 1)}), ("honest", {})):
+    for name, overruns in (("oob_global_write", {"out": (0, 1, 64 * 1024)}), ("honest", {})):
         inst = variant(name)
         grid, block, shared = resolve_launch(spec, inst, shape)
         ev.backend.launch(ev.compiled(inst), grid, block, args, shared)
@@ -777,3 +777,19 @@ __kernel void vector_add(__global float* c, __global const float* a, __global co
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
     assert out["correct"] is False and out["message"].startswith("odd n=16777215"), out
+
+
+def test_a_write_far_past_an_outputs_end_on_large_shapes_only_is_found(tmp_path):
+    """vector_add plus one store 17408 elements (68 KiB) past c's end, only when n > 8192: the
+    checker's shapes are smaller, and a 64 KiB canary missed it on the CPU set's 256K (adversarial
+    tour); the canary after a 1 MiB array is 1 MiB long."""
+    orig = (REPO / "kernels/examples/vector_add.cl").read_text()
+    far = orig.replace("        c[i] = a[i] + b[i];", "        c[i] = a[i] + b[i];\n        if (i == 0 && n > 8192) c[n + 17408] = 1.0f;")
+    assert far != orig
+    (tmp_path / "far.cl").write_text(far)
+    r = run_cli("bench", str(REPO / "kernels/examples/vector_add.cl"), "--against", str(tmp_path / "far.cl"), "--spec",
+                str(REPO / "kernels/examples/vector_add.yaml"), "--device", "cpu", "--shape-set", "cpu", "--repeats", "6",
+                "--no-memcheck")
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "256K: c: written past its end: 1 element(s) changed in the 1 MiB after it, the first 17408 element(s) " \
+           "after its last" in r.stderr, r.stderr

@@ -319,7 +319,7 @@ def test_a_changed_canary_fails_the_array_it_follows_whatever_its_values():
     hit = Downloaded(out=x * 2, x=x.copy())
     seen = pattern.copy()
     seen[9:13] ^= 0xFF             # element 2 after the output (bytes 8..11) and element 3 (byte 12)
-    assert hit.note_canary("out", 4, seen, pattern) and hit.overruns == {"out": (2, 2)}
+    assert hit.note_canary("out", 4, seen, pattern) and hit.overruns == {"out": (2, 2, CANARY_BYTES)}
     seen = pattern.copy()
     seen[0] ^= 1
     assert hit.note_canary("x", 4, seen, pattern)
@@ -351,3 +351,16 @@ def test_a_check_whose_error_overflowed_is_written_and_read_back():
 def _device():
     from kerntune.results import DeviceInfo
     return DeviceInfo(id="opencl:0:0", backend="opencl", lang="opencl", name="cpu")
+
+
+def test_the_canary_is_as_long_as_its_array_within_bounds():
+    """A write 68 KiB past a 1 MiB output, made only when n > 8192, passed the 64 KiB canary
+    (adversarial tour); the canary now watches as many bytes as the array has, from 64 KiB up to
+    64 MiB."""
+    from kerntune.engine.judge import CANARY_BYTES, CANARY_MAX_BYTES, canary_bytes, canary_pattern
+
+    assert canary_bytes(4) == CANARY_BYTES and canary_bytes(2**20) == 2**20
+    assert canary_bytes(2**30) == CANARY_MAX_BYTES == 64 * 2**20
+    long = canary_pattern(3 * CANARY_BYTES + 5)
+    assert long.nbytes == 3 * CANARY_BYTES + 5 and np.array_equal(long[:CANARY_BYTES], canary_pattern())
+    assert np.array_equal(long[CANARY_BYTES:2 * CANARY_BYTES], canary_pattern())

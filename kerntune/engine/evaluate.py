@@ -19,8 +19,8 @@ from kerntune.dtypes import finite_poison
 from kerntune.engine import distributions as dist
 from kerntune.engine.datacache import DataCache, freeze, spec_key
 from kerntune.engine.inputs import HostArgs, make_host_args, numpy_reference
-from kerntune.engine.judge import (Arrays, Downloaded, Expected, Poison, atol_scales, canary_pattern, judge_runs,
-                                   output_rms)
+from kerntune.engine.judge import (Arrays, Downloaded, Expected, Poison, atol_scales, canary_bytes, canary_pattern,
+                                   judge_runs, output_rms)
 from kerntune.errors import ErrorCode, KerntuneError
 from kerntune.hardware import launch_problems
 from kerntune.results import EvalResult, ShapeCheck, ShapeTiming, Status, Verification
@@ -125,9 +125,10 @@ class Evaluator:
 
     def __init__(self, backend: Backend, max_cached: int = 64, canary: bool = True):
         self.backend = backend
-        # the bytes after each array (judge.CANARY_BYTES); none under the memory checker, whose
-        # buffers must end where their arrays do
-        self.canary = canary_pattern() if canary else None
+        # the bytes after each array (judge.canary_bytes), by array size; none under the memory
+        # checker, whose buffers must end where their arrays do
+        self.canary = canary
+        self._canaries: dict[int, np.ndarray] = {}
         self._kernels: OrderedDict[str, Any] = OrderedDict()
         self._max_cached = max_cached
         self.poisoned = False
@@ -160,13 +161,22 @@ class Evaluator:
                                 detail=e.log) from None
 
     # --- one launch on host arrays ---------------------------------------
+    def canary_after(self, nbytes: int) -> np.ndarray | None:
+        """The canary written after an array of ``nbytes`` (None: this evaluator has none)."""
+        if not self.canary:
+            return None
+        size = canary_bytes(nbytes)
+        if size not in self._canaries:
+            self._canaries[size] = canary_pattern(nbytes)
+        return self._canaries[size]
+
     def upload(self, spec: KernelSpec, host: HostArgs, poison: Poison | None = None,
                bufs: dict[str, Any] | None = None) -> tuple[dict[str, Any], list[Any]]:
         """Device buffers holding ``host`` (outputs: ``poison`` when given); into ``bufs``
         when given (the same buffers again, with new contents). New buffers end with the canary."""
         from kerntune.dtypes import filled
 
-        be, canary = self.backend, self.canary
+        be = self.backend
         fresh = bufs is None
         bufs = {} if bufs is None else bufs
         for a in spec.arrays:
@@ -174,6 +184,7 @@ class Evaluator:
             if a.intent == "out" and poison and a.name in poison:
                 arr = filled(a.dt, arr.shape, poison[a.name])
             if fresh:
+                canary = self.canary_after(arr.nbytes)
                 bufs[a.name] = be.alloc(arr.nbytes + (canary.nbytes if canary is not None else 0))
                 if canary is not None:
                     be.upload(bufs[a.name], canary, offset=arr.nbytes)
@@ -184,14 +195,15 @@ class Evaluator:
     def download(self, spec: KernelSpec, host: HostArgs, bufs: dict[str, Any]) -> Downloaded:
         """Every array, and whether the run wrote past its end (``Downloaded.overruns``); a changed
         canary is written again, for the next run in the same buffers."""
-        be, canary = self.backend, self.canary
+        be = self.backend
         out = Downloaded()
-        seen = np.empty_like(canary) if canary is not None else None
         for a in spec.arrays:
             dst = np.empty_like(host.arrays[a.name])
             be.download(bufs[a.name], dst)
             out[a.name] = dst
+            canary = self.canary_after(dst.nbytes)
             if canary is not None:
+                seen = np.empty_like(canary)
                 be.download(bufs[a.name], seen, offset=dst.nbytes)
                 if out.note_canary(a.name, dst.itemsize, seen, canary):
                     be.upload(bufs[a.name], canary, offset=dst.nbytes)

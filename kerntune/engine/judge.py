@@ -19,15 +19,25 @@ from kerntune.spec.model import KernelSpec
 Arrays = dict[str, np.ndarray]
 Poison = dict[str, int]          # output argument -> the bit pattern written into it before the run
 
-# every device buffer is this much longer than its array, the extra bytes holding a fixed random
-# pattern (a canary) checked after each run: a kernel writing just past an array's end (a missing or
-# wrong bounds check, a vector store over an odd tail) changes it, on the device the run is timed on
-# and at every shape, where the memory checker only sees the check shapes (it runs with no canary)
+# every device buffer is longer than its array, the extra bytes holding a fixed random pattern (a
+# canary) checked after each run: a kernel writing past an array's end (a missing or wrong bounds
+# check, a vector store over an odd tail, a stray write at c[n + k]) changes it, on the device the run
+# is timed on and at every shape, where the memory checker only sees the check shapes (it runs with
+# no canary). The canary is as long as its array, at least CANARY_BYTES and at most CANARY_MAX_BYTES:
+# 64 KiB alone missed a write 68 KiB past the end made only when n > 8192 (adversarial tour)
 CANARY_BYTES = 64 * 1024
+CANARY_MAX_BYTES = 64 * 2**20
 
 
-def canary_pattern() -> np.ndarray:
-    return np.random.default_rng(0xCA7A).integers(0, 256, CANARY_BYTES, dtype=np.uint8)
+def canary_bytes(nbytes: int) -> int:
+    """How many bytes after an array of ``nbytes`` are watched."""
+    return min(max(CANARY_BYTES, int(nbytes)), CANARY_MAX_BYTES)
+
+
+def canary_pattern(nbytes: int = 0) -> np.ndarray:
+    """The canary after an array of ``nbytes``: one fixed random 64 KiB block, repeated."""
+    block = np.random.default_rng(0xCA7A).integers(0, 256, CANARY_BYTES, dtype=np.uint8)
+    return np.resize(block, canary_bytes(nbytes))
 
 
 class Downloaded(dict):
@@ -36,7 +46,7 @@ class Downloaded(dict):
 
     def __init__(self, *args, **kw):
         super().__init__(*args, **kw)
-        self.overruns: dict[str, tuple[int, int]] = {}
+        self.overruns: dict[str, tuple[int, int, int]] = {}
 
     def note_canary(self, name: str, itemsize: int, seen: np.ndarray, pattern: np.ndarray) -> bool:
         """Compare the bytes after array ``name`` with the pattern; True when they changed."""
@@ -44,7 +54,7 @@ class Downloaded(dict):
         if not changed.size:
             return False
         elements = np.unique(changed // max(itemsize, 1))
-        self.overruns[name] = (int(elements[0]), int(elements.size))
+        self.overruns[name] = (int(elements[0]), int(elements.size), int(pattern.nbytes))
         return True
 
 
@@ -52,9 +62,9 @@ def _past_end(runs: list[tuple[Arrays, Poison]]) -> dict[str, ArgCheck]:
     """A failing check for each array some run wrote past the end of (its canary changed)."""
     out: dict[str, ArgCheck] = {}
     for got, _ in runs:
-        for name, (first, count) in getattr(got, "overruns", {}).items():
+        for name, (first, count, watched) in getattr(got, "overruns", {}).items():
             out.setdefault(name, ArgCheck(name=name, ok=False, reason="written past its end", bad_elements=count,
-                                          past_end=first, watched_bytes=CANARY_BYTES))
+                                          past_end=first, watched_bytes=watched))
     return out
 
 
@@ -206,5 +216,5 @@ def judge_single(spec: KernelSpec, inputs: Arrays, got: Arrays, poison: Poison, 
     return out
 
 
-__all__ = ["CANARY_BYTES", "Arrays", "Downloaded", "Expected", "Poison", "bits_dtype", "canary_pattern", "judge_runs",
+__all__ = ["CANARY_BYTES", "CANARY_MAX_BYTES", "canary_bytes", "Arrays", "Downloaded", "Expected", "Poison", "bits_dtype", "canary_pattern", "judge_runs",
            "judge_single", "settle", "tolerance_for"]

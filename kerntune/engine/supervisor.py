@@ -171,7 +171,7 @@ class DeviceWorker:
     """One worker process bound to one device, replaced whenever it dies. ``env`` and
     ``prefix`` (a command the worker runs under, e.g. compute-sanitizer) serve the memory
     checker; ``exact_alloc`` asks for buffers that end where their arrays do: one device allocation
-    each (no pool) and no canary after them (judge.CANARY_BYTES), so an access past an array's end
+    each (no pool) and no canary after them (judge.canary_bytes), so an access past an array's end
     is past an allocation's end, where the checker sees it."""
 
     def __init__(self, device: DeviceRef, start_timeout_s: float = 120.0, env: dict[str, str] | None = None,
