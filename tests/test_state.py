@@ -24,6 +24,10 @@ CASES = [
      ["cache (line 1)"]),
     ("__managed__ int m;\n__global__ void k(float* a) { a[0] = m; }", "cuda", ["m (line 1)"]),
     ("__global__ void k(float* a) {\n    static __device__ int c;\n    a[0] = c++;\n}", "cuda", ["c (line 2)"]),
+    ("#define KEEP(x) __global float x[1024];\nKEEP(cache)\n__kernel void k(__global float* a) { a[0] = cache[0]; }",
+     "opencl", ["cache (after macros)"]),
+    ("#include <cuda_fp16.h>\n#define DEV __device__\nDEV int counter;\n__global__ void k(float* a) { a[0] = counter++; }",
+     "cuda", ["counter (after macros)"]),
     ("__constant__ float tab[4];\n__device__ const int z = 1;\nstatic int host_only;\n"
      "__global__ void k(float* a) { __shared__ float s[4]; extern __shared__ float d[]; a[0] = tab[0]; }", "cuda", []),
 ]

@@ -11,8 +11,11 @@ returned stale sums for a row changed elsewhere. Such a kernel is not a
 function of its arguments, so neither its results nor its times say what one
 launch does; :func:`persistent_state` finds it in the source, before it runs.
 
-The scan reads the source as written (tree-sitter, no preprocessor): a CUDA
-``__device__`` hidden behind a macro is not seen. The OpenCL runtimes cannot be
+The scan reads the source as written (tree-sitter), and again after the C
+preprocessor (``cpp``, where one is installed; ``#include`` lines left out)
+has expanded the file's own macros, so a declaration spelled through a macro
+is seen too; one spelled through a macro of an included header is not. The
+OpenCL runtimes cannot be
 asked instead: ``CL_PROGRAM_BUILD_GLOBAL_VARIABLE_TOTAL_SIZE`` is 4 bytes for
 a kernel with no variable at all on Intel's CPU runtime 2026.22 and 0 for the
 tour's 48 KiB of them on PoCL 3.0.
@@ -54,9 +57,42 @@ def _inside_function(node) -> bool:
     return False
 
 
+_CPP_DEFINES = {"opencl": ("-D__OPENCL_VERSION__=200", "-D__OPENCL_C_VERSION__=200"),
+                "cuda": ("-D__CUDACC__", "-D__CUDA_ARCH__=900", "-D__NVCC__")}
+
+
+def _expanded(text: str, lang: str) -> str | None:
+    """``text`` with its own macros expanded by the C preprocessor (None: no cpp, or it failed)."""
+    import re
+    import shutil
+    import subprocess
+
+    cpp = shutil.which("cpp")
+    if cpp is None:
+        return None
+    body = re.sub(r"(?m)^[ \t]*#[ \t]*include\b.*$", "", text)
+    try:
+        r = subprocess.run([cpp, "-P", "-undef", "-nostdinc", *_CPP_DEFINES[lang], "-"], input=body,
+                           capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return r.stdout if r.returncode == 0 else None
+
+
 def persistent_state(text: str, lang: str) -> list[str]:
     """The names of the mutable variables in ``text`` that keep their value from one launch to the
-    next, each with where it is declared ("cache (line 3)"). [] when there is none."""
+    next, each with where it is declared ("cache (line 3)"; "cache (after macros)" where only the
+    preprocessed text declares it). [] when there is none."""
+    found = _scan(text, lang)
+    expanded = _expanded(text, lang) if "#" in text else None
+    if expanded is not None:
+        seen = {f.split(" (")[0] for f in found}
+        found += [f"{n} (after macros)" for n in dict.fromkeys(f.split(" (")[0] for f in _scan(expanded, lang))
+                  if n not in seen]
+    return found
+
+
+def _scan(text: str, lang: str) -> list[str]:
     src = text
     keywords: dict[int, str] = {}
     if lang == "opencl":
