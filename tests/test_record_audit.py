@@ -122,3 +122,11 @@ def test_scoring_and_export_leave_an_edited_run_out(copy, tmp_path):
     r = run_cli("export", "pairs", str(copy), "-o", str(tmp_path / "pairs.jsonl"))
     assert r.returncode == 0 and "does not hold together" in r.stdout + r.stderr
     assert (tmp_path / "pairs.jsonl").read_text() == ""
+
+
+def test_a_copied_runs_round_names_its_own_template(copy, improved_run):
+    """`kerntune show RUN/rounds/01` of a copied or moved run named the template in the folder the run was
+    made in."""
+    r = run_cli("show", str(copy / "rounds" / "01"))
+    assert r.returncode == 0, r.stderr
+    assert str(copy / "rounds" / "01" / "template") in r.stdout and str(improved_run) not in r.stdout, r.stdout

@@ -143,6 +143,17 @@ def _timings(e: Evaluation) -> dict[str, float]:
     return {Shape.of(t.shape).key: t.stats.median_ms for t in e.result.timings}
 
 
+def _where_now(path: str, run_dir: str) -> str:
+    """A recorded path inside a run directory that has since been moved or copied: the same file where
+    the run is now (an optimize round's template was named in the folder it was made in)."""
+    from pathlib import Path
+
+    if not path or not run_dir:
+        return path
+    p, here = Path(path), Path(run_dir) / Path(path).name
+    return str(here) if p.parent.resolve() != Path(run_dir).resolve() and here.is_file() else path
+
+
 def summarize(store: RunStore, run_dir: str = "", stop_reason: str = "") -> TuneSummary:
     evals = list(store.evaluations())
     settings = store.get("settings", {})
@@ -189,7 +200,7 @@ def summarize(store: RunStore, run_dir: str = "", stop_reason: str = "") -> Tune
     device = store.get("device") or {}
     elapsed = max((e.finished for e in evals), default=0.0) - (store.get("created") or 0.0) if evals else 0.0
     return TuneSummary(
-        run_dir=run_dir, template=store.get("template_path", ""), spec=store.get("spec_path", ""),
+        run_dir=run_dir, template=_where_now(store.get("template_path", ""), run_dir), spec=store.get("spec_path", ""),
         device=f"{device.get('name', '?')} ({device.get('id', '?')})", strategy=settings.get("strategy", ""),
         space_size=store.get("space_size", 0), measured=sum(1 for e in evals if e.counted),
         ok=sum(1 for e in real if e.status == Status.OK.value),
