@@ -65,6 +65,14 @@ TAMPERING = {
     "verdict": (lambda run: _both(run, _low), "does not follow from its interval"),
     "inverted": (lambda run: _both(run, _inverted), "is not an interval"),
     "winner": (lambda run: _both(run, _unverified_winner), "is not a verified candidate"),
+    "config": (lambda run: _json(run / "results.json", lambda r: r["general_config"].update(EPT=999)),
+               "results.json's general configuration"),
+    "device": (lambda run: _json(run / "results.json", lambda r: r.update(device="NVIDIA H100 (cuda:0)")),
+               "results.json names the device"),
+    "files-best": (lambda run: _json(run / "results.json", lambda r: r["files"].update(best="rounds/01/input.cl")),
+                   "as its best file"),
+    "digest-dropped": (lambda run: _json(run / "results.json", lambda r: r["files"]["digests"].pop("best.cl")),
+                       "has no digest for best.cl"),
     "kernel-edited": (lambda run: (run / "best.cl").write_text((run / "best.cl").read_text() + "// edited\n"),
                       "best.cl was changed after the run"),
     "kernel-removed": (lambda run: next((run / "per_shape").glob("*.cl")).unlink(), "is missing: the run wrote it"),
@@ -130,3 +138,10 @@ def test_a_copied_runs_round_names_its_own_template(copy, improved_run):
     r = run_cli("show", str(copy / "rounds" / "01"))
     assert r.returncode == 0, r.stderr
     assert str(copy / "rounds" / "01" / "template") in r.stdout and str(improved_run) not in r.stdout, r.stdout
+
+
+def test_show_rederives_the_headline(copy):
+    """results.json's headline (the sentence `show` prints first) is derived again from the numbers."""
+    _json(copy / "results.json", lambda r: r.update(headline=r["headline"].replace("faster", "faster (edited)")))
+    r = run_cli("show", str(copy))
+    assert r.returncode == 2 and "headline is not what its numbers say" in r.stderr, r.stderr

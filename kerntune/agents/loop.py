@@ -134,7 +134,7 @@ class Optimizer:
             self.manifest = Manifest(created=time.time(), kernel_path=str(Path(self.kf.path).resolve()),
                                      kernel_file=name, kernel_name=self.spec.kernel, lang=self.kf.lang,
                                      spec_path=str(Path(self.kf.loaded.origin).resolve()), device=self.worker.info,
-                                     settings=self.settings)
+                                     settings=self.settings, digests=True)
         else:
             self.manifest = self.run_dir.manifest()
         self._save(status=RunStatus.RUNNING, error="")
@@ -186,7 +186,8 @@ class Optimizer:
                     raise KerntuneError(ErrorCode.RUN, f"{self.run_dir.path} is a finished run whose record does not "
                                                        "hold together, so its result is not shown as verified",
                                         hint="`kerntune show` lists what was changed; start a new run (a new "
-                                             "--run-dir) to measure again", detail="\n".join(f"- {p}" for p in problems))
+                                             "--run-dir) to measure again",
+                                        detail="\n".join(f"- {p}" for p in problems))
                 return done
         try:
             result = self._run()

@@ -242,7 +242,8 @@ class Tester:
                     "message": "the original kernel itself (same source, options and launch)"}))
                 continue
             self.on_step(f"verifying candidate {i + 1}/{len(candidates)} on {len(verify) + len(reach)} shapes "
-                         f"({len(fresh)} fresh" + (f", {len(reach)} beyond or between the run's" if reach else "") + ")")
+                         f"({len(fresh)} fresh" + (f", {len(reach)} beyond or between the run's" if reach else "")
+                         + ")")
             r = self.worker.evaluate(self._request(c.instance, seed + 7919 * (i + 1), verify, (), self.original,
                                                    reach=reach), self.timeout_s * (2 if reach else 1))
             if r.status is not Status.OK:

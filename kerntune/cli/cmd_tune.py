@@ -390,7 +390,7 @@ def show(
 def _show_optimize(run, json: bool) -> None:
     from kerntune.cli.cmd_optimize import render_result
     from kerntune.cli.cmd_report import untrusted
-    from kerntune.record.audit import audit
+    from kerntune.reporting.load_optimize import load_optimize
 
     result = run.results()
     rounds = sorted(p.name for p in (run.path / "rounds").glob("[0-9]*") if (p / "tuning.db").exists())
@@ -403,7 +403,7 @@ def _show_optimize(run, json: bool) -> None:
         raise KerntuneError(ErrorCode.RUN, f"{run.path} is a `kerntune optimize` run with no result yet ({status}, "
                                            f"{len(rounds)} round(s) searched)",
                             hint=f"continue it with `kerntune optimize --resume {shell(run.path)}`; each round's search: {each}")
-    error = untrusted(str(run.path), audit(run))
+    error = untrusted(str(run.path), load_optimize(run.path).record_problems)     # audit, and the headline
     if error is not None:
         raise error
     if json:

@@ -216,5 +216,5 @@ def judge_single(spec: KernelSpec, inputs: Arrays, got: Arrays, poison: Poison, 
     return out
 
 
-__all__ = ["CANARY_BYTES", "CANARY_MAX_BYTES", "canary_bytes", "Arrays", "Downloaded", "Expected", "Poison", "bits_dtype", "canary_pattern", "judge_runs",
-           "judge_single", "settle", "tolerance_for"]
+__all__ = ["CANARY_BYTES", "CANARY_MAX_BYTES", "Arrays", "Downloaded", "Expected", "Poison", "bits_dtype",
+           "canary_bytes", "canary_pattern", "judge_runs", "judge_single", "settle", "tolerance_for"]

@@ -14,7 +14,9 @@ What is checked is what can be derived again from the record itself:
   verdict, and each shape's winner is a verified candidate (or the original)
   at the speedup of its interval;
 * results.json repeats test.json exactly, and test.json is there when
-  results.json has a test;
+  results.json has a test; it repeats run.json's device and rounds and
+  baseline.json's timings, and names the files the run wrote (its headline
+  is checked by kerntune.reporting.load_optimize, which derives it again);
 * the kernels the run handed back (best.<ext>, per_shape/, spec.yaml) have
   the SHA-256 digests recorded when they were written.
 
@@ -125,6 +127,39 @@ def audit_test(t: TestReport) -> list[str]:
     return bad
 
 
+def _repeats(run: RunDir, result: OptimizeResult) -> list[str]:
+    """What results.json repeats from run.json, baseline.json and test.json, and the files it names."""
+    from kerntune.record.store import BASELINE, DISPATCH, MANIFEST
+    from kerntune.tuner.kernel_files import EXT
+
+    bad = []
+    m, base, t = run.manifest(), run.baseline(), result.test
+    g = t.general if t is not None and t.improved else None
+    if g is not None and result.general_config != g.config:
+        bad.append(f"{RESULTS}'s general configuration {result.general_config} is not the final test's {g.config}")
+    if result.device != f"{m.device.name} ({m.device.id})":
+        bad.append(f"{RESULTS} names the device {result.device!r}; {MANIFEST} says {m.device.name} ({m.device.id})")
+    if t is not None and result.checker != t.checker:
+        bad.append(f"{RESULTS} names the memory checker {result.checker!r}; the final test's is {t.checker!r}")
+    if t is not None and [n for n in t.notes if n not in result.notes]:
+        bad.append(f"{RESULTS} leaves out notes of the final test")
+    if base is not None and [x.model_dump_json() for x in result.baseline] != [x.model_dump_json() for x in base.timings]:
+        bad.append(f"{RESULTS}'s baseline timings are not {BASELINE}'s")
+    if [x.model_dump_json() for x in result.rounds] != [x.model_dump_json() for x in m.rounds]:
+        bad.append(f"{RESULTS}'s rounds are not {MANIFEST}'s")
+    f = result.files
+    named = {"best": "best" + EXT.get(m.lang, ""), "dispatch": DISPATCH, "spec": "spec.yaml"}
+    for key, rel in named.items():
+        if getattr(f, key) != rel:
+            bad.append(f"{RESULTS} names {getattr(f, key)!r} as its {key} file; the run wrote {rel}")
+    if m.digests:
+        want = set(named.values()) | {d.kernel for d in run.dispatch()}
+        missing = sorted(want - set(f.digests))
+        if missing:
+            bad.append(f"{RESULTS} has no digest for {', '.join(missing)}, which the run wrote with one")
+    return bad
+
+
 def audit(run: RunDir) -> list[str]:
     """Every way the finished run in ``run`` does not hold together (empty: it does). Reads
     results.json and test.json; a run with no results.json has nothing to audit."""
@@ -153,6 +188,7 @@ def audit(run: RunDir) -> list[str]:
                    f"{g.geomean_speedup!r})")
     if t is not None and [w.model_dump_json() for w in result.per_shape] != [w.model_dump_json() for w in t.per_shape]:
         bad.append(f"{RESULTS}'s per-shape winners are not the final test's")
+    bad += _repeats(run, result)
     for rel, want in result.files.digests.items():
         data = run.file(rel).read_bytes() if run.file(rel).is_file() else None
         if data is None:

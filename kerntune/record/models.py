@@ -148,6 +148,7 @@ class Manifest(Record):
     error: str = ""                           # why a failed run stopped
     rounds: list[RoundRecord] = []
     llm: LLMUsage = LLMUsage()
+    digests: bool = False                     # results.json records its files' digests (record.audit expects them)
 
     def round(self, r: int) -> Optional[RoundRecord]:
         return next((x for x in self.rounds if x.round == r), None)

@@ -82,7 +82,8 @@ def _header(r: RunReport) -> str:
 def _banner(r: RunReport) -> str:
     if r.record_problems:
         items = "".join(f"<li>{esc(p)}</li>" for p in r.record_problems)
-        trust = f'<div class="banner"><strong>Not trusted.</strong> The record does not hold together:<ul>{items}</ul></div>'
+        trust = (f'<div class="banner"><strong>Not trusted.</strong> The record does not hold together:<ul>{items}'
+                 '</ul></div>')
         return trust + _banner(r.model_copy(update={"record_problems": []}))
     if not r.notes:
         return ""

@@ -14,7 +14,7 @@ from kerntune.record.audit import audit
 from kerntune.record.models import Manifest, ProposalRecord, RoundRecord, RoundStatus, RunStatus
 from kerntune.record.outcome import TestReport
 from kerntune.record.store import RunDir
-from kerntune.reporting.model import Failures, RunReport, Source, Step
+from kerntune.reporting.model import Failures, RunReport, Source, Step, headline
 from kerntune.reporting.rows import (NO_GENERAL, General, confirmed_rows, copy_gbs, failures, per_shape_geomean,
                                      series, shape_id, shape_row, test_failures, timing)
 from kerntune.reporting.tuning import StoreData, read_store
@@ -61,10 +61,12 @@ def load_optimize(path: Path) -> RunReport:
         elapsed_s=sum(r.rec.seconds for r in rounds) or None, shapes=rows,
         convergence=_convergence(rounds, base is not None), failures=_failures(rounds, test),
         trace=_trace(m, rounds, g_round, g_config), original=original,
-        rounds=[r.rec for r in rounds], test=test, llm=m.llm, files=result.files if result else None,
-        record_problems=audit(run))
+        rounds=[r.rec for r in rounds], test=test, llm=m.llm, files=result.files if result else None)
+    problems = audit(run)
+    if result is not None and result.headline and result.headline != headline(report):
+        problems.append(f"results.json's headline is not what its numbers say (they say: {headline(report)})")
     winner, note = _winner(run, m, report, rounds)
-    return report.model_copy(update={"winner": winner, "winner_note": note})
+    return report.model_copy(update={"winner": winner, "winner_note": note, "record_problems": problems})
 
 
 def _notes(path: Path, m: Manifest, base, test, result, rounds: list[Round]) -> list[str]:
