@@ -16,9 +16,13 @@ CASES = [
     ("__global int counter;\n__kernel void k(__global float* a) { a[0] = counter++; }", "opencl", ["counter (line 1)"]),
     ("int seen = 0;\n__kernel void k(__global float* a) { a[0] = seen++; }", "opencl", ["seen (line 1)"]),
     ("__kernel void k(__global float* a) {\n    static __global int c;\n    a[0] = c++;\n}", "opencl", ["c (line 2)"]),
-    ("__constant float tab[2] = {1, 2};\nconst int z = 3;\nfloat f(float x);\ntypedef struct { float v; } S;\n"
+    ("__constant float tab[2] = {1, 2};\nfloat f(float x);\ntypedef struct { float v; } S;\n"
      "__kernel void k(__global float* a, const int n) { __local float s[4]; float t = tab[0]; a[0] = t; }",
      "opencl", []),
+    # const in global memory is written through a cast; a pointer to const is not const itself (tour)
+    ("global const float memo[64];\nconst int z = 3;\nglobal const uint * p;\n"
+     "__kernel void k(__global float* a) { ((global float*)memo)[0] = a[0]; }", "opencl",
+     ["memo (line 1)", "z (line 2)", "p (line 3)"]),
     ("__device__ int counter;\n__global__ void k(float* a) { a[0] = counter++; }", "cuda", ["counter (line 1)"]),
     ("namespace x { __device__ float cache[1024]; }\n__global__ void k(float* a) { a[0] = x::cache[0]; }", "cuda",
      ["cache (line 1)"]),
@@ -28,8 +32,12 @@ CASES = [
      "opencl", ["cache (after macros)"]),
     ("#include <cuda_fp16.h>\n#define DEV __device__\nDEV int counter;\n__global__ void k(float* a) { a[0] = counter++; }",
      "cuda", ["counter (after macros)"]),
-    ("__constant__ float tab[4];\n__device__ const int z = 1;\nstatic int host_only;\n"
-     "__global__ void k(float* a) { __shared__ float s[4]; extern __shared__ float d[]; a[0] = tab[0]; }", "cuda", []),
+    ("__constant__ float tab[4];\n__device__ constexpr int z = 1;\nstatic int host_only;\n"
+     "void host() { static int calls; calls++; }\n"
+     "__global__ void k(float* a) { __shared__ float s[4]; extern __shared__ float d[]; static constexpr int w = 4;"
+     " a[0] = tab[0] + w; }", "cuda", []),
+    ("__device__ const float table[2] = {1, 2};\n__global__ void k(float* a) {\n    static int c;\n    a[0] = c++;\n}",
+     "cuda", ["table (line 1)", "c (line 3)"]),
 ]
 
 

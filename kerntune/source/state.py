@@ -25,7 +25,6 @@ from __future__ import annotations
 
 from kerntune.source.parse import _blank_opencl, _parser, walk
 
-_READ_ONLY_CUDA = ("__constant__", "__shared__")     # __shared__ lives for one block of one launch
 _KEEPS_CUDA = ("__device__", "__managed__")
 
 
@@ -46,15 +45,18 @@ def _declared(node, data: bytes) -> list[str]:
     return names
 
 
-def _inside_function(node) -> bool:
-    """In a function body, or in code the parser could not place (an ERROR node: read as local, so that
-    a construct the grammar lacks never makes a function's variables look like the program's)."""
+def _function_of(node):
+    """The function definition ``node`` is in; the ERROR node the parser could not place it in (read
+    as local, so that a construct the grammar lacks never makes a function's variables look like the
+    program's); None at program scope."""
     p = node.parent
     while p is not None:
         if p.type in ("function_definition", "ERROR") or p.type.endswith("_statement"):
-            return True
+            while p.parent is not None and p.type != "function_definition" and p.parent.type != "translation_unit":
+                p = p.parent
+            return p
         p = p.parent
-    return False
+    return None
 
 
 _CPP_DEFINES = {"opencl": ("-D__OPENCL_VERSION__=200", "-D__OPENCL_C_VERSION__=200"),
@@ -80,9 +82,14 @@ def _expanded(text: str, lang: str) -> str | None:
 
 
 def persistent_state(text: str, lang: str) -> list[str]:
-    """The names of the mutable variables in ``text`` that keep their value from one launch to the
-    next, each with where it is declared ("cache (line 3)"; "cache (after macros)" where only the
-    preprocessed text declares it). [] when there is none."""
+    """The names of the variables in ``text`` that can keep a value from one launch to the next, each
+    with where it is declared ("cache (line 3)"; "cache (after macros)" where only the preprocessed
+    text declares it). [] when there is none.
+
+    Read-only means a constant address space (OpenCL ``__constant``, CUDA ``__constant__``) or a
+    CUDA ``constexpr``: a ``const`` in global memory is written through a cast as easily as any
+    variable (a tour's cache was ``global const float memo[...]``, another a ``global const uint *``
+    pointer, which is not const at all)."""
     found = _scan(text, lang)
     expanded = _expanded(text, lang) if "#" in text else None
     if expanded is not None:
@@ -103,26 +110,39 @@ def _scan(text: str, lang: str) -> list[str]:
     for node in walk(tree.root_node):
         if node.type != "declaration" or node.has_error:
             continue
-        local = _inside_function(node)
+        fn = _function_of(node)
         words = _words(node, data)
-        if local and "static" not in words:
+        if fn is not None and "static" not in words:
             continue
         spaces = {w for at, w in keywords.items() if node.start_byte <= at < node.end_byte}
         # a qualifier written before the declaration's first token (tree-sitter may leave it outside)
         head = text[max(0, node.start_byte - 40):node.start_byte].split(";")[-1].split("}")[-1]
         words |= set(head.replace("*", " ").split())
         spaces |= {w for w in head.split() if w in ("__constant", "constant", "__global", "global")}
-        if "const" in words or "typedef" in words:
+        if "typedef" in words:
             continue
         if lang == "opencl":
             if spaces & {"__constant", "constant", "__local", "local"}:
                 continue
         else:
-            if words & set(_READ_ONLY_CUDA) or not words & set(_KEEPS_CUDA):
+            if words & {"__constant__", "__shared__", "constexpr"}:
                 continue
+            if fn is None and not words & set(_KEEPS_CUDA):
+                continue                          # a host variable: device code cannot reach it
+            if fn is not None and not _device_code(fn, data):
+                continue                          # a static local of a host function
         line = text.count("\n", 0, node.start_byte) + 1
         found += [f"{name} (line {line})" for name in _declared(node, data)]
     return found
+
+
+def _device_code(fn, data: bytes) -> bool:
+    """A CUDA function that runs on the device (__global__ or __device__), or code that could not be placed."""
+    if fn.type != "function_definition":
+        return True
+    body = fn.child_by_field_name("body")
+    head = data[fn.start_byte:body.start_byte if body is not None else fn.end_byte].decode(errors="replace")
+    return "__global__" in head or "__device__" in head
 
 
 def refusal(names: list[str]) -> str:
