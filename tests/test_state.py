@@ -23,6 +23,16 @@ CASES = [
     ("global const float memo[64];\nconst int z = 3;\nglobal const uint * p;\n"
      "__kernel void k(__global float* a) { ((global float*)memo)[0] = a[0]; }", "opencl",
      ["memo (line 1)", "z (line 2)", "p (line 3)"]),
+    # found by a second tour: a trailing attribute hid a cache; a non-ASCII comment, or a comment between
+    # __constant and its type, made a constant table look like state
+    ("global float memo[64] __attribute__((aligned(64)));\n__kernel void k(__global float* a) { a[0] = memo[0]; }",
+     "opencl", ["memo (line 1)"]),
+    ("// \u7cfb\u6570\n__constant float w[4] = {1, 2, 3, 4};\nglobal float m[4];\n"
+     "__kernel void k(__global float* a) { a[0] = w[0]; }", "opencl", ["m (line 3)"]),
+    ("__constant   // coefficients of the minimax polynomial for the tail, see the notes\nfloat erf_c[2] = {1, 2};\n"
+     "__kernel void k(__global float* a) { a[0] = erf_c[0]; }", "opencl", []),
+    ("struct S { static __device__ int c; };\n__device__ int S::c;\n__global__ void k(int* a) { a[0] = S::c++; }",
+     "cuda", ["S::c (line 2)"]),
     ("__device__ int counter;\n__global__ void k(float* a) { a[0] = counter++; }", "cuda", ["counter (line 1)"]),
     ("namespace x { __device__ float cache[1024]; }\n__global__ void k(float* a) { a[0] = x::cache[0]; }", "cuda",
      ["cache (line 1)"]),
@@ -69,3 +79,35 @@ def test_a_kernel_that_remembers_its_answers_is_refused(tmp_path):
     assert r.returncode == 4, r.stdout + r.stderr
     assert "refused: keeps state between launches (cache (line 3), key (line 4))" in r.stderr, r.stderr
     assert "Traceback" not in r.stderr
+
+
+def test_a_kernel_remembering_answers_the_scan_cannot_see_fails_on_changed_inputs(cpu_ref, monkeypatch):
+    """The run after timing with 8 elements of each input changed, in the same buffers: a second tour
+    kept a reduction's memo in uninitialized __local memory, which Intel's CPU runtime hands the next
+    launch, gated on sizes above the checker's, and was called correct and 29x faster. Here the scan is
+    switched off so that cached.cl's program-scope memo stands for any state it cannot see: the fresh
+    inputs after timing change every key it samples, and it passed; the changed inputs do not."""
+    import kerntune.engine.evaluate as evaluate
+    from kerntune.backends import open_backend
+    from kerntune.engine.evaluate import Evaluator, KernelInstance, TimingOptions
+    from kerntune.engine.timed import CompareRequest
+    from kerntune.results import Status
+    from kerntune.spec.load import load_file
+    from kerntune.spec.shapes import spec_shapes
+
+    monkeypatch.setattr(evaluate, "stateless", lambda source, lang: None)
+    loaded = load_file(REPO / "kernels/examples/vector_add.yaml")
+    spec = loaded.spec
+    shape = next(s for s in spec_shapes(spec, "cpu") if s.label == "256K")
+    orig = KernelInstance(source=(REPO / "kernels/examples/vector_add.cl").read_text(), name="vector_add", lang="opencl",
+                          label="original")
+    cached = KernelInstance(source=(REPO / "tests/data/cached.cl").read_text(), name="vector_add", lang="opencl",
+                            options=("-cl-std=CL2.0",), label="cached")
+    ev = Evaluator(open_backend(cpu_ref))
+    cmp = ev.timer.compare(CompareRequest(kernels=(orig, cached), spec=spec, base_dir=str(loaded.base_dir),
+                                          shape=shape, seed=5, timing=TimingOptions(warmup=2, repeats=6,
+                                                                                    measure_copy=False)))
+    first, second = cmp.kernels
+    assert first.status is Status.OK, first.message
+    assert second.status is Status.WRONG_RESULT, second.message
+    assert second.message.startswith("256K (the timed inputs with 8 elements changed, after timing): c:"), second.message

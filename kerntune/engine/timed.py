@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 
 # timed runs before a timing may stop at its precision (TimingOptions.precision)
 PRECISION_AFTER = 20
+CHANGED_ELEMENTS = 8         # elements of each input array changed for a run after timing (Timer._changed)
 
 
 @dataclass(frozen=True)
@@ -145,6 +146,49 @@ class Timer:
             expected = Expected({a.name: own[a.name] for a in req.spec.outputs}, True)
         return expected
 
+    @staticmethod
+    def _changed(spec: KernelSpec, host: HostArgs, seed: int) -> HostArgs | None:
+        """The timed inputs with CHANGED_ELEMENTS elements of each input array changed to values taken from
+        other places of the same array (so every value stays one the inputs hold: an index stays a valid
+        index); None when no input can be changed. Arrays the spec's inputs function made are left
+        alone (their structure, a CSR row pointer, say, is not the elements' own)."""
+        rng = np.random.default_rng(seed)
+        arrays, changed = dict(host.arrays), False
+        for a in spec.arrays:
+            arr = host.arrays[a.name]
+            if a.intent == "out" or a.name in host.generated or arr.size < 2:
+                continue
+            new = np.array(arr, copy=True)
+            flat = new.reshape(-1)
+            at = rng.choice(flat.size, size=min(CHANGED_ELEMENTS, flat.size), replace=False)
+            flat[at] = flat[rng.integers(0, flat.size, at.size)]
+            arrays[a.name], changed = new, True
+        return HostArgs(arrays=arrays, scalars=host.scalars, seed=host.seed, generated=host.generated) \
+            if changed else None
+
+    def _changed_inputs(self, req: "EvalRequest", s: _Session, kernel: Any, launch: tuple, shape: Shape, j: int,
+                        changed: tuple[HostArgs, Expected] | None) -> None:
+        """The timed inputs with a few elements changed (``changed``: :meth:`_changed` and the expected
+        outputs), in the same buffers, one run, checked, right after the timed runs: a kernel that keeps
+        results between launches keyed on a sample of its inputs (in memory the state scan cannot see,
+        uninitialized __local memory a runtime hands the next launch) returns the old ones, wrong where
+        the changed elements count (a second adversarial tour)."""
+        from kerntune.engine.evaluate import random_poison
+
+        if j in s.failures or changed is None:
+            return
+        host, expected = changed
+        ev, be = self.ev, self.ev.backend
+        poison = random_poison(req.spec, np.random.default_rng(host.seed ^ 0xC4A6))
+        ev.upload(req.spec, host, poison, bufs=s.bufs)
+        grid, block, shared = launch
+        ev.guard(lambda: (be.launch(kernel, grid, block, s.args, shared), be.synchronize()))
+        run = _Session(req.spec, shape, host, s.bufs, s.args, poison, None)
+        self._inspect(run, expected, j, f"{shape.label} (the timed inputs with {CHANGED_ELEMENTS} elements changed, "
+                                        "after timing)", "changed inputs")
+        if j in run.failures:
+            s.failures[j] = run.failures[j]
+
     def _fresh_inputs(self, req: "EvalRequest", s: _Session, kernel: Any, launch: tuple, shape: Shape,
                       j: int) -> None:
         """New inputs written into the same buffers, one run, checked: results cached by
@@ -210,6 +254,10 @@ class Timer:
             precision=opts.precision, precision_after=PRECISION_AFTER, race_ms=race))
         if stopped:
             self._inspect(s, expected, 0, f"{shape.label} (timed run {len(samples)})", "timed")
+        changed = self._changed(spec, host, seed ^ 0xC4A6)
+        if changed is not None:
+            changed_expected = self._expected(req, kernel, launch, shape, changed)
+            self._changed_inputs(req, s, kernel, launch, shape, 0, (changed, changed_expected))
         self._fresh_inputs(req, s, kernel, launch, shape, 0)
         if 0 in s.failures:
             return None, s.failures[0]
@@ -253,7 +301,12 @@ class Timer:
                     order=lambda i: order_rng.permutation(len(runs)), inspect=inspect,
                     on_inspect=lambda j, i: self._inspect(s, expected, live[j], f"{shape.label} (timed run {i + 1})",
                                                           "timed")))
+                changed = self._changed(spec, host, seed ^ 0xC4A6)
+                if changed is not None:
+                    changed = (changed, self._expected(as_eval(req.kernels[first]), compiled[first], launches[first],
+                                                       shape, changed))
                 for j in live:
+                    self._changed_inputs(as_eval(req.kernels[j]), s, compiled[j], launches[j], shape, j, changed)
                     self._fresh_inputs(as_eval(req.kernels[j]), s, compiled[j], launches[j], shape, j)
             except LaunchFailed as e:
                 status = Status.CRASH if e.fatal else Status.LAUNCH_FAILURE

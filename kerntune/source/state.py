@@ -36,7 +36,7 @@ def _declared(node, data: bytes) -> list[str]:
     names = []
     for d in node.children_by_field_name("declarator"):
         n = d
-        while n is not None and n.type not in ("identifier", "field_identifier"):
+        while n is not None and n.type not in ("identifier", "field_identifier", "qualified_identifier"):
             if n.type in ("function_declarator",):
                 return []                                 # a prototype
             n = n.child_by_field_name("declarator")
@@ -100,25 +100,34 @@ def persistent_state(text: str, lang: str) -> list[str]:
 
 
 def _scan(text: str, lang: str) -> list[str]:
-    src = text
+    import re
+
+    # attributes blanked byte for byte (a trailing __attribute__((aligned(64))) left the declaration
+    # unparsed, and an unparsed one was skipped: a tour's cache hid behind it)
+    src = re.sub(r"__attribute__\s*\(\((?:[^()]|\([^()]*\))*\)\)", lambda m: " " * len(m.group(0)), text)
     keywords: dict[int, str] = {}
     if lang == "opencl":
-        src, keywords = _blank_opencl(text)
+        src, keywords = _blank_opencl(src)
     data = src.encode()
+    # keyword offsets in bytes, as tree-sitter's (a non-ASCII comment shifted characters from bytes)
+    keywords = {len(src[:at].encode()): w for at, w in keywords.items()}
     tree = _parser().parse(data)
     found = []
     for node in walk(tree.root_node):
-        if node.type != "declaration" or node.has_error:
+        if node.type != "declaration" or node.has_error:     # unparsed: often a function the grammar misread
             continue
         fn = _function_of(node)
         words = _words(node, data)
         if fn is not None and "static" not in words:
             continue
-        spaces = {w for at, w in keywords.items() if node.start_byte <= at < node.end_byte}
-        # a qualifier written before the declaration's first token (tree-sitter may leave it outside)
-        head = text[max(0, node.start_byte - 40):node.start_byte].split(";")[-1].split("}")[-1]
-        words |= set(head.replace("*", " ").split())
-        spaces |= {w for w in head.split() if w in ("__constant", "constant", "__global", "global")}
+        # qualifiers written before the declaration's first token (blanked OpenCL keywords, or ones the
+        # parser left outside it): back to the previous code, comments skipped
+        prev = node.prev_sibling
+        while prev is not None and prev.type == "comment":
+            prev = prev.prev_sibling
+        start = prev.end_byte if prev is not None else 0
+        spaces = {w for at, w in keywords.items() if start <= at < node.end_byte}
+        words |= {w for at, w in keywords.items() if start <= at < node.start_byte}
         if "typedef" in words:
             continue
         if lang == "opencl":
@@ -131,7 +140,7 @@ def _scan(text: str, lang: str) -> list[str]:
                 continue                          # a host variable: device code cannot reach it
             if fn is not None and not _device_code(fn, data):
                 continue                          # a static local of a host function
-        line = text.count("\n", 0, node.start_byte) + 1
+        line = data.count(b"\n", 0, node.start_byte) + 1
         found += [f"{name} (line {line})" for name in _declared(node, data)]
     return found
 
@@ -149,8 +158,8 @@ def refusal(names: list[str]) -> str:
     """Why a kernel with ``names`` is not run (one line: a candidate's status message keeps 300 characters)."""
     shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
     return (f"refused: keeps state between launches ({shown}); such a kernel can return what an earlier launch "
-            "computed, so its results and times are not one launch's (pass the state as an argument, or make it "
-            "const/__constant)")
+            "computed, so its results and times are not one launch's (pass the state as an argument, or put it in "
+            "__constant / __constant__ memory)")
 
 
 __all__ = ["persistent_state", "refusal"]
