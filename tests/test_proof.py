@@ -793,3 +793,30 @@ def test_a_write_far_past_an_outputs_end_on_large_shapes_only_is_found(tmp_path)
     assert r.returncode == 1, r.stdout + r.stderr
     assert "256K: c: written past its end: 1 element(s) changed in the 1 MiB after it, the first 17408 element(s) " \
            "after its last" in r.stderr, r.stderr
+
+
+def test_spread_shapes_keep_a_pinned_size(tmp_path):
+    """A size pinned by min = max = 256 stays 256 in the odd and spread shapes (a tour's spread shape
+    moved it to 255, so a kernel correct on every allowed shape scored wrong)."""
+    from kerntune.engine.checker import spread_shapes
+
+    (tmp_path / "pinned.yaml").write_text("""\
+kernel: row_sum
+sizes:
+  cols: {min: 256, max: 256}
+args:
+  - {name: out, dtype: fp32, shape: [rows], intent: out}
+  - {name: x, dtype: fp32, shape: [rows, cols], intent: in}
+  - {name: rows, dtype: int32, value: rows}
+  - {name: cols, dtype: int32, value: cols}
+launch: {grid: [rows], block: [256]}
+shapes:
+  - {label: tall, rows: 4096, cols: 256}
+shape_sets:
+  cpu:
+    - {label: a, rows: 64, cols: 256}
+    - {label: b, rows: 256, cols: 256}
+""")
+    spec = load_file(tmp_path / "pinned.yaml").spec
+    shapes = [s for seed in range(6) for s in spread_shapes(spec, "cpu", seed)]
+    assert shapes and all(s.as_dict()["cols"] == 256 for s in shapes), [s.label for s in shapes]

@@ -230,12 +230,19 @@ def spread_shapes(spec: KernelSpec, shape_set: str | None, seed: int, limit: int
         return _largest_array(spec, sizes) <= limit and _volume(Shape.of(sizes)) <= most
 
     def odd(name: str, value: float) -> int:
+        """The odd multiple of the size's step nearest ``value`` within its bounds; ``value``'s own
+        multiple when no odd one is inside (a size pinned to 256 stays 256: a tour's spread shape
+        broke such a spec's min with 255)."""
         c = spec.sizes[name]
         m = c.multiple_of
-        k = max(1, int(value) // m, -(-max(c.min, 1) // m))
+        lo, hi = -(-max(c.min, 1) // m), (c.max // m if c.max is not None else None)
+        k = max(1, int(value) // m, lo)
+        if hi is not None:
+            k = min(k, hi)
         if k % 2 == 0:
-            k += -1 if c.max is not None and (k + 1) * m > c.max else 1
-        return max(k, 1) * m
+            inside = [j for j in (k + 1, k - 1) if j >= lo and j >= 1 and (hi is None or j <= hi)]
+            k = inside[0] if inside else k
+        return k * m
 
     out: list[Shape] = []
     high = max(run, key=_volume).as_dict()
