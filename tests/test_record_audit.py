@@ -15,7 +15,7 @@ import pytest
 
 from kerntune.record.audit import audit
 from kerntune.record.store import RunDir
-from tests.conftest import run_cli
+from tests.conftest import REPO, run_cli
 
 
 def _json(p: Path, edit) -> None:
@@ -145,3 +145,31 @@ def test_show_rederives_the_headline(copy):
     _json(copy / "results.json", lambda r: r.update(headline=r["headline"].replace("faster", "faster (edited)")))
     r = run_cli("show", str(copy))
     assert r.returncode == 2 and "headline is not what its numbers say" in r.stderr, r.stderr
+
+
+def test_a_tune_runs_final_test_is_audited_too(tmp_path):
+    """`kerntune tune` keeps its final test in tuning.db: a forged general interval (a verdict of
+    'faster' on [0.40, 9.60]) was shown and reported as confirmed (second tour)."""
+    import sqlite3
+
+    run = tmp_path / "tune"
+    r = run_cli("tune", str(REPO / "templates/examples/vector_add.cl.j2"), "--spec",
+                str(REPO / "kernels/examples/vector_add.yaml"), "--device", "cpu", "--shape-set", "cpu", "--budget", "6",
+                "--repeats", "5", "--final-repeats", "6", "--no-memcheck", "--run-dir", str(run))
+    assert r.returncode == 0, r.stderr
+    assert run_cli("show", str(run)).returncode == 0
+    db = sqlite3.connect(run / "tuning.db")
+    test = json.loads(db.execute("select value from meta where key='test'").fetchone()[0])
+    if test.get("general") is None:
+        pytest.skip("the run has no general kernel to forge")
+    test["general"]["geomean"].update(ratio=9.5, lo=0.4, hi=9.6)
+    test["general"]["geomean_speedup"] = 9.5
+    test["general"]["verdict"] = "faster"
+    db.execute("update meta set value=? where key='test'", (json.dumps(test),))
+    db.commit()
+    db.close()
+    r = run_cli("show", str(run))
+    assert r.returncode == 2 and "the final test in tuning.db" in r.stderr, r.stderr
+    r = run_cli("report", str(run), "--out-dir", str(tmp_path / "rep"))
+    assert r.returncode == 2 and "does not hold together" in r.stderr, r.stderr
+    assert "Not trusted" in (tmp_path / "rep" / "report.md").read_text()

@@ -81,7 +81,7 @@ def untrusted(run_dir: str, problems: list[str]) -> Optional[KerntuneError]:
         return KerntuneError(ErrorCode.RUN, f"{run_dir}: the run's record does not hold together ({k} problem"
                                            f"{'s' if k != 1 else ''}), so its claims are not verified",
                             hint="a file was edited, replaced or lost after the run: restore the run directory from "
-                                 "a copy, or run `kerntune optimize` on the kernel again",
+                                 "a copy, or run the `kerntune optimize` (or `tune`) again",
                             detail="\n".join(f"- {p}" for p in problems))
     return None
 

@@ -381,6 +381,13 @@ def show(
         return
     store = RunStore.in_dir(run_dir, readonly=True)
     summary = summarize(store, str(run_dir))
+    if summary.test is not None:          # a tune run's final test must hold together too (record.audit)
+        from kerntune.cli.cmd_report import untrusted
+        from kerntune.record.audit import audit_test
+
+        error = untrusted(str(run_dir), [f"the final test in tuning.db: {p}" for p in audit_test(summary.test)])
+        if error is not None:
+            raise error
     if json:
         print_json(summary)
     else:

@@ -10,6 +10,7 @@ from typing import Any
 from kerntune.reporting.model import Param, RunReport, Source
 from kerntune.reporting.rows import (confirmed_rows, copy_gbs, failures, per_shape_geomean, series, shape_row,
                                      timing)
+from kerntune.tuner.store import DB_NAME
 from kerntune.reporting.tuning import StoreData, read_store
 from kerntune.tuner.summary import TuneSummary, prior_notes
 from kerntune.fmt import shell
@@ -74,7 +75,10 @@ def load_tune(path: Path) -> RunReport:
         convergence=[series(s.strategy or "search", None, data.evals, 0, base is not None)] if data.evals else [],
         failures=[failures("run", s)] if data.evals else [])
     report.update(_template_parts(data, s, notes, source=not imported))
-    return RunReport(notes=notes, **report)
+    from kerntune.record.audit import audit_test     # a tune run's final test must hold together too
+
+    problems = [f"the final test in {DB_NAME}: {p}" for p in audit_test(test)] if test is not None else []
+    return RunReport(notes=notes, record_problems=problems, **report)
 
 
 def general_pick(s: TuneSummary) -> tuple[str, dict[str, Any]]:
