@@ -4,6 +4,7 @@ timed runs, the memory and race checker, paired interleaved timing, held-out sha
 from __future__ import annotations
 
 import json
+import shutil
 import sqlite3
 from dataclasses import replace
 
@@ -800,23 +801,14 @@ def test_spread_shapes_keep_a_pinned_size(tmp_path):
     moved it to 255, so a kernel correct on every allowed shape scored wrong)."""
     from kerntune.engine.checker import spread_shapes
 
-    (tmp_path / "pinned.yaml").write_text("""\
-kernel: row_sum
-sizes:
-  cols: {min: 256, max: 256}
-args:
-  - {name: out, dtype: fp32, shape: [rows], intent: out}
-  - {name: x, dtype: fp32, shape: [rows, cols], intent: in}
-  - {name: rows, dtype: int32, value: rows}
-  - {name: cols, dtype: int32, value: cols}
-launch: {grid: [rows], block: [256]}
-shapes:
-  - {label: tall, rows: 4096, cols: 256}
-shape_sets:
-  cpu:
-    - {label: a, rows: 64, cols: 256}
-    - {label: b, rows: 256, cols: 256}
-""")
+    import yaml
+
+    data = yaml.safe_load((REPO / "kernels/examples/row_sum.yaml").read_text())
+    data.update(sizes={"cols": {"min": 256, "max": 256}}, shapes=[{"label": "tall", "rows": 4096, "cols": 256}],
+                shape_sets={"cpu": [{"label": "a", "rows": 64, "cols": 256}, {"label": "b", "rows": 256, "cols": 256}]})
+    data.pop("holdout_shapes", None)
+    (tmp_path / "pinned.yaml").write_text(yaml.safe_dump(data))
+    shutil.copy(REPO / "kernels/examples/reference.py", tmp_path / "reference.py")
     spec = load_file(tmp_path / "pinned.yaml").spec
     shapes = [s for seed in range(6) for s in spread_shapes(spec, "cpu", seed)]
     assert shapes and all(s.as_dict()["cols"] == 256 for s in shapes), [s.label for s in shapes]
