@@ -64,6 +64,10 @@ def _same(a: Optional[BaseModel], b: Optional[BaseModel]) -> bool:
     return a.model_dump_json() == b.model_dump_json()
 
 
+def _same_all(a: Iterable[BaseModel], b: Iterable[BaseModel]) -> bool:
+    return [x.model_dump_json() for x in a] == [x.model_dump_json() for x in b]
+
+
 def _interval(where: str, iv: Optional[Interval]) -> list[str]:
     if iv is None:
         return []
@@ -143,9 +147,9 @@ def _repeats(run: RunDir, result: OptimizeResult) -> list[str]:
         bad.append(f"{RESULTS} names the memory checker {result.checker!r}; the final test's is {t.checker!r}")
     if t is not None and [n for n in t.notes if n not in result.notes]:
         bad.append(f"{RESULTS} leaves out notes of the final test")
-    if base is not None and [x.model_dump_json() for x in result.baseline] != [x.model_dump_json() for x in base.timings]:
+    if base is not None and not _same_all(result.baseline, base.timings):
         bad.append(f"{RESULTS}'s baseline timings are not {BASELINE}'s")
-    if [x.model_dump_json() for x in result.rounds] != [x.model_dump_json() for x in m.rounds]:
+    if not _same_all(result.rounds, m.rounds):
         bad.append(f"{RESULTS}'s rounds are not {MANIFEST}'s")
     f = result.files
     named = {"best": "best" + EXT.get(m.lang, ""), "dispatch": DISPATCH, "spec": "spec.yaml"}
@@ -186,7 +190,7 @@ def audit(run: RunDir) -> list[str]:
         bad.append(f"{RESULTS}'s general kernel ({result.general_key}, {said}, speedup {result.general_speedup!r}) is "
                    f"not the final test's ({g.key}, {g.geomean.text(3) if g.geomean else 'no interval'}, speedup "
                    f"{g.geomean_speedup!r})")
-    if t is not None and [w.model_dump_json() for w in result.per_shape] != [w.model_dump_json() for w in t.per_shape]:
+    if t is not None and not _same_all(result.per_shape, t.per_shape):
         bad.append(f"{RESULTS}'s per-shape winners are not the final test's")
     bad += _repeats(run, result)
     for rel, want in result.files.digests.items():
