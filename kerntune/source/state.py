@@ -1,6 +1,8 @@
 """Device variables that outlive a launch: program-scope variables (OpenCL C
-2.0), ``__device__``/``__managed__`` variables (CUDA) and ``static`` locals,
-unless they are read-only (``const``, ``__constant``).
+2.0), ``__device__``/``__managed__`` variables (CUDA) and ``static`` locals of
+device code, unless they are in a constant address space (``__constant``,
+``__constant__``) or a CUDA ``constexpr`` (a ``const`` in global memory is
+written through a cast like any variable).
 
 kerntune measures a kernel by launching it many times on the same inputs and
 verifies it on the launches it inspects. A kernel that keeps results between
@@ -14,11 +16,12 @@ launch does; :func:`persistent_state` finds it in the source, before it runs.
 The scan reads the source as written (tree-sitter), and again after the C
 preprocessor (``cpp``, where one is installed; ``#include`` lines left out)
 has expanded the file's own macros, so a declaration spelled through a macro
-is seen too; one spelled through a macro of an included header is not. The
-OpenCL runtimes cannot be
-asked instead: ``CL_PROGRAM_BUILD_GLOBAL_VARIABLE_TOTAL_SIZE`` is 4 bytes for
-a kernel with no variable at all on Intel's CPU runtime 2026.22 and 0 for the
-tour's 48 KiB of them on PoCL 3.0.
+is seen too; one spelled through a macro of an included header is not, nor a
+declaration the parser cannot read. The OpenCL runtimes cannot be asked
+instead: ``CL_PROGRAM_BUILD_GLOBAL_VARIABLE_TOTAL_SIZE`` is 4 bytes for a
+kernel with no variable at all on Intel's CPU runtime 2026.22 and 0 for the
+tour's 48 KiB of them on PoCL 3.0. What the scan misses, the run after timing
+on changed inputs (kerntune.engine.timed) is there to catch.
 """
 
 from __future__ import annotations
