@@ -222,10 +222,14 @@ def test_a_kernel_changed_after_the_run_is_not_exported_as_verified(run, tmp_pat
     assert all(p["kind"] != "general" for p in _lines(out))
     changed = strip_header((edited / "best.cl").read_text())
     assert all(normalize(p["optimized_source"]) != normalize(changed) for p in _lines(out))
-    # a run written before the digests (none in results.json): its pairs are re-rendered and compared
+    # a run written before the digests (none in results.json, none promised by run.json): its pairs are
+    # re-rendered and compared
     results = json.loads((edited / "results.json").read_text())
     results["files"].pop("digests", None)
     (edited / "results.json").write_text(json.dumps(results))
+    manifest = json.loads((edited / "run.json").read_text())
+    manifest.pop("digests", None)
+    (edited / "run.json").write_text(json.dumps(manifest))
     r = run_cli("export", "pairs", str(edited), "-o", str(out), "--json")
     assert r.returncode == 0, r.stderr
     reasons = [s["reason"] for s in json.loads(r.stdout)["skipped"]]
