@@ -344,8 +344,10 @@ def test_the_report_names_the_general_configuration_the_tester_confirmed(tune_ru
     searched = summarize(store).general.key
     other = next(e for e in store.evaluations() if e.status == "ok" and e.key != searched)
     test = TestReport.model_validate(store.get("test"))
-    store.set("test", test.model_copy(update={"general": test.general.model_copy(
-        update={"key": other.key, "config": other.config})}).model_dump(mode="json"))
+    general = test.general.model_copy(update={"key": other.key, "config": other.config})
+    # a consistent record: the tester's general configuration is one of its candidates (record.audit)
+    store.set("test", test.model_copy(update={"general": general, "candidates": [
+        c for c in test.candidates if c.key != other.key] + [general]}).model_dump(mode="json"))
     store.close()
     from kerntune.reporting.load_tune import load_tune
 
