@@ -166,6 +166,12 @@ class Timer:
         return HostArgs(arrays=arrays, scalars=host.scalars, seed=host.seed, generated=host.generated) \
             if changed else None
 
+    def _changed_expected(self, req: "EvalRequest", kernel: Any, launch: tuple, shape: Shape, host: HostArgs,
+                          seed: int) -> tuple[HostArgs, Expected] | None:
+        """:meth:`_changed` of the timed inputs and the outputs expected on them (None: nothing to change)."""
+        changed = self._changed(req.spec, host, seed ^ 0xC4A6)
+        return (changed, self._expected(req, kernel, launch, shape, changed)) if changed is not None else None
+
     def _changed_inputs(self, req: "EvalRequest", s: _Session, kernel: Any, launch: tuple, shape: Shape, j: int,
                         changed: tuple[HostArgs, Expected] | None) -> None:
         """The timed inputs with a few elements changed (``changed``: :meth:`_changed` and the expected
@@ -254,10 +260,8 @@ class Timer:
             precision=opts.precision, precision_after=PRECISION_AFTER, race_ms=race))
         if stopped:
             self._inspect(s, expected, 0, f"{shape.label} (timed run {len(samples)})", "timed")
-        changed = self._changed(spec, host, seed ^ 0xC4A6)
-        if changed is not None:
-            changed_expected = self._expected(req, kernel, launch, shape, changed)
-            self._changed_inputs(req, s, kernel, launch, shape, 0, (changed, changed_expected))
+        changed = self._changed_expected(req, kernel, launch, shape, host, seed)
+        self._changed_inputs(req, s, kernel, launch, shape, 0, changed)
         self._fresh_inputs(req, s, kernel, launch, shape, 0)
         if 0 in s.failures:
             return None, s.failures[0]
@@ -301,10 +305,8 @@ class Timer:
                     order=lambda i: order_rng.permutation(len(runs)), inspect=inspect,
                     on_inspect=lambda j, i: self._inspect(s, expected, live[j], f"{shape.label} (timed run {i + 1})",
                                                           "timed")))
-                changed = self._changed(spec, host, seed ^ 0xC4A6)
-                if changed is not None:
-                    changed = (changed, self._expected(as_eval(req.kernels[first]), compiled[first], launches[first],
-                                                       shape, changed))
+                changed = self._changed_expected(as_eval(req.kernels[first]), compiled[first], launches[first],
+                                                 shape, host, seed)
                 for j in live:
                     self._changed_inputs(as_eval(req.kernels[j]), s, compiled[j], launches[j], shape, j, changed)
                     self._fresh_inputs(as_eval(req.kernels[j]), s, compiled[j], launches[j], shape, j)
