@@ -23,12 +23,12 @@ from kerntune.agents.tester import Candidate, Tester
 from kerntune.engine.checker import MemoryChecker
 from kerntune.engine.evaluate import EvalRequest, KernelInstance
 from kerntune.engine.supervisor import DeviceWorker
-from kerntune.errors import ErrorCode, KerntuneError
+from kerntune.errors import KerntuneError
 from kerntune.interrupts import as_interrupt
 from kerntune.kernelfile import KernelFile
 from kerntune.record.models import (LLMUsage, Manifest, OptimizeSettings, ProposalRecord, RoundPlan, RoundRecord,
                                     RoundStatus, RunStatus)
-from kerntune.record.audit import audit
+from kerntune.record.audit import audit, untrusted
 from kerntune.record.outcome import OptimizeResult, ShapeWinner, TestReport
 from kerntune.record.store import RunDir
 from kerntune.results import EvalResult, Status
@@ -181,13 +181,9 @@ class Optimizer:
             self.manifest = self.run_dir.manifest()
             done = self.run_dir.results() if self.manifest.status is RunStatus.DONE else None
             if done is not None:
-                problems = audit(self.run_dir)
-                if problems:
-                    raise KerntuneError(ErrorCode.RUN, f"{self.run_dir.path} is a finished run whose record does not "
-                                                       "hold together, so its result is not shown as verified",
-                                        hint="`kerntune show` lists what was changed; start a new run (a new "
-                                             "--run-dir) to measure again",
-                                        detail="\n".join(f"- {p}" for p in problems))
+                error = untrusted(str(self.run_dir.path), audit(self.run_dir))
+                if error is not None:
+                    raise error
                 return done
         try:
             result = self._run()

@@ -12,7 +12,7 @@ import typer
 from rich.markup import escape
 
 from kerntune.cli.output import err, finish, fmt_bytes, out, set_json
-from kerntune.errors import ErrorCode, KerntuneError
+from kerntune.record.audit import untrusted
 
 
 def open_in_browser(page: Path) -> tuple[bool, str]:
@@ -72,18 +72,6 @@ def report(
     if result.open_note:
         (out if result.opened else err).print(escape(result.open_note))
     finish(result, untrusted(result.run_dir, result.record_problems))
-
-
-def untrusted(run_dir: str, problems: list[str]) -> Optional[KerntuneError]:
-    """A run whose record does not hold together is an error (exit 2), each problem listed."""
-    if problems:
-        k = len(problems)
-        return KerntuneError(ErrorCode.RUN, f"{run_dir}: the run's record does not hold together ({k} problem"
-                                           f"{'s' if k != 1 else ''}), so its claims are not verified",
-                            hint="a file was edited, replaced or lost after the run: restore the run directory from "
-                                 "a copy, or run the `kerntune optimize` (or `tune`) again",
-                            detail="\n".join(f"- {p}" for p in problems))
-    return None
 
 
 def register(app: typer.Typer) -> None:

@@ -382,8 +382,7 @@ def show(
     store = RunStore.in_dir(run_dir, readonly=True)
     summary = summarize(store, str(run_dir))
     if summary.test is not None:          # a tune run's final test must hold together too (record.audit)
-        from kerntune.cli.cmd_report import untrusted
-        from kerntune.record.audit import audit_test
+        from kerntune.record.audit import audit_test, untrusted
 
         error = untrusted(str(run_dir), [f"the final test in tuning.db: {p}" for p in audit_test(summary.test)])
         if error is not None:
@@ -396,7 +395,7 @@ def show(
 
 def _show_optimize(run, json: bool) -> None:
     from kerntune.cli.cmd_optimize import render_result
-    from kerntune.cli.cmd_report import untrusted
+    from kerntune.record.audit import untrusted
     from kerntune.reporting.load_optimize import load_optimize
 
     result = run.results()

@@ -33,6 +33,7 @@ from typing import Iterable, Optional
 
 from pydantic import BaseModel
 
+from kerntune.errors import ErrorCode, KerntuneError
 from kerntune.record.outcome import CandidateResult, OptimizeResult, TestReport
 from kerntune.record.store import RESULTS, TEST, RunDir
 from kerntune.speedup import Interval, decide
@@ -203,4 +204,16 @@ def audit(run: RunDir) -> list[str]:
     return bad
 
 
-__all__ = ["audit", "audit_test", "digest", "file_digests"]
+def untrusted(run_dir: str, problems: list[str]) -> Optional[KerntuneError]:
+    """A run whose record does not hold together is an error (exit 2), each problem listed."""
+    if problems:
+        k = len(problems)
+        return KerntuneError(ErrorCode.RUN, f"{run_dir}: the run's record does not hold together ({k} problem"
+                                           f"{'s' if k != 1 else ''}), so its claims are not verified",
+                            hint="a file was edited, replaced or lost after the run: restore the run directory from "
+                                 "a copy, or run the `kerntune optimize` (or `tune`) again",
+                            detail="\n".join(f"- {p}" for p in problems))
+    return None
+
+
+__all__ = ["audit", "audit_test", "digest", "file_digests", "untrusted"]
