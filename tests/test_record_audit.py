@@ -140,10 +140,12 @@ def test_a_copied_runs_round_names_its_own_template(copy, improved_run):
     assert str(copy / "rounds" / "01" / "template") in r.stdout and str(improved_run) not in r.stdout, r.stdout
 
 
-def test_show_rederives_the_headline(copy):
-    """results.json's headline (the sentence `show` prints first) is derived again from the numbers."""
+@pytest.mark.parametrize("command", [["show"], ["optimize", "--resume"]])
+def test_show_and_resume_rederive_the_headline(copy, command):
+    """results.json's headline (the sentence `show` prints first, and `--resume` of a finished run
+    prints again) is derived again from the numbers."""
     _json(copy / "results.json", lambda r: r.update(headline=r["headline"].replace("faster", "faster (edited)")))
-    r = run_cli("show", str(copy))
+    r = run_cli(*command, str(copy))
     assert r.returncode == 2 and "headline is not what its numbers say" in r.stderr, r.stderr
 
 

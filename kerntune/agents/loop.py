@@ -28,7 +28,7 @@ from kerntune.interrupts import as_interrupt
 from kerntune.kernelfile import KernelFile
 from kerntune.record.models import (LLMUsage, Manifest, OptimizeSettings, ProposalRecord, RoundPlan, RoundRecord,
                                     RoundStatus, RunStatus)
-from kerntune.record.audit import audit, untrusted
+from kerntune.record.audit import untrusted
 from kerntune.record.outcome import OptimizeResult, ShapeWinner, TestReport
 from kerntune.record.store import RunDir
 from kerntune.results import EvalResult, Status
@@ -181,7 +181,9 @@ class Optimizer:
             self.manifest = self.run_dir.manifest()
             done = self.run_dir.results() if self.manifest.status is RunStatus.DONE else None
             if done is not None:
-                error = untrusted(str(self.run_dir.path), audit(self.run_dir))
+                from kerntune.reporting.load_optimize import load_optimize   # the audit, and the headline again
+
+                error = untrusted(str(self.run_dir.path), load_optimize(self.run_dir.path).record_problems)
                 if error is not None:
                     raise error
                 return done
