@@ -175,3 +175,25 @@ def test_a_tune_runs_final_test_is_audited_too(tmp_path):
     r = run_cli("report", str(run), "--out-dir", str(tmp_path / "rep"))
     assert r.returncode == 2 and "does not hold together" in r.stderr, r.stderr
     assert "Not trusted" in (tmp_path / "rep" / "report.md").read_text()
+
+
+def test_a_tune_runs_kernel_files_are_checked_against_their_digests(tmp_path):
+    """best.<ext>, per_shape/* and kernels.json of a `kerntune tune` run have the SHA-256 digests
+    recorded in tuning.db when they were written: an edited kernel, or a lost one, is found by show
+    and report (before, only an optimize run's files had digests)."""
+    run = tmp_path / "tune"
+    r = run_cli("tune", str(REPO / "templates/examples/vector_add.cl.j2"), "--spec",
+                str(REPO / "kernels/examples/vector_add.yaml"), "--device", "cpu", "--shape-set", "cpu", "--budget", "4",
+                "--repeats", "5", "--final-repeats", "6", "--no-memcheck", "--run-dir", str(run))
+    assert r.returncode == 0, r.stderr
+    assert run_cli("show", str(run)).returncode == 0
+    assert run_cli("report", str(run), "--out-dir", str(tmp_path / "clean")).returncode == 0
+    best = run / "best.cl"
+    best.write_text(best.read_text() + "// edited after the run\n")
+    per_shape = sorted((run / "per_shape").iterdir())
+    per_shape[0].unlink()
+    r = run_cli("show", str(run))
+    assert r.returncode == 2 and "best.cl was changed after the run" in r.stderr, r.stderr
+    assert f"per_shape/{per_shape[0].name} is missing" in r.stderr, r.stderr
+    r = run_cli("report", str(run), "--out-dir", str(tmp_path / "rep"))
+    assert r.returncode == 2 and "best.cl was changed after the run" in r.stderr, r.stderr

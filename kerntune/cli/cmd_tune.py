@@ -287,6 +287,10 @@ def _run(template, loaded, store, settings, original, device, compile_workers, r
         if worker is not None:
             worker.close()
     written = write_tuned_kernels(Path(run_path), template, loaded.spec, summary, original)
+    if written:               # what show and report check the files against (record.audit.audit_tune)
+        from kerntune.record.audit import TUNE_DIGESTS, digest
+
+        store.set(TUNE_DIGESTS, {rel: digest((Path(run_path) / rel).read_bytes()) for rel in written + ["kernels.json"]})
     summary = summary.model_copy(update={"kernels": written})
     if not json:
         render_summary(summary)
@@ -381,12 +385,11 @@ def show(
         return
     store = RunStore.in_dir(run_dir, readonly=True)
     summary = summarize(store, str(run_dir))
-    if summary.test is not None:          # a tune run's final test must hold together too (record.audit)
-        from kerntune.record.audit import audit_test, untrusted
+    from kerntune.record.audit import TUNE_DIGESTS, audit_tune, untrusted
 
-        error = untrusted(str(run_dir), [f"the final test in tuning.db: {p}" for p in audit_test(summary.test)])
-        if error is not None:
-            raise error
+    error = untrusted(str(run_dir), audit_tune(run_dir, summary.test, store.get(TUNE_DIGESTS)))   # the final test, files
+    if error is not None:
+        raise error
     if json:
         print_json(summary)
     else:

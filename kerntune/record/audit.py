@@ -20,6 +20,10 @@ What is checked is what can be derived again from the record itself:
 * the kernels the run handed back (best.<ext>, per_shape/, spec.yaml) have
   the SHA-256 digests recorded when they were written.
 
+A `kerntune tune` run is checked the same way by :func:`audit_tune`: the final
+test in its tuning.db, and best.<ext>, per_shape/ and kernels.json against the
+digests recorded in tuning.db's meta table when they were written.
+
 It cannot catch an edit that rewrites every derived number consistently: the
 raw timing runs are not kept, so a forged interval with a matching verdict in
 both files reads as a real one. The run directory is evidence of what the run
@@ -29,6 +33,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+from pathlib import Path
 from typing import Iterable, Optional
 
 from pydantic import BaseModel
@@ -204,6 +209,26 @@ def audit(run: RunDir) -> list[str]:
     return bad
 
 
+TUNE_DIGESTS = "kernel_digests"      # the tuning.db meta entry: rel path -> sha256 of each file `tune` wrote
+
+
+def audit_tune(run_dir: Path, test: Optional[TestReport], digests: Optional[dict[str, str]],
+               db_name: str = "tuning.db") -> list[str]:
+    """Every way a finished `kerntune tune` run does not hold together: its final test (kept in
+    ``db_name``, :func:`audit_test`), and the kernel files it wrote (best.<ext>, per_shape/*,
+    kernels.json), each against the digest recorded when it was written (runs from before the
+    digests have none: their files are not checked)."""
+    bad = [f"the final test in {db_name}: {p}" for p in audit_test(test)] if test is not None else []
+    for rel, want in (digests or {}).items():
+        path = Path(run_dir) / rel
+        if not path.is_file():
+            bad.append(f"{rel} is missing: the run wrote it")
+        elif digest(path.read_bytes()) != want:
+            bad.append(f"{rel} was changed after the run: what it holds now is not the kernel or launch that was "
+                       "verified and timed")
+    return bad
+
+
 def untrusted(run_dir: str, problems: list[str]) -> Optional[KerntuneError]:
     """A run whose record does not hold together is an error (exit 2), each problem listed."""
     if problems:
@@ -216,4 +241,4 @@ def untrusted(run_dir: str, problems: list[str]) -> Optional[KerntuneError]:
     return None
 
 
-__all__ = ["audit", "audit_test", "digest", "file_digests", "untrusted"]
+__all__ = ["TUNE_DIGESTS", "audit", "audit_test", "audit_tune", "digest", "file_digests", "untrusted"]

@@ -75,9 +75,9 @@ def load_tune(path: Path) -> RunReport:
         convergence=[series(s.strategy or "search", None, data.evals, 0, base is not None)] if data.evals else [],
         failures=[failures("run", s)] if data.evals else [])
     report.update(_template_parts(data, s, notes, source=not imported))
-    from kerntune.record.audit import audit_test     # a tune run's final test must hold together too
+    from kerntune.record.audit import TUNE_DIGESTS, audit_tune    # a tune run must hold together too
 
-    problems = [f"the final test in {DB_NAME}: {p}" for p in audit_test(test)] if test is not None else []
+    problems = audit_tune(path, test, meta.get(TUNE_DIGESTS), DB_NAME)
     return RunReport(notes=notes, record_problems=problems, **report)
 
 

@@ -9,6 +9,7 @@ from typing import Any, Optional
 
 from pydantic import ValidationError
 
+from kerntune.record.audit import TUNE_DIGESTS
 from kerntune.errors import ErrorCode, KerntuneError
 from kerntune.results import EvalResult
 from kerntune.tuner.store import Evaluation, RunStore
@@ -17,7 +18,7 @@ from kerntune.tuner.summary import TuneSummary, summarize
 DAMAGED = "the run directory is damaged: restore the file, or rerun"
 
 META = ("template_text", "template_lang", "template_path", "spec_text", "spec_path", "spec_inline", "original",
-        "device", "settings", "space_size", "stop_reason", "created")
+        "device", "settings", "space_size", "stop_reason", "created", TUNE_DIGESTS)
 
 
 @dataclass
