@@ -112,10 +112,12 @@ class ArgCheck(Record):
     first_bad_index: Optional[list[int]] = None
     got: Optional[int | float] = None          # int for integer outputs: exact beyond 2**53
     expected: Optional[int | float] = None
-    reason: str = ""      # "", "unwritten", "nonfinite", "tolerance", "input modified", "written past its end"
+    reason: str = ""      # "", "unwritten", "nonfinite", "tolerance", "input modified", "written past its end",
+    #                       "written before its start"
     settled: str = ""                      # passed only by the NumPy reference's verdict: why (engine.judge.settle)
     past_end: Optional[int] = None         # written past its end: the first element changed after its last
     watched_bytes: int = 0                 # ... within this many bytes after it (engine.judge.canary_bytes)
+    before_start: Optional[int] = None     # written before its start: the nearest element changed before its first
 
     @field_validator("max_abs_err", "max_rel_err", "rel_l2_err", mode="before")
     @classmethod
@@ -140,13 +142,15 @@ class ArgCheck(Record):
             # the error measures cannot take a NaN: they are over the elements finite on both sides
             nums.append(errs + (" where both are finite" if nf else ""))
             text += ": " + ", ".join(nums)
-        if self.past_end is not None:
-            where = "right after its last element" if self.past_end == 0 else \
-                f"{self.past_end} element(s) after its last"
+        if self.past_end is not None or self.before_start is not None:
+            after = self.past_end is not None
+            k = self.past_end if after else self.before_start
+            where = ("right after its last element" if after else "right before its first element") if k == 0 else \
+                f"{k} element(s) {'after its last' if after else 'before its first'}"
             watched = f"{self.watched_bytes // 2**20} MiB" if self.watched_bytes >= 2**20 else \
                 f"{self.watched_bytes // 1024} KiB"
-            text += f": {self.bad_elements} element(s) changed in the {watched} after it, " \
-                    f"the first {where}"
+            text += f": {self.bad_elements} element(s) changed in the {watched} {'after' if after else 'before'} it, " \
+                    f"the {'first' if after else 'nearest'} {where}"
         if self.first_bad_index is not None:
             text += f"; first at {list(self.first_bad_index)}"
             if self.got is not None and self.reason != "unwritten":

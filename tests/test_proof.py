@@ -796,6 +796,26 @@ def test_a_write_far_past_an_outputs_end_on_large_shapes_only_is_found(tmp_path)
            "after its last" in r.stderr, r.stderr
 
 
+@pytest.mark.parametrize("store, where", [
+    ("if (i == 0) c[i - 1] = 1.0f;", "4K: c: written before its start: 1 element(s) changed in the 64 KiB before it, the "
+                                     "nearest right before its first element"),
+    ("if (i == 0 && n > 8192) c[-17408] = 1.0f;", "256K: c: written before its start: 1 element(s) changed in the 1 MiB "
+                                                  "before it, the nearest 17407 element(s) before its first")])
+def test_a_write_before_an_outputs_start_is_found(tmp_path, store, where):
+    """vector_add plus one store before c's first element: right before it, and 68 KiB before it only
+    when n > 8192. Before the canary in front of each array, only the layout decided what happened
+    (a crash on Intel's runtime, another array's canary or "b: input modified" on PoCL)."""
+    orig = (REPO / "kernels/examples/vector_add.cl").read_text()
+    bad = orig.replace("        c[i] = a[i] + b[i];", "        c[i] = a[i] + b[i];\n        " + store)
+    assert bad != orig
+    (tmp_path / "bad.cl").write_text(bad)
+    r = run_cli("bench", str(REPO / "kernels/examples/vector_add.cl"), "--against", str(tmp_path / "bad.cl"), "--spec",
+                str(REPO / "kernels/examples/vector_add.yaml"), "--device", "cpu", "--shape-set", "cpu", "--repeats", "6",
+                "--no-memcheck")
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert where in r.stderr, r.stderr
+
+
 def test_spread_shapes_keep_a_pinned_size(tmp_path):
     """A size pinned by min = max = 256 stays 256 in the odd and spread shapes (a tour's spread shape
     moved it to 255, so a kernel correct on every allowed shape scored wrong)."""

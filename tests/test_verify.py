@@ -330,6 +330,30 @@ def test_a_changed_canary_fails_the_array_it_follows_whatever_its_values():
     assert xin.describe().endswith("1 element(s) changed in the 64 KiB after it, the first right after its last element")
 
 
+def test_a_changed_front_canary_fails_the_array_it_precedes():
+    """The canary before each array: its bytes are counted back from the array's start, so the nearest
+    changed element is named (0: right before the first), and the array fails as written before its
+    start, whatever its values."""
+    from kerntune.engine.judge import CANARY_BYTES, Downloaded, Expected, canary_pattern, front_canary_bytes, judge_runs
+
+    assert front_canary_bytes(4) == CANARY_BYTES and front_canary_bytes(CANARY_BYTES + 1) == 2 * CANARY_BYTES
+    spec = KernelSpec.model_validate({
+        "kernel": "k", "args": [{"name": "out", "dtype": "fp32", "shape": ["n"], "intent": "out"}],
+        "launch": {"grid": [1], "block": [1]}, "shapes": [{"n": 4}]})
+    x = np.arange(4, dtype=np.float32)
+    pattern = canary_pattern(size=CANARY_BYTES)
+    hit = Downloaded(out=x.copy())
+    seen = pattern.copy()
+    seen[-1] ^= 1                  # the last byte of the element right before out[0]
+    seen[-13] ^= 1                 # a byte of the element 3 before it (bytes -16..-13)
+    assert hit.note_canary("out", 4, seen, pattern, before=True) and hit.underruns == {"out": (0, 2, CANARY_BYTES)}
+    assert not hit.overruns and hit.outside
+    (out,) = judge_runs(spec, {}, [(hit, {})], Expected({"out": x}, False))
+    assert not out.ok and out.reason == "written before its start"
+    assert out.describe() == ("out: written before its start: 2 element(s) changed in the 64 KiB before it, the "
+                              "nearest right before its first element")
+
+
 def test_a_check_whose_error_overflowed_is_written_and_read_back():
     """An infinite error is null in JSON; the record reader took null for a bad record, so a candidate
     overflowing on `large` inputs stopped a whole optimize run, and --resume too."""

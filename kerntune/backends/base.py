@@ -68,6 +68,11 @@ class Backend(ABC):
     def alloc(self, nbytes: int) -> Any: ...
 
     @abstractmethod
+    def view(self, buf: Any, offset: int, nbytes: int) -> Any:
+        """``nbytes`` of ``buf`` from ``offset`` (a multiple of 64 KiB) on, as a buffer of its own that a
+        kernel can be passed: what it writes there is in ``buf``."""
+
+    @abstractmethod
     def upload(self, buf: Any, host: np.ndarray, offset: int = 0) -> None:
         """Copy a contiguous host array into an existing device buffer, ``offset`` bytes in."""
 

@@ -154,6 +154,9 @@ class CupyBackend(Backend):
     def alloc(self, nbytes: int) -> Any:
         return self.cp.empty(max(int(nbytes), 1), dtype=np.uint8)
 
+    def view(self, buf: Any, offset: int, nbytes: int) -> Any:
+        return buf[int(offset): int(offset) + int(nbytes)]
+
     def upload(self, buf: Any, host: np.ndarray, offset: int = 0) -> None:
         if host.nbytes:
             buf[offset: offset + host.nbytes].set(np.ascontiguousarray(host).reshape(-1).view(np.uint8))

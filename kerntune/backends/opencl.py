@@ -248,6 +248,9 @@ class OpenCLBackend(Backend):
     def alloc(self, nbytes: int) -> Any:
         return self.cl.Buffer(self.ctx, self.cl.mem_flags.READ_WRITE, size=max(int(nbytes), 1))
 
+    def view(self, buf: Any, offset: int, nbytes: int) -> Any:
+        return buf.get_sub_region(int(offset), int(nbytes))
+
     def upload(self, buf: Any, host: np.ndarray, offset: int = 0) -> None:
         if host.nbytes:
             self.cl.enqueue_copy(self.queue, buf, np.ascontiguousarray(host), dst_offset=int(offset))

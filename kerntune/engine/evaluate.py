@@ -20,7 +20,7 @@ from kerntune.engine import distributions as dist
 from kerntune.engine.datacache import DataCache, freeze, spec_key
 from kerntune.engine.inputs import HostArgs, make_host_args, numpy_reference
 from kerntune.engine.judge import (Arrays, Downloaded, Expected, Poison, atol_scales, canary_bytes, canary_pattern,
-                                   judge_runs, output_rms)
+                                   front_canary_bytes, judge_runs, output_rms)
 from kerntune.errors import ErrorCode, KerntuneError
 from kerntune.hardware import launch_problems
 from kerntune.results import EvalResult, ShapeCheck, ShapeTiming, Status, Verification
@@ -120,6 +120,16 @@ def random_poison(spec: KernelSpec, rng: np.random.Generator) -> Poison:
     return {a.name: finite_poison(a.dt, rng) for a in spec.outputs}
 
 
+class Buffers(dict):
+    """The device buffer each array argument is passed as, by name; with canaries (see
+    :mod:`kerntune.engine.judge`), each is a view into an allocation (``whole``, by name) that holds
+    the canary before it, then the array, then the canary after it."""
+
+    def __init__(self, *args, **kw):
+        super().__init__(*args, **kw)
+        self.whole: dict[str, Any] = {}
+
+
 class Evaluator:
     """Holds one backend and the caches that may live as long as its worker."""
 
@@ -161,52 +171,69 @@ class Evaluator:
                                 detail=e.log) from None
 
     # --- one launch on host arrays ---------------------------------------
-    def canary_after(self, nbytes: int) -> np.ndarray | None:
-        """The canary written after an array of ``nbytes`` (None: this evaluator has none)."""
-        if not self.canary:
-            return None
-        size = canary_bytes(nbytes)
+    def _canary(self, size: int) -> np.ndarray:
         if size not in self._canaries:
-            self._canaries[size] = canary_pattern(nbytes)
+            self._canaries[size] = canary_pattern(size=size)
         return self._canaries[size]
 
+    def canary_after(self, nbytes: int) -> np.ndarray | None:
+        """The canary written after an array of ``nbytes`` (None: this evaluator has none)."""
+        return self._canary(canary_bytes(nbytes)) if self.canary else None
+
+    def canary_before(self, nbytes: int) -> np.ndarray | None:
+        """The canary written before an array of ``nbytes`` (None: this evaluator has none)."""
+        return self._canary(front_canary_bytes(nbytes)) if self.canary else None
+
     def upload(self, spec: KernelSpec, host: HostArgs, poison: Poison | None = None,
-               bufs: dict[str, Any] | None = None) -> tuple[dict[str, Any], list[Any]]:
+               bufs: Buffers | None = None) -> tuple[Buffers, list[Any]]:
         """Device buffers holding ``host`` (outputs: ``poison`` when given); into ``bufs``
-        when given (the same buffers again, with new contents). New buffers end with the canary."""
+        when given (the same buffers again, with new contents). A new buffer is a view into one
+        allocation that holds a canary before and after it (see :class:`Buffers`)."""
         from kerntune.dtypes import filled
 
         be = self.backend
         fresh = bufs is None
-        bufs = {} if bufs is None else bufs
+        bufs = Buffers() if bufs is None else bufs
         for a in spec.arrays:
             arr = host.arrays[a.name]
             if a.intent == "out" and poison and a.name in poison:
                 arr = filled(a.dt, arr.shape, poison[a.name])
             if fresh:
-                canary = self.canary_after(arr.nbytes)
-                bufs[a.name] = be.alloc(arr.nbytes + (canary.nbytes if canary is not None else 0))
-                if canary is not None:
-                    be.upload(bufs[a.name], canary, offset=arr.nbytes)
+                front, back = self.canary_before(arr.nbytes), self.canary_after(arr.nbytes)
+                if front is None or back is None:
+                    bufs[a.name] = be.alloc(arr.nbytes)
+                else:
+                    whole = be.alloc(front.nbytes + arr.nbytes + back.nbytes)
+                    be.upload(whole, front)
+                    be.upload(whole, back, offset=front.nbytes + arr.nbytes)
+                    bufs[a.name] = be.view(whole, front.nbytes, arr.nbytes + back.nbytes)
+                    bufs.whole[a.name] = whole
             be.upload(bufs[a.name], arr)
         args = [bufs[a.name] if a.is_array else be.scalar(host.scalars[a.name], a.dt.storage) for a in spec.args]
         return bufs, args
 
-    def download(self, spec: KernelSpec, host: HostArgs, bufs: dict[str, Any]) -> Downloaded:
-        """Every array, and whether the run wrote past its end (``Downloaded.overruns``); a changed
-        canary is written again, for the next run in the same buffers."""
+    def download(self, spec: KernelSpec, host: HostArgs, bufs: Buffers) -> Downloaded:
+        """Every array, and whether the run wrote past its end or before its start
+        (``Downloaded.overruns``, ``underruns``); a changed canary is written again, for the next
+        run in the same buffers."""
         be = self.backend
         out = Downloaded()
         for a in spec.arrays:
             dst = np.empty_like(host.arrays[a.name])
             be.download(bufs[a.name], dst)
             out[a.name] = dst
-            canary = self.canary_after(dst.nbytes)
-            if canary is not None:
-                seen = np.empty_like(canary)
-                be.download(bufs[a.name], seen, offset=dst.nbytes)
-                if out.note_canary(a.name, dst.itemsize, seen, canary):
-                    be.upload(bufs[a.name], canary, offset=dst.nbytes)
+            whole = getattr(bufs, "whole", {}).get(a.name)
+            if whole is None:
+                continue
+            back, front = self.canary_after(dst.nbytes), self.canary_before(dst.nbytes)
+            seen = np.empty_like(back)
+            be.download(bufs[a.name], seen, offset=dst.nbytes)
+            if out.note_canary(a.name, dst.itemsize, seen, back):
+                be.upload(bufs[a.name], back, offset=dst.nbytes)
+            seen = np.empty_like(front)
+            be.download(whole, seen)
+            if out.note_canary(a.name, dst.itemsize, seen, front, before=True):
+                be.upload(whole, front)
         return out
 
     def run_once(self, spec: KernelSpec, kernel: Any, launch: tuple, host: HostArgs,

@@ -24,7 +24,10 @@ Poison = dict[str, int]          # output argument -> the bit pattern written in
 # check, a vector store over an odd tail, a stray write at c[n + k]) changes it, on the device the run
 # is timed on and at every shape, where the memory checker only sees the check shapes (it runs with
 # no canary). The canary is as long as its array, at least CANARY_BYTES and at most CANARY_MAX_BYTES:
-# 64 KiB alone missed a write 68 KiB past the end made only when n > 8192 (adversarial tour)
+# 64 KiB alone missed a write 68 KiB past the end made only when n > 8192 (adversarial tour).
+# Another canary, as long rounded up to 64 KiB (so the array starts aligned for any vector load and
+# any OpenCL sub-buffer), lies before each array: a write at c[i - k] for i < k (an index off by one
+# downwards, a negative offset) changes it; before, only the luck of the layout caught one.
 CANARY_BYTES = 64 * 1024
 CANARY_MAX_BYTES = 64 * 2**20
 
@@ -34,34 +37,57 @@ def canary_bytes(nbytes: int) -> int:
     return min(max(CANARY_BYTES, int(nbytes)), CANARY_MAX_BYTES)
 
 
-def canary_pattern(nbytes: int = 0) -> np.ndarray:
-    """The canary after an array of ``nbytes``: one fixed random 64 KiB block, repeated."""
+def front_canary_bytes(nbytes: int) -> int:
+    """How many bytes before an array of ``nbytes`` are watched: :func:`canary_bytes`, rounded up to
+    a multiple of 64 KiB."""
+    return -(-canary_bytes(nbytes) // CANARY_BYTES) * CANARY_BYTES
+
+
+def canary_pattern(nbytes: int = 0, size: int | None = None) -> np.ndarray:
+    """The canary after an array of ``nbytes`` (or ``size`` bytes of it): one fixed random 64 KiB
+    block, repeated."""
     block = np.random.default_rng(0xCA7A).integers(0, 256, CANARY_BYTES, dtype=np.uint8)
-    return np.resize(block, canary_bytes(nbytes))
+    return np.resize(block, canary_bytes(nbytes) if size is None else size)
 
 
 class Downloaded(dict):
-    """A run's arrays by name (``Arrays``), and ``overruns``: for each array whose canary changed,
-    (the first element after its last that changed, how many elements changed)."""
+    """A run's arrays by name (``Arrays``), and ``overruns``: for each array whose canary after it
+    changed, (the first element after its last that changed, how many elements changed, the bytes
+    watched); ``underruns`` the same before it (the nearest element before its first that changed)."""
 
     def __init__(self, *args, **kw):
         super().__init__(*args, **kw)
         self.overruns: dict[str, tuple[int, int, int]] = {}
+        self.underruns: dict[str, tuple[int, int, int]] = {}
 
-    def note_canary(self, name: str, itemsize: int, seen: np.ndarray, pattern: np.ndarray) -> bool:
-        """Compare the bytes after array ``name`` with the pattern; True when they changed."""
+    def note_canary(self, name: str, itemsize: int, seen: np.ndarray, pattern: np.ndarray,
+                    before: bool = False) -> bool:
+        """Compare the bytes after (``before``: before) array ``name`` with the pattern; True when
+        they changed."""
         changed = np.flatnonzero(seen != pattern)
         if not changed.size:
             return False
+        if before:
+            changed = pattern.size - 1 - changed          # bytes counted back from the array's start
         elements = np.unique(changed // max(itemsize, 1))
-        self.overruns[name] = (int(elements[0]), int(elements.size), int(pattern.nbytes))
+        (self.underruns if before else self.overruns)[name] = \
+            (int(elements[0]), int(elements.size), int(pattern.nbytes))
         return True
+
+    @property
+    def outside(self) -> bool:
+        """Whether the run wrote outside any array (before its start or past its end)."""
+        return bool(self.overruns or self.underruns)
 
 
 def _past_end(runs: list[tuple[Arrays, Poison]]) -> dict[str, ArgCheck]:
-    """A failing check for each array some run wrote past the end of (its canary changed)."""
+    """A failing check for each array some run wrote past the end of, or before the start of (a
+    canary changed)."""
     out: dict[str, ArgCheck] = {}
     for got, _ in runs:
+        for name, (first, count, watched) in getattr(got, "underruns", {}).items():
+            out.setdefault(name, ArgCheck(name=name, ok=False, reason="written before its start", bad_elements=count,
+                                          before_start=first, watched_bytes=watched))
         for name, (first, count, watched) in getattr(got, "overruns", {}).items():
             out.setdefault(name, ArgCheck(name=name, ok=False, reason="written past its end", bad_elements=count,
                                           past_end=first, watched_bytes=watched))
@@ -217,4 +243,4 @@ def judge_single(spec: KernelSpec, inputs: Arrays, got: Arrays, poison: Poison, 
 
 
 __all__ = ["CANARY_BYTES", "CANARY_MAX_BYTES", "Arrays", "Downloaded", "Expected", "Poison", "bits_dtype",
-           "canary_bytes", "canary_pattern", "judge_runs", "judge_single", "settle", "tolerance_for"]
+           "canary_bytes", "canary_pattern", "front_canary_bytes", "judge_runs", "judge_single", "settle", "tolerance_for"]

@@ -125,7 +125,7 @@ class Timer:
         if j in s.failures:
             return
         got = self.ev.download(s.spec, s.host, s.bufs)
-        if s.judged is not None and s.judged[0] is expected and not got.overruns \
+        if s.judged is not None and s.judged[0] is expected and not got.outside \
                 and got.keys() == s.judged[1].keys() \
                 and all(same_bits(v, s.judged[1][k]) for k, v in got.items()):
             checks = s.judged[2]
