@@ -9,6 +9,7 @@ from pathlib import Path
 from kerntune.engine.evaluate import KernelInstance
 from kerntune.errors import ErrorCode, KerntuneError
 from kerntune.source.extract import Extraction, extract, needs_extraction
+from kerntune.source.includes import INCLUDE, flatten
 from kerntune.source.instantiate import bind
 from kerntune.source.names import parse_kernel_name
 from kerntune.source.parse import parse
@@ -118,10 +119,16 @@ def include_dirs(loaded: LoadedSpec, extra: list[Path] = ()) -> list[Path]:
 
 
 def device_source(path: Path, text: str, lang: str, kernel: str, dirs: list[Path]) -> tuple[str, Extraction | None]:
-    """The code to compile for ``kernel``: an extension source's extracted device code, else the file."""
+    """The code to compile for ``kernel``: an extension source's extracted device code; an OpenCL
+    file with its local headers inlined (:func:`kerntune.source.includes.flatten`: found beside the
+    file or in the spec's include_dirs, whatever the working folder, and part of the text every
+    compiled binary is keyed on, so a header edited or another folder's header is never a stale
+    binary's); else the file."""
     if lang == "cuda" and needs_extraction(text):
         ex = extract(path, text, kernel, dirs)
         return ex.source, ex
+    if lang == "opencl" and INCLUDE.search(text):
+        return flatten(path, text, dirs).text, None
     return text, None
 
 

@@ -198,3 +198,42 @@ def test_include_dirs_travel_in_the_spec(tmp_path):
     assert "include_dirs: [\"../vendor/kernels\"]" in text and "intent: out" in text
     r = run_cli("check", str(k), "--json")
     assert r.returncode == 0, r.stderr
+
+
+SQSUM = """#include "common.h"
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void sqsum(__global float* restrict out, __global const float* restrict x, const int cols) {
+    __local float red[WG];
+    const int r = get_group_id(0), t = get_local_id(0);
+    float a = 0.f;
+    for (int c = t; c < cols; c += WG) a += sq(x[r * cols + c]);
+    red[t] = a;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int s = WG / 2; s > 0; s >>= 1) { if (t < s) red[t] += red[t + s]; barrier(CLK_LOCAL_MEM_FENCE); }
+    if (t == 0) out[r] = red[0];
+}
+"""
+
+
+@pytest.mark.runtime
+def test_an_opencl_kernels_local_headers_are_its_own_from_any_folder(tmp_path):
+    """Two folders hold the same OpenCL kernel text, each with its own common.h (the work-group size),
+    one of them under include_dirs. Each is compiled with its own header, from any working folder: the
+    header was looked up from the working folder only (the spec's include_dirs never reached the
+    compiler), and the runtime's binary cache, keyed on the kernel's text, ran the other folder's
+    binary (user tour). `init` reads the size from the header too."""
+    for name, wg, inc in (("a", 64, ""), ("b", 16, "inc")):
+        (tmp_path / name / (inc or ".")).mkdir(parents=True, exist_ok=True)
+        write(tmp_path / name / (inc or "."), "common.h", f"#define WG {wg}\ninline float sq(float x) {{ return x * x; }}\n")
+        write(tmp_path / name, "sqsum.cl", SQSUM)
+        args = ("-I", str(tmp_path / name / inc)) if inc else ()
+        r = run_cli("init", str(tmp_path / name / "sqsum.cl"), *args)
+        assert r.returncode == 0, r.stderr
+        assert f"block: [{wg}]" in (tmp_path / name / "sqsum.yaml").read_text()
+    for name, local in (("a", 256), ("b", 64), ("a", 256)):
+        r = run_cli("check", str(tmp_path / name / "sqsum.cl"), "--json", cwd=tmp_path)
+        assert r.returncode == 0, r.stderr
+        assert json.loads(r.stdout)["resources"]["static_shared_bytes"] == local, (name, r.stdout)
+    r = run_cli("bench", str(tmp_path / "b" / "sqsum.cl"), "--shape", "small", "--repeats", "3", "--no-memcheck",
+                cwd=tmp_path)
+    assert r.returncode == 0, r.stderr

@@ -50,7 +50,7 @@ def init(
     set_json(json)
     from kerntune.kernelfile import language_of
     from kerntune.source.extract import extract, needs_extraction
-    from kerntune.source.includes import flatten
+    from kerntune.source.includes import INCLUDE, flatten
     from kerntune.source.instantiate import resolve
     from kerntune.source.launcher import choose
     from kerntune.source.parse import parse
@@ -73,7 +73,9 @@ def init(
         if instantiate and lang != "cuda":
             raise KerntuneError(ErrorCode.USAGE, "--instantiate is for templated CUDA kernels")
         choice = choose(parse(source, lang), source, kernel, instantiate, str(kernel_file))
-        device = source
+        # an OpenCL file's local headers are part of what is compiled (kernelfile.device_source): a
+        # work-group size defined there decides the launch
+        device = flatten(kernel_file, source, dirs).text if lang == "opencl" and INCLUDE.search(source) else source
     resolved = resolve(device, lang, choice.name)
     inf = infer(device, resolved.kernel, resolved.bindings, lang)
     note = ""
