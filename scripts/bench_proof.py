@@ -61,7 +61,8 @@ EXPECTED = {
     "conditional_write_nan": ("wrong_result",), "skip_on_repeat": ("wrong_result",),
     "cached_by_pointer": ("wrong_result",), "input_mutation": ("wrong_result",), "tail_bug": ("wrong_result",),
     "precision_loss": ("wrong_result",), "negative_bug": ("wrong_result",), "large_bug": ("wrong_result",),
-    "small_bug": ("wrong_result",), "shifted_bug": ("wrong_result",), "skip_last_row": ("wrong_result",),
+    "small_bug": ("wrong_result",), "shifted_bug": ("wrong_result",), "wide_bug": ("wrong_result",),
+    "skip_last_row": ("wrong_result",),
     "half_rows": ("wrong_result",), "nan_output": ("wrong_result",), "drops_last_column": ("wrong_result",),
 }
 HONEST = "honest"

@@ -56,10 +56,10 @@ def test_correct_kernel_is_verified_and_timed(worker, tmp_path):
     v = r.verification
     assert v.ok and v.reference == "numpy" and v.seed == 7
     # every shape, and a shape the spec does not list, on every input distribution
-    assert v.distributions == ["spec", "shifted", "negative", "large", "small", "ties"]
+    assert v.distributions == ["spec", "shifted", "negative", "large", "small", "ties", "wide"]
     assert [(s.holdout, s.distribution) for s in v.shapes] == [
         (h, d) for h in (False, False, True) for d in v.distributions]
-    assert len({s.seed for s in v.shapes}) == 3 * 6                # fresh inputs per shape and distribution
+    assert len({s.seed for s in v.shapes}) == 3 * 7                # fresh inputs per shape and distribution
     assert len(r.timings) == 2
     for t in r.timings:
         s = t.stats

@@ -177,9 +177,9 @@ def test_opencl_baseline_verifies_on_cpu(name, dtype):
     assert result["status"] == "ok"
     assert result["verification"]["reference"] == "numpy"
     checked = result["verification"]["shapes"]
-    # 5 shapes and a held-out one, each on 6 input distributions
-    assert len(checked) == 6 * 6 and any(s["holdout"] for s in checked)
-    assert {s["distribution"] for s in checked} == {"spec", "shifted", "negative", "large", "small", "ties"}
+    # 5 shapes and a held-out one, each on 7 input distributions
+    assert len(checked) == 6 * 7 and any(s["holdout"] for s in checked)
+    assert {s["distribution"] for s in checked} == {"spec", "shifted", "negative", "large", "small", "ties", "wide"}
     assert {a["name"] for s in checked for a in s["args"]} >= (
         {"out", "input"} if name == "silu_and_mul" else {"input", "residual", "weight"})
     assert len(report["rows"]) == 5 and all(row["kernel"] for row in report["rows"])

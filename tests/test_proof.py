@@ -52,7 +52,7 @@ def request(inst: KernelInstance, verify=True, timing: TimingOptions | None = No
 def test_the_honest_variant_passes_everything(worker):
     r = worker.evaluate(request(variant("honest"), timing=TimingOptions(warmup=1, repeats=8)), 120)
     assert r.status is Status.OK, r.message
-    assert r.verification.distributions == ["spec", "shifted", "negative", "large", "small", "ties"]
+    assert r.verification.distributions == ["spec", "shifted", "negative", "large", "small", "ties", "wide"]
 
 
 def test_a_finite_random_poison_catches_a_write_only_where_nan(worker):
@@ -70,7 +70,8 @@ def test_outputs_of_timed_runs_are_checked(worker):
 
 
 @pytest.mark.parametrize("name, distribution", [("negative_bug", "negative"), ("large_bug", "large"),
-                                                ("small_bug", "small"), ("shifted_bug", "shifted")])
+                                                ("small_bug", "small"), ("shifted_bug", "shifted"),
+                                                ("wide_bug", "wide")])
 def test_range_dependent_bugs_fail_on_their_distribution(worker, name, distribution):
     r = worker.evaluate(request(variant(name)), 120)
     assert r.status is Status.WRONG_RESULT and f"[{distribution}]" in r.message
@@ -394,7 +395,7 @@ def test_the_power_experiments_baselines_compute_the_lean_copy(worker, tmp_path,
         r = worker.evaluate(EvalRequest(candidate=baseline, spec=spec, base_dir=str(POWER), verify_shapes=shapes,
                                         time_shapes=(), seed=5, reference=reference), 120)
         assert r.status is Status.OK, r.message
-        assert r.verification.distributions == ["spec", "shifted", "negative", "large", "small", "ties"]
+        assert r.verification.distributions == ["spec", "shifted", "negative", "large", "small", "ties", "wide"]
 
 
 def test_the_power_experiments_t_only_interval_and_the_final_tests_rule():

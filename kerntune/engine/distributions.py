@@ -15,6 +15,10 @@ large      [-L, L)                      overflow, lost precision (L: 1e4 for
                                         fp32, 1e6 for fp64, 256 for fp16/bf16)
 small      [-S, S)                      flush to zero, absolute-error slack
                                         (S: 1e-3, or 1/64 for fp16/bf16)
+wide       [-1, 1) times 2^e, e drawn   clamps and overflows above ``large``,
+           per element from -E..E       values of very different sizes in one
+           (E: 40 for fp32 and bf16,    sum (E: 2^40 is about 1.1e12, so a
+           100 for fp64, 8 for fp16)    product of three inputs stays finite)
 ties       8 values, -7/8 .. 7/8 in     tie-breaking (argmax/argmin taking the
            steps of 1/4, each about     last index, a max-with-index or a
            1/8 of the elements          sort that is not stable, > for >=)
@@ -27,7 +31,7 @@ special    spec + 1/16 of the elements  NaN/Inf handling (opt-in:
 An array with a ``range`` in the spec stays inside it (the range states what
 inputs are valid): ``negative`` draws from its lowest quarter, ``shifted``
 from its highest quarter, ``small`` from a band of 1% of its width around the
-middle, ``large`` from the whole range, ``ties`` from the midpoints of its
+middle, ``large`` and ``wide`` from the whole range, ``ties`` from the midpoints of its
 eighths. Integer arrays (indices, counts) are
 drawn from the spec's range in every distribution. Arrays made by the spec's
 ``inputs`` function are what it returns; it may take a ``distribution``
@@ -51,12 +55,14 @@ SPEC = "spec"
 SPECIAL = "special"
 TIES = "ties"
 TIE_LEVELS = 8
-DEFAULT = ("spec", "shifted", "negative", "large", "small", TIES)
+WIDE = "wide"
+DEFAULT = ("spec", "shifted", "negative", "large", "small", TIES, WIDE)
 NAMES = DEFAULT + (SPECIAL,)
 DEFAULT_FLOAT_RANGE = (-1.0, 1.0)
 
 _LARGE = {8: 1e6, 4: 1e4, 2: 256.0}
 _SMALL = {8: 1e-3, 4: 1e-3, 2: 1.0 / 64}
+_WIDE_EXPONENT = {"fp64": 100, "fp32": 40, "bf16": 40, "fp16": 8}   # bf16 has fp32's exponent range
 
 
 def float_range(itemsize: int, spec_range: tuple[float, float] | None, name: str) -> tuple[float, float]:
@@ -78,6 +84,15 @@ def float_range(itemsize: int, spec_range: tuple[float, float] | None, name: str
         tiny = _SMALL.get(itemsize, 1e-3)
         return (-tiny, tiny)
     return DEFAULT_FLOAT_RANGE
+
+
+def wide_values(dtype: str, shape: tuple[int, ...], rng: np.random.Generator) -> np.ndarray:
+    """Uniform [-1, 1) values each scaled by a power of two drawn per element from 2^-E .. 2^E (exact
+    in every float type): about a third of the elements are beyond ``large``'s bound, so a kernel
+    that is right only below some magnitude (a clamp, an overflow at 2^31) is found whatever the
+    magnitude, up to 2^E."""
+    e = _WIDE_EXPONENT.get(dtype, 40)
+    return rng.uniform(-1.0, 1.0, size=shape) * np.exp2(rng.integers(-e, e + 1, size=shape))
 
 
 def tied_values(lo: float, hi: float, shape: tuple[int, ...], rng: np.random.Generator) -> np.ndarray:
@@ -108,5 +123,5 @@ def sprinkle_special(values: np.ndarray, storage: np.dtype, rng: np.random.Gener
     return out
 
 
-__all__ = ["DEFAULT", "NAMES", "SPEC", "SPECIAL", "TIES", "float_range", "special_values", "sprinkle_special",
-           "tied_values"]
+__all__ = ["DEFAULT", "NAMES", "SPEC", "SPECIAL", "TIES", "WIDE", "float_range", "special_values",
+           "sprinkle_special", "tied_values", "wide_values"]

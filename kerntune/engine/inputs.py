@@ -68,7 +68,12 @@ def _random(dt: DType, shape: tuple[int, ...], rng: np.random.Generator, rng_ran
     if dt.is_float:
         name = dist.SPEC if distribution in (dist.SPECIAL, dist.TIES) else distribution
         lo, hi = dist.float_range(dt.itemsize, rng_range, name)
-        values = dist.tied_values(lo, hi, shape, rng) if distribution == dist.TIES else rng.uniform(lo, hi, size=shape)
+        if distribution == dist.TIES:
+            values = dist.tied_values(lo, hi, shape, rng)
+        elif distribution == dist.WIDE and rng_range is None:
+            values = dist.wide_values(dt.name, shape, rng)
+        else:
+            values = rng.uniform(lo, hi, size=shape)
         if distribution == dist.SPECIAL:
             values = dist.sprinkle_special(values, dt.storage, rng)
         return encode(dt, values.astype(np.float32 if dt.itemsize <= 4 else np.float64))
