@@ -186,6 +186,24 @@ def test_existing_run_dir_is_not_overwritten(kernel, tmp_path):
     assert r.returncode == 2 and "already holds an optimize run" in r.stderr
 
 
+def test_a_run_dir_of_the_other_command_is_not_overwritten(kernel, tmp_path):
+    """optimize into a `kerntune tune` run's folder, and tune into an optimize run's, were not refused:
+    each wrote its files over the other's, and the earlier run could no longer be shown (user tour)."""
+    tuned = tmp_path / "tuned"
+    tuned.mkdir()
+    (tuned / "tuning.db").write_bytes(b"a tune run")
+    r = run_cli("optimize", str(kernel), "--device", "cpu", "--run-dir", str(tuned))
+    assert r.returncode == 2 and "already holds a `kerntune tune` run" in r.stderr, r.stderr
+    assert sorted(p.name for p in tuned.iterdir()) == ["tuning.db"]
+    optimized = tmp_path / "optimized"
+    optimized.mkdir()
+    (optimized / "run.json").write_text("{}")
+    r = run_cli("tune", str(REPO / "templates/examples/vector_add.cl.j2"), "--spec",
+                str(REPO / "kernels/examples/vector_add.yaml"), "--device", "cpu", "--run-dir", str(optimized))
+    assert r.returncode == 2 and "already holds a `kerntune optimize` run" in r.stderr, r.stderr
+    assert sorted(p.name for p in optimized.iterdir()) == ["run.json"]
+
+
 def _timing(label, ms, pct, moved=1 << 30):
     stats = TimingStats.from_samples([ms], warmup=0)
     return ShapeTiming(shape={"n": 1}, label=label, stats=stats, bytes_moved=moved, achieved_gbs=1.0, pct_of_copy=pct)

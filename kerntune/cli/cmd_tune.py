@@ -177,6 +177,11 @@ def tune(
         if (run_path / "tuning.db").exists():
             raise KerntuneError(ErrorCode.USAGE, f"{run_path} already holds a run",
                                 hint=f"continue it with --resume {shell(run_path)}, or choose another --run-dir")
+        from kerntune.record.store import RunDir
+
+        if RunDir.is_run(run_path):
+            raise KerntuneError(ErrorCode.USAGE, f"{run_path} already holds a `kerntune optimize` run",
+                                hint="choose another --run-dir (a tune run there would make that run unreadable)")
         fresh_dir = not run_path.exists()
         store = RunStore.in_dir(run_path, create=True)
     if memcheck_all:

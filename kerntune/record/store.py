@@ -83,6 +83,9 @@ class RunDir:
         if (path / MANIFEST).exists():
             raise KerntuneError(ErrorCode.USAGE, f"{path} already holds an optimize run",
                                 hint=f"continue it with --resume {shell(path)}, or choose another --run-dir")
+        if (path / "tuning.db").exists():       # a `kerntune tune` run's database (tuner.store.DB_NAME)
+            raise KerntuneError(ErrorCode.USAGE, f"{path} already holds a `kerntune tune` run",
+                                hint="choose another --run-dir (an optimize run there would make that run unreadable)")
         try:
             path.mkdir(parents=True, exist_ok=True)
             for sub in (ORIGINAL, "rounds", "llm", "per_shape"):
