@@ -56,6 +56,19 @@ def test_variables_that_outlive_a_launch_are_found(source, lang, names):
     assert persistent_state(source, lang) == names
 
 
+@pytest.mark.parametrize("lang, source, options", [
+    ("opencl", "G ulong memo_key[1024];\n__kernel void k(__global float* o) { o[0] = memo_key[0]; }\n",
+     ["-cl-std=CL2.0", "-DG=global"]),
+    ("opencl", "STORE float memo[64];\n__kernel void k(__global float* o) { o[0] = memo[0]; }\n",
+     ["-D", "STORE=__global"]),
+    ("cuda", "KEEP float memo[64];\n__global__ void k(float* o) { o[0] = memo[0]; }\n", ["-DKEEP=__device__"])])
+def test_state_declared_through_a_compile_option_macro_is_found(lang, source, options):
+    """A tour declared its cache as `G ulong memo_key[1024]` with `-DG=global` among the compile
+    options (a kernel file's header line, a template's flags): the scan read the source alone."""
+    assert persistent_state(source, lang) == []
+    assert [n.split(" (")[0] for n in persistent_state(source, lang, options)] == [source.split()[2].split("[")[0]]
+
+
 def test_no_kernel_of_the_corpus_keeps_state():
     files = [p for ext in ("cl", "cu", "cuh") for p in REPO.glob(f"kernels/**/*.{ext}")]
     assert len(files) > 50
@@ -95,7 +108,7 @@ def test_a_kernel_remembering_answers_the_scan_cannot_see_fails_on_changed_input
     from kerntune.spec.load import load_file
     from kerntune.spec.shapes import spec_shapes
 
-    monkeypatch.setattr(evaluate, "stateless", lambda source, lang: None)
+    monkeypatch.setattr(evaluate, "stateless", lambda source, lang, options=(): None)
     loaded = load_file(REPO / "kernels/examples/vector_add.yaml")
     spec = loaded.spec
     shape = next(s for s in spec_shapes(spec, "cpu") if s.label == "256K")

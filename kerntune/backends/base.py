@@ -23,12 +23,13 @@ class CompileFailed(Exception):
         self.log = log
 
 
-def stateless(source: str, lang: str) -> None:
+def stateless(source: str, lang: str, options: Sequence[str] = ()) -> None:
     """Refuse (CompileFailed) a kernel that keeps device variables between launches
-    (kerntune.source.state): its repeated launches do not each do one launch's work."""
+    (kerntune.source.state), read with the macros its compile ``options`` define: its repeated
+    launches do not each do one launch's work."""
     from kerntune.source.state import persistent_state, refusal
 
-    names = persistent_state(source, lang)
+    names = persistent_state(source, lang, options)
     if names:
         raise CompileFailed(refusal(names))
 

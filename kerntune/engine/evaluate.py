@@ -154,7 +154,7 @@ class Evaluator:
         if key in self._kernels:
             self._kernels.move_to_end(key)
             return self._kernels[key]
-        stateless(inst.source, inst.lang)
+        stateless(inst.source, inst.lang, inst.options)
         kernel = self.backend.compile(inst.source, inst.name, inst.options)
         self._kernels[key] = kernel
         if len(self._kernels) > self._max_cached:

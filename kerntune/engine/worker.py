@@ -42,7 +42,7 @@ def _handle(evaluator: Any, kind: str, payload: Any) -> Any:
         return evaluator.timer.compare(payload)
     if kind == "compile":
         try:
-            stateless(payload.source, evaluator.backend.info().lang)
+            stateless(payload.source, evaluator.backend.info().lang, payload.options)
             kernel = evaluator.backend.compile(payload.source, payload.name, payload.options)
         except CompileFailed as e:
             raise KerntuneError(ErrorCode.COMPILE, f"{payload.name} does not compile", detail=e.log) from None

@@ -26,6 +26,8 @@ on changed inputs (kerntune.engine.timed) is there to catch.
 
 from __future__ import annotations
 
+from typing import Sequence
+
 from kerntune.source.parse import _blank_opencl, _parser, walk
 
 _KEEPS_CUDA = ("__device__", "__managed__")
@@ -66,8 +68,22 @@ _CPP_DEFINES = {"opencl": ("-D__OPENCL_VERSION__=200", "-D__OPENCL_C_VERSION__=2
                 "cuda": ("-D__CUDACC__", "-D__CUDA_ARCH__=900", "-D__NVCC__")}
 
 
-def _expanded(text: str, lang: str) -> str | None:
-    """``text`` with its own macros expanded by the C preprocessor (None: no cpp, or it failed)."""
+def option_defines(options: Sequence[str]) -> list[str]:
+    """The ``-DNAME[=VALUE]`` macros among compile ``options`` (``-D NAME`` too), as cpp arguments."""
+    out, it = [], iter(options)
+    for opt in it:
+        if opt == "-D":
+            nxt = next(it, None)
+            if nxt:
+                out.append("-D" + nxt)
+        elif opt.startswith("-D") and len(opt) > 2:
+            out.append(opt)
+    return out
+
+
+def _expanded(text: str, lang: str, defines: Sequence[str] = ()) -> str | None:
+    """``text`` with its own macros, and ``defines`` (cpp ``-D`` arguments), expanded by the C
+    preprocessor (None: no cpp, or it failed)."""
     import re
     import shutil
     import subprocess
@@ -77,14 +93,14 @@ def _expanded(text: str, lang: str) -> str | None:
         return None
     body = re.sub(r"(?m)^[ \t]*#[ \t]*include\b.*$", "", text)
     try:
-        r = subprocess.run([cpp, "-P", "-undef", "-nostdinc", *_CPP_DEFINES[lang], "-"], input=body,
+        r = subprocess.run([cpp, "-P", "-undef", "-nostdinc", *_CPP_DEFINES[lang], *defines, "-"], input=body,
                            capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired):
         return None
     return r.stdout if r.returncode == 0 else None
 
 
-def persistent_state(text: str, lang: str) -> list[str]:
+def persistent_state(text: str, lang: str, options: Sequence[str] = ()) -> list[str]:
     """The names of the variables in ``text`` that can keep a value from one launch to the next, each
     with where it is declared ("cache (line 3)"; "cache (after macros)" where only the preprocessed
     text declares it). [] when there is none.
@@ -92,9 +108,11 @@ def persistent_state(text: str, lang: str) -> list[str]:
     Read-only means a constant address space (OpenCL ``__constant``, CUDA ``__constant__``) or a
     CUDA ``constexpr``: a ``const`` in global memory is written through a cast as easily as any
     variable (a tour's cache was ``global const float memo[...]``, another a ``global const uint *``
-    pointer, which is not const at all)."""
+    pointer, which is not const at all). Macros the compile ``options`` define (``-DG=global``) are
+    expanded too: a tour declared its cache as ``G ulong memo[1024]``, which only they make global."""
     found = _scan(text, lang)
-    expanded = _expanded(text, lang) if "#" in text else None
+    defines = option_defines(options)
+    expanded = _expanded(text, lang, defines) if "#" in text or defines else None
     if expanded is not None:
         seen = {f.split(" (")[0] for f in found}
         found += [f"{n} (after macros)" for n in dict.fromkeys(f.split(" (")[0] for f in _scan(expanded, lang))
