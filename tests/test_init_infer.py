@@ -324,3 +324,17 @@ def test_extract_refuses_an_output_that_is_not_a_cu_file(tmp_path):
     r = run_cli("extract", str(REPO / "kernels/examples/vector_add.cu"), "-o", str(tmp_path / "v.cl"))
     assert r.returncode == 2 and "would be read as OpenCL" in r.stderr and "v.cu" in r.stderr, r.stderr
     assert not (tmp_path / "v.cl").exists()
+
+
+@pytest.mark.parametrize("command, flags", [("init", ["--inline"]), ("init", ["--stdout"]), ("extract", ["--stdout"])])
+def test_output_flags_that_conflict_are_a_usage_error(tmp_path, command, flags):
+    """--inline beat -o (the kernel rewritten in place, no x.yaml) and --stdout beat -o (nothing written),
+    with exit 0 both times."""
+    name = "vector_add.cl" if command == "init" else "vector_add.cu"
+    kernel = tmp_path / name
+    shutil.copy(REPO / "kernels/examples" / name, kernel)
+    out = tmp_path / ("x.yaml" if command == "init" else "x.cu")
+    r = run_cli(command, str(kernel), *flags, "-o", str(out))
+    assert r.returncode == 2 and f"{flags[0]} and --output cannot be used together" in r.stderr, r.stderr
+    assert "Traceback" not in r.stderr and r.stdout == "" and not out.exists()
+    assert kernel.read_text() == (REPO / "kernels/examples" / name).read_text()

@@ -1,7 +1,8 @@
 """Checks of option values that typer's ``min=``/``max=`` cannot make: a number that must be finite
 (``nan`` passes a bare float option, ``inf`` passes a ``min=``), and a number of seconds that must be
 above 0. Each is a typer ``callback=``: a bad value is a usage error (exit 2) that names the option,
-as typer's own bounds are. And the check of a CUDA architecture (--arch) before nvcc is run on it."""
+as typer's own bounds are. And the check of a CUDA architecture (--arch) before nvcc is run on it, and
+of options that exclude each other."""
 
 from __future__ import annotations
 
@@ -80,3 +81,11 @@ def cuda_arch(arch: str) -> str:
 def unsupported_arch(log: str) -> bool:
     """Whether nvcc's output says it refused the architecture (sm_75a: a suffix it has not for it)."""
     return "Unsupported gpu architecture" in log
+
+
+def exclusive(given: dict[str, bool], hint: str) -> None:
+    """A usage error when more than one of these options was given: each names another place for the
+    output, and quietly letting one win left the user without the file they asked for."""
+    names = [name for name, on in given.items() if on]
+    if len(names) > 1:
+        raise KerntuneError(ErrorCode.USAGE, f"{' and '.join(names)} cannot be used together", hint=hint)

@@ -71,6 +71,8 @@ def extract(
     the extension source itself.
     """
     set_json(json)
+    checks.exclusive({"--stdout": stdout, "--output": output is not None},
+                     hint="--output names the file to write and --stdout prints the code instead: pick one")
     from kerntune.kernelfile import language_of
     from kerntune.source.extract import extract as run_extract
     from kerntune.source.includes import flatten

@@ -8,6 +8,7 @@ from typing import List, Optional
 
 import typer
 
+from kerntune.cli import checks
 from kerntune.cli.output import err, print_json, set_json
 from kerntune.errors import ErrorCode, KerntuneError
 from kerntune.fmt import shell
@@ -48,6 +49,9 @@ def init(
     `kerntune extract`). Complete the spec, then run `kerntune check`.
     """
     set_json(json)
+    checks.exclusive({"--inline": inline, "--stdout": stdout, "--output": output is not None},
+                     hint="--output names the spec file, --inline puts the spec into the kernel file and "
+                          "--stdout prints it: pick one")
     from kerntune.kernelfile import language_of
     from kerntune.source.extract import extract, needs_extraction
     from kerntune.source.includes import INCLUDE, flatten
