@@ -338,3 +338,24 @@ def test_output_flags_that_conflict_are_a_usage_error(tmp_path, command, flags):
     assert r.returncode == 2 and f"{flags[0]} and --output cannot be used together" in r.stderr, r.stderr
     assert "Traceback" not in r.stderr and r.stdout == "" and not out.exists()
     assert kernel.read_text() == (REPO / "kernels/examples" / name).read_text()
+
+
+@pytest.mark.parametrize("force", [[], ["--force"]])
+def test_init_does_not_write_a_second_spec_beside_the_first(tmp_path, force):
+    """init --inline wrote a block into a kernel that had a sidecar spec (plain init refused), after
+    which every command refused the kernel for having both; a sidecar beside an inline block, likewise.
+    --force replaces the spec where init writes, and removes none elsewhere."""
+    kernel = tmp_path / "row_sum.cl"
+    original = (REPO / "kernels/examples/row_sum.cl").read_text()
+    kernel.write_text(original)
+    side = tmp_path / "row_sum.yaml"
+    side.write_text("kernel: row_sum\n")
+    r = run_cli("init", str(kernel), "--inline", *force)
+    assert r.returncode == 2 and "already has a sidecar spec" in r.stderr and "hint:" in r.stderr, r.stderr
+    assert kernel.read_text() == original
+    side.unlink()
+    assert run_cli("init", str(kernel), "--inline").returncode == 0
+    inlined = kernel.read_text()
+    r = run_cli("init", str(kernel), *force)
+    assert r.returncode == 2 and "already has an inline spec block" in r.stderr and "--inline --force" in r.stderr
+    assert not side.exists() and kernel.read_text() == inlined

@@ -31,7 +31,10 @@ def init(
     inline: bool = typer.Option(False, "--inline", help="Put the spec in a /* kerntune ... */ block at the top of "
                                                         "the kernel file instead of a sidecar file."),
     stdout: bool = typer.Option(False, "--stdout", help="Print the spec instead of writing it."),
-    force: bool = typer.Option(False, "--force", "-f", help="Overwrite an existing spec."),
+    force: bool = typer.Option(False, "--force", "-f", help="Overwrite an existing spec where this one goes (the "
+                                                            "sidecar file, or with --inline the inline block); a "
+                                                            "spec in the other place is never removed: init "
+                                                            "refuses then."),
     json: bool = typer.Option(False, "--json", help="Print machine-readable JSON."),
 ) -> None:
     """Write a spec for a kernel, inferred from its code.
@@ -92,8 +95,8 @@ def init(
     if inline and extension:
         raise KerntuneError(ErrorCode.USAGE, "--inline would put the spec into an extension source",
                             hint="write a sidecar spec (the default) or use --output")
-    dest = None if stdout else (kernel_file if inline else
-                                output or kernel_file.with_name(kernel_file.name.split(".")[0] + ".yaml"))
+    default = kernel_file.with_name(kernel_file.name.split(".")[0] + ".yaml")
+    dest = None if stdout else (kernel_file if inline else output or default)
     spec_dir = (dest.parent if dest is not None else kernel_file.parent).resolve()
     rel_dirs = [os.path.relpath(d.resolve(), spec_dir) for d in dirs]
     text = skeleton(inf, choice.name, kernel_file.name, note, rel_dirs)
@@ -104,6 +107,10 @@ def init(
             typer.echo(text, nl=False)        # raw: no wrapping of long lines
         return
     if inline:
+        side = sidecar_for(kernel_file)
+        _refuse_beside(side, f"a sidecar spec, {side}", kernel_file,
+                       f"overwrite it with `kerntune init {shell(kernel_file)} --force`",
+                       f"to put the spec into the kernel file instead, delete {side} first")
         if inline_block(source) is not None and not force:
             raise KerntuneError(ErrorCode.USAGE, f"{kernel_file} already has an inline spec block",
                                 hint="edit it, or pass --force to replace it")
@@ -114,6 +121,10 @@ def init(
         write_atomic(kernel_file, "/* kerntune\n" + text + "*/\n" + body)
     else:
         check_output_file(dest, "kernel.yaml")
+        if dest.resolve() == default.resolve():
+            _refuse_beside(inline_block(source), "an inline spec block", kernel_file,
+                           f"replace it with `kerntune init {shell(kernel_file)} --inline --force`",
+                           "to have a sidecar spec instead, delete the block first")
         existing = dest if dest.exists() else (None if output else sidecar_for(kernel_file))
         if existing is not None and not force:
             raise KerntuneError(ErrorCode.USAGE, f"{existing} already exists", hint="pass --force to overwrite it")
@@ -127,6 +138,16 @@ def init(
         err.print(f"  TODO {t}", markup=False)
     check = f"kerntune check {shell(kernel_file)}" + (f" --spec {shell(dest)}" if output else "")
     err.print(f"next: check the guesses, then `{check}`", markup=False)
+
+
+def _refuse_beside(other: object, what: str, kernel_file: Path, replace: str, move: str) -> None:
+    """Refuse to write a spec where the kernel already has one in the other place (inline block or
+    sidecar file), --force or not: every command refuses a kernel with both, and --force replaces the
+    spec it writes, never removes one elsewhere."""
+    if other is not None:
+        raise KerntuneError(ErrorCode.USAGE, f"{kernel_file} already has {what}",
+                            hint=f"edit it, or {replace}; {move} (with both, every command "
+                                 "refuses the kernel)")
 
 
 def register(app: typer.Typer) -> None:
