@@ -359,3 +359,20 @@ def test_init_does_not_write_a_second_spec_beside_the_first(tmp_path, force):
     r = run_cli("init", str(kernel), *force)
     assert r.returncode == 2 and "already has an inline spec block" in r.stderr and "--inline --force" in r.stderr
     assert not side.exists() and kernel.read_text() == inlined
+
+
+def test_init_of_a_second_kernel_suggests_a_file_of_its_own(tmp_path):
+    """With two kernels in one file, init of the second found the first's spec at the default name and
+    said 'pass --force to overwrite it', which would destroy that spec."""
+    kernel = tmp_path / "ops.cl"
+    kernel.write_text("""
+__kernel void first(__global float* out, const int n) { int i = get_global_id(0); if (i < n) out[i] = 1.0f; }
+__kernel void second(__global float* out, const int n) { int i = get_global_id(0); if (i < n) out[i] = 2.0f; }
+""")
+    assert run_cli("init", str(kernel), "-k", "first").returncode == 0
+    spec = (tmp_path / "ops.yaml").read_text()
+    r = run_cli("init", str(kernel), "-k", "second")
+    assert r.returncode == 2 and "it is the spec of first" in r.stderr and "second.yaml" in r.stderr, r.stderr
+    assert "pass --force" not in r.stderr and (tmp_path / "ops.yaml").read_text() == spec
+    r = run_cli("init", str(kernel), "-k", "first")
+    assert r.returncode == 2 and "pass --force to overwrite it" in r.stderr, r.stderr

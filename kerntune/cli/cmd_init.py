@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import List, Optional
 
@@ -127,7 +128,8 @@ def init(
                            "to have a sidecar spec instead, delete the block first")
         existing = dest if dest.exists() else (None if output else sidecar_for(kernel_file))
         if existing is not None and not force:
-            raise KerntuneError(ErrorCode.USAGE, f"{existing} already exists", hint="pass --force to overwrite it")
+            raise KerntuneError(ErrorCode.USAGE, f"{existing} already exists",
+                                hint=_overwrite_hint(existing, choice.name, kernel_file))
         write_atomic(dest, text, what=f"the spec {dest}")
     if json:
         print_json({"kernel": choice.name, "written": str(dest), "spec": text, "todos": inf.todos})
@@ -138,6 +140,25 @@ def init(
         err.print(f"  TODO {t}", markup=False)
     check = f"kerntune check {shell(kernel_file)}" + (f" --spec {shell(dest)}" if output else "")
     err.print(f"next: check the guesses, then `{check}`", markup=False)
+
+
+def _overwrite_hint(existing: Path, name: str, kernel_file: Path) -> str:
+    """--force, unless the existing spec is another kernel's (two kernels in one file share the default
+    name): --force would destroy that spec, so the hint names a file of this kernel's own."""
+    import yaml
+
+    from kerntune.source.names import KernelNameError, parse_kernel_name
+
+    try:
+        other = yaml.safe_load(existing.read_text())["kernel"]
+        theirs, ours = parse_kernel_name(other), parse_kernel_name(name)
+    except (OSError, yaml.YAMLError, TypeError, KeyError, KernelNameError):
+        return "pass --force to overwrite it"
+    if theirs.text == ours.text:
+        return "pass --force to overwrite it"
+    stem = ours.base if theirs.base != ours.base else re.sub(r"\W+", "_", ours.text).strip("_")
+    return (f"it is the spec of {theirs.text}: write this kernel's to a file of its own with "
+            f"`-o {shell(kernel_file.with_name(stem + '.yaml'))}` (--force would overwrite it)")
 
 
 def _refuse_beside(other: object, what: str, kernel_file: Path, replace: str, move: str) -> None:
