@@ -15,7 +15,7 @@ from kerntune.source.names import parse_kernel_name
 from kerntune.source.parse import parse
 from kerntune.spec.load import LoadedSpec, load_for_kernel, problems_error, read_text
 from kerntune.spec.model import ImplementationLaunch, LaunchSpec, Problem, launch_problems
-from kerntune.spec.signature import signature_problems
+from kerntune.spec.signature import local_pointer_fix, local_pointers, signature_problems
 from kerntune.tuner.kernel_files import read_header
 
 LANG_BY_SUFFIX = {".cu": "cuda", ".cuh": "cuda", ".cl": "opencl"}
@@ -160,8 +160,8 @@ def check_signature(kf: "KernelFile") -> None:
         problems = [Problem(("args", m.arg) if m.arg is not None else ("args",), m.message) for m in mismatches]
         raise problems_error(kf.loaded, problems, f"the spec does not match the signature of {k.qualified_name} "
                                                   f"in {kf.path.name}",
-                             hint="fix args in the spec (or write a fresh one with `kerntune init "
-                                  f"{kf.path}`)")
+                             hint=local_pointer_fix(k) if local_pointers(k) else
+                             f"fix args in the spec (or write a fresh one with `kerntune init {kf.path}`)")
 
 
 def load_kernel(path: Path, spec_path: Path | None = None, extra_include_dirs: list[Path] = ()) -> KernelFile:

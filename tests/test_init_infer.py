@@ -13,7 +13,7 @@ from kerntune.spec.infer import infer
 from kerntune.spec.load import load_file
 from kerntune.spec.shapes import verification_shapes
 from kerntune.spec.signature import shape_bytes
-from tests.conftest import REPO, run_cli
+from tests.conftest import REPO, run_cli, write
 
 CORPUS = REPO / "tests/data/extensions"
 
@@ -376,3 +376,33 @@ __kernel void second(__global float* out, const int n) { int i = get_global_id(0
     assert "pass --force" not in r.stderr and (tmp_path / "ops.yaml").read_text() == spec
     r = run_cli("init", str(kernel), "-k", "first")
     assert r.returncode == 2 and "pass --force to overwrite it" in r.stderr, r.stderr
+
+
+def test_a_local_pointer_parameter_is_refused_up_front(tmp_path):
+    """init dropped a `__local float*` parameter without a word (0 TODOs); check then refused the spec
+    with a hint to run init again, which wrote the same spec."""
+    kernel = write(tmp_path, "localarg.cl", """
+        __kernel void row_sum_local(__global float* out, __global const float* x, __local float* scratch,
+                                    const int cols) {
+            int r = get_group_id(0), t = get_local_id(0);
+            scratch[t] = x[r * cols + t];
+            barrier(CLK_LOCAL_MEM_FENCE);
+            if (t == 0) out[r] = scratch[0];
+        }
+    """)
+    r = run_cli("init", str(kernel))
+    assert r.returncode == 2 and "__local pointer parameters (scratch)" in r.stderr, r.stderr
+    assert "__local float scratch[" in r.stderr and not (tmp_path / "localarg.yaml").exists()
+    write(tmp_path, "localarg.yaml", """
+        kernel: row_sum_local
+        args:
+          - {name: out, dtype: fp32, shape: [rows], intent: out}
+          - {name: x, dtype: fp32, shape: [rows, cols], intent: in}
+          - {name: cols, dtype: int32, value: cols}
+        launch: {grid: [rows], block: [64]}
+        shapes:
+          - {label: small, rows: 4, cols: 64}
+    """)
+    r = run_cli("check", str(kernel))
+    assert r.returncode == 2 and "__local pointer parameters" in r.stderr, r.stderr
+    assert "kerntune init" not in r.stderr.split("hint:")[-1]

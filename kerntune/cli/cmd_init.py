@@ -64,6 +64,7 @@ def init(
     from kerntune.source.parse import parse
     from kerntune.spec.infer import infer
     from kerntune.spec.load import inline_block, read_text, sidecar_for
+    from kerntune.spec.signature import local_pointer_fix, local_pointers
     from kerntune.spec.skeleton import skeleton
 
     lang = language_of(kernel_file)
@@ -85,6 +86,11 @@ def init(
         # work-group size defined there decides the launch
         device = flatten(kernel_file, source, dirs).text if lang == "opencl" and INCLUDE.search(source) else source
     resolved = resolve(device, lang, choice.name)
+    local = local_pointers(resolved.kernel)
+    if local:
+        raise KerntuneError(ErrorCode.SPEC, f"{choice.name} takes __local pointer parameters ({', '.join(local)}), "
+                                            "which a spec cannot give: their size is set by the host at each launch",
+                            hint=local_pointer_fix(resolved.kernel))
     inf = infer(device, resolved.kernel, resolved.bindings, lang)
     note = ""
     if choice.instantiation is not None:

@@ -28,16 +28,28 @@ def _param_words(k: KernelFunction, i: int) -> str:
     return f"parameter {i + 1} of {k.qualified_name}, `{p.ctype}{'*' if p.pointer else ''} {p.name}`"
 
 
+def local_pointers(kernel: KernelFunction) -> list[str]:
+    """The kernel's __local pointer parameters: their size is the host's to set per launch
+    (clSetKernelArg with a null value), which no spec argument can say."""
+    return [p.name for p in kernel.params if p.pointer and p.space == "local"]
+
+
+def local_pointer_fix(kernel: KernelFunction) -> str:
+    first = next(p for p in kernel.params if p.pointer and p.space == "local")
+    return (f"declare them inside the kernel as __local arrays of fixed size (e.g. `__local {first.ctype} "
+            f"{first.name}[256];`, the most the work-group uses) and drop the parameters")
+
+
 def signature_problems(spec: KernelSpec, kernel: KernelFunction, bindings: dict[str, str] | None = None,
                        lang: str = "cuda") -> list[Mismatch]:
     """Every way the spec's ``args`` disagree with the kernel's parameters."""
     bindings = bindings or {}
     params = kernel.params
     out: list[Mismatch] = []
-    local = [p.name for p in params if p.space == "local"]
+    local = local_pointers(kernel)
     if local:
         out.append(Mismatch(None, f"{kernel.qualified_name} takes __local pointer parameters ({', '.join(local)}), "
-                                  "which a spec cannot provide: make them fixed-size __local arrays in the kernel"))
+                                  f"which a spec cannot provide: {local_pointer_fix(kernel)}"))
     if len(spec.args) != len(params):
         names = ", ".join(p.name for p in params)
         out.append(Mismatch(None, f"the spec lists {len(spec.args)} arguments; {kernel.qualified_name} takes "
