@@ -406,3 +406,20 @@ def test_a_local_pointer_parameter_is_refused_up_front(tmp_path):
     r = run_cli("check", str(kernel))
     assert r.returncode == 2 and "__local pointer parameters" in r.stderr, r.stderr
     assert "kerntune init" not in r.stderr.split("hint:")[-1]
+
+
+def test_a_global_kernel_beside_namespaced_ones_of_its_name_is_chosen_with_leading_colons(tmp_path):
+    """`scale` next to fp32::scale and i32::scale: -k scale and -k ::scale were both 'ambiguous', so the
+    global one could not be chosen at all."""
+    kernel = write(tmp_path, "dup.cu", """
+        namespace fp32 { __global__ void scale(float* y, int n) { int i = threadIdx.x; if (i < n) y[i] = 2.f; } }
+        namespace i32 { __global__ void scale(int* y, int n) { int i = threadIdx.x; if (i < n) y[i] = 2; } }
+        __global__ void scale(double* y, int n) { int i = threadIdx.x; if (i < n) y[i] = 2.0; }
+    """)
+    r = run_cli("init", str(kernel), "-k", "scale", "--stdout")
+    assert r.returncode == 2 and "names 3 kernels" in r.stderr and "::scale" in r.stderr, r.stderr
+    r = run_cli("init", str(kernel), "-k", "::scale")
+    assert r.returncode == 0, r.stderr
+    spec = load_file(tmp_path / "dup.yaml").spec
+    assert spec.kernel == "::scale" and spec.args[0].dtype == "fp64"
+    assert resolve(kernel.read_text(), "cuda", spec.kernel).kernel.namespace == ()

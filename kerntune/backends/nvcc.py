@@ -61,8 +61,8 @@ def _candidates(entries: list[str], kernel_name: str) -> list[str]:
         kn = parse_kernel_name(kernel_name)
     except KernelNameError:
         return [e for e in entries if e == kernel_name]
-    if kn.is_plain and kn.text in entries:
-        return [kn.text]
+    if kn.template_args is None and "::" not in kn.qualified and kn.qualified in entries:
+        return [kn.qualified]
     prefix = mangled_prefix(kn.qualified)
     nested = "::" in kn.qualified
     out = []

@@ -312,7 +312,7 @@ def extract(path: Path, text: str, kernel: str, include_dirs: list[Path] = (), i
         for n in it.names:
             definers.setdefault(n, []).append(it)
     parsed = parse(flat.text, "cuda")
-    target = parsed.find(kn.qualified)
+    target = parsed.find(kn.spelled)
     seeds = [it for it in leaves if it.kind == "kernel" and it.start <= target.node.start_byte < it.end]
     if not seeds:
         raise KerntuneError(ErrorCode.SPEC, f"no __global__ function {kn.qualified!r} in {path}")
@@ -407,7 +407,7 @@ def extract(path: Path, text: str, kernel: str, include_dirs: list[Path] = (), i
     source = header + re.sub(r"\n{3,}", "\n\n", body.strip()) + "\n"
     reparsed = parse(source, "cuda")
     kept_names = tuple(n for it in leaves if it.kept for n in sorted(it.names))
-    return Extraction(source=source, kernel=reparsed.find(kn.qualified), kept=kept_names, dropped=tuple(dropped),
+    return Extraction(source=source, kernel=reparsed.find(kn.spelled), kept=kept_names, dropped=tuple(dropped),
                       inlined=tuple(flat.inlined), includes=tuple(includes))
 
 

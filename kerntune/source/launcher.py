@@ -179,6 +179,17 @@ class Choice:
     others: tuple[str, ...] = ()            # other instantiations the launcher uses
 
 
+def _root(parsed, k: KernelFunction) -> str:
+    """"::" for a kernel outside any namespace whose bare name also names a namespaced one: a spec
+    saying just `scale` would be ambiguous to every later command."""
+    from kerntune.source.names import parse_kernel_name
+
+    if k.namespace:
+        return ""
+    bare = parse_kernel_name(k.name)
+    return "::" if sum(x.matches(bare) for x in parsed.kernels) > 1 else ""
+
+
 def choose(parsed, text: str, kernel: str | None, instantiate: str | None, origin: str, where=None) -> Choice:
     """The kernel (and instantiation) a command works on: ``--kernel`` (plain, qualified or
     instantiated), ``--instantiate ARGS``, else the only kernel and the launcher's first
@@ -199,12 +210,13 @@ def choose(parsed, text: str, kernel: str | None, instantiate: str | None, origi
     else:
         k = parsed.find(kernel)
         kn = parse_kernel_name(kernel)
+    root = _root(parsed, k)
     if not k.is_template:
         if instantiate:
             raise KerntuneError(ErrorCode.USAGE, f"{k.qualified_name} is not a template: --instantiate does not apply")
         if kn is not None and kn.template_args is not None:
             parsed.kernel(kernel)        # the error for template arguments on a plain function
-        return Choice(k, k.qualified_name, None)
+        return Choice(k, root + k.qualified_name, None)
     found = instantiations(k, text, where)
     if kn is not None and kn.template_args is not None:
         if instantiate:
@@ -223,11 +235,11 @@ def choose(parsed, text: str, kernel: str | None, instantiate: str | None, origi
         raise KerntuneError(ErrorCode.USAGE, f"{k.qualified_name} is a template and the file does not show which "
                                              "instantiation to use",
                             hint=f"pass --instantiate ARGS or --kernel '{example_instantiation(k)}'")
-    name = inst.expression(k)
+    name = root + inst.expression(k)
     try:
         parse_kernel_name(name)
     except KernelNameError as e:
         raise KerntuneError(ErrorCode.USAGE, str(e)) from None
     parsed.kernel(name)                  # template arguments against the template's parameters
-    others = tuple(i.expression(k) for i in found if i.args != inst.args)
+    others = tuple(root + i.expression(k) for i in found if i.args != inst.args)
     return Choice(k, name, inst, others)

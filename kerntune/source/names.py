@@ -23,6 +23,7 @@ class KernelName:
     text: str                           # normalized: "ns::kernel<__nv_bfloat16, 128>"
     qualified: str                      # "ns::kernel"
     template_args: tuple[str, ...] | None = None   # None: not a template instantiation
+    rooted: bool = False                # written "::kernel": in exactly this namespace (the global one)
 
     @property
     def base(self) -> str:
@@ -37,10 +38,15 @@ class KernelName:
     @property
     def is_plain(self) -> bool:
         """A C identifier: usable as an extern "C" symbol or an OpenCL kernel name."""
-        return self.template_args is None and "::" not in self.qualified
+        return self.template_args is None and "::" not in self.qualified and not self.rooted
+
+    @property
+    def spelled(self) -> str:
+        """The qualified name as a lookup needs it: with the leading "::" of a rooted name."""
+        return ("::" if self.rooted else "") + self.qualified
 
     def with_args(self, args: tuple[str, ...]) -> "KernelName":
-        return KernelName(f"{self.qualified}<{', '.join(args)}>", self.qualified, tuple(args))
+        return KernelName(f"{self.spelled}<{', '.join(args)}>", self.qualified, tuple(args), self.rooted)
 
 
 class KernelNameError(ValueError):
@@ -99,9 +105,11 @@ def parse_kernel_name(text: str) -> KernelName:
     if not _QUALIFIED.match(qualified):
         raise KernelNameError(f"expected a C identifier, a qualified name (ns::kernel) or a template "
                               f"instantiation (ns::kernel<float, 128>); found {text!r}")
+    rooted = qualified.startswith("::")
     qualified = qualified.lstrip(":")
-    norm = qualified if args is None else f"{qualified}<{', '.join(args)}>"
-    return KernelName(norm, qualified, args)
+    spelled = ("::" if rooted else "") + qualified
+    norm = spelled if args is None else f"{spelled}<{', '.join(args)}>"
+    return KernelName(norm, qualified, args, rooted)
 
 
 def base_name(text: str) -> str:

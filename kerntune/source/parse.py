@@ -81,6 +81,8 @@ class KernelFunction:
         if name.base != self.name:
             return False
         ns = name.namespace
+        if name.rooted:
+            return tuple(self.namespace) == ns
         return not ns or tuple(self.namespace[len(self.namespace) - len(ns):]) == ns
 
     def text(self, source: bytes) -> str:
@@ -113,7 +115,9 @@ class ParsedSource:
         if len(found) > 1:
             raise KerntuneError(ErrorCode.SPEC, f"{kn.qualified!r} names {len(found)} kernels in the source: "
                                                 f"{', '.join(k.qualified_name for k in found)}",
-                                hint="qualify it with its namespace (ns::kernel)")
+                                hint="qualify it with its namespace (ns::kernel"
+                                     + (f"; ::{kn.base} for the one outside any namespace)"
+                                        if any(not k.namespace for k in found) else ")"))
         return found[0]
 
     def kernel(self, name: str) -> KernelFunction:
