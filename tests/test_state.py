@@ -124,3 +124,43 @@ def test_a_kernel_remembering_answers_the_scan_cannot_see_fails_on_changed_input
     assert first.status is Status.OK, first.message
     assert second.status is Status.WRONG_RESULT, second.message
     assert second.message.startswith("256K (the timed inputs with 8 elements changed, after timing): c:"), second.message
+
+
+@pytest.mark.parametrize("probe", [True, False])
+def test_a_kernel_fast_only_on_repeated_inputs_fails_when_timed_on_changed_ones(cpu_ref, monkeypatch, probe):
+    """tests/data/rowsum_token.cl remembers each row's sum keyed on the output's poison, which the
+    timed runs of one session repeat: right on every check, and much faster in the timed runs (a tour's
+    row_sum doing this in __local memory was called 8x faster, an sgemm caching tiles keyed on all its
+    inputs 2.9x). Timed again with its inputs and poison changed before every run, it is as slow as it
+    is (Timer._probe): it fails there, and without that step it is called correct and faster."""
+    import kerntune.engine.evaluate as evaluate
+    import kerntune.engine.timed as timed
+    from kerntune.backends import open_backend
+    from kerntune.engine.evaluate import Evaluator, KernelInstance, TimingOptions
+    from kerntune.engine.timed import CompareRequest
+    from kerntune.results import Status
+    from kerntune.spec.load import load_file
+    from kerntune.spec.shapes import spec_shapes
+
+    monkeypatch.setattr(evaluate, "stateless", lambda source, lang, options=(): None)
+    if not probe:
+        monkeypatch.setattr(timed.Timer, "_repeated_inputs", lambda *a, **k: None)
+    loaded = load_file(REPO / "bench/proof/rowsum.yaml")
+    shape = next(s for s in spec_shapes(loaded.spec) if s.label == "r128-c4096")
+    naive = KernelInstance(source=(REPO / "bench/proof/rowsum_naive.cl").read_text(), name="rowsum", lang="opencl",
+                           label="naive")
+    token = KernelInstance(source=(REPO / "tests/data/rowsum_token.cl").read_text(), name="rowsum", lang="opencl",
+                           options=("-cl-std=CL2.0",), label="token")
+    ev = Evaluator(open_backend(cpu_ref))
+    cmp = ev.timer.compare(CompareRequest(kernels=(naive, token), spec=loaded.spec, base_dir=str(loaded.base_dir),
+                                          shape=shape, seed=5, timing=TimingOptions(warmup=2, repeats=10,
+                                                                                    measure_copy=False)))
+    first, second = cmp.kernels
+    assert first.status is Status.OK, first.message
+    if probe:
+        assert second.status is Status.WRONG_RESULT, second.message
+        assert "timed again with its inputs changed before every run" in second.message, second.message
+        assert second.message.endswith("out: faster only on repeated inputs"), second.message
+    else:
+        assert second.status is Status.OK, second.message
+        assert second.timing.stats.median_ms < 0.5 * first.timing.stats.median_ms

@@ -2,11 +2,13 @@
 
 Before every run (warm-up and timed, outside the timer) in-place arguments
 are restored and outputs are overwritten with a finite poison chosen at
-random, so a kernel that skips its work when the output already looks right
-leaves the poison and fails. The outputs of the last timed run and of a few
+random (once per session), so a kernel that skips its work when the output
+already looks right leaves the poison and fails. The outputs of the last timed run and of a few
 timed runs chosen at random are checked against the reference; after timing,
 fresh inputs are written into the *same* buffers and one more run is checked
-(a kernel that caches results by pointer fails).
+(a kernel that caches results by pointer fails). In a comparison, a kernel
+faster than the baseline is timed again with its inputs changed before every
+run (:meth:`Timer._probe`): one fast only because the inputs repeat fails.
 
 :meth:`Timer.compare` times several kernels on one shape interleaved run by
 run, on the same buffers, so run ``i`` of each kernel forms a pair measured
@@ -38,6 +40,12 @@ if TYPE_CHECKING:
 # timed runs before a timing may stop at its precision (TimingOptions.precision)
 PRECISION_AFTER = 20
 CHANGED_ELEMENTS = 8         # elements of each input array changed for a run after timing (Timer._changed)
+# a compare times a kernel that looks faster than the first (the baseline) PROBE_RUNS more times with
+# its inputs changed before every run (Timer._probe): one whose runs then take PROBE_FACTOR times what
+# its timed runs took, relative to the baseline's own change, was fast because its inputs repeated
+PROBE_RUNS = 5
+PROBE_FACTOR = 2.0
+PROBE_FASTER = 0.95          # probed: a kernel whose median is below this share of the baseline's
 
 
 @dataclass(frozen=True)
@@ -75,6 +83,7 @@ class Timer:
     def __init__(self, evaluator: "Evaluator"):
         self.ev = evaluator
         self._copy: CopyBandwidth | None = None
+        self._probed: set[tuple[str, str]] = set()     # (kernel digest, shape key) that passed _probe
 
     # --- the device copy, measured once per worker ------------------------------
     def copy_bandwidth(self, opts: "TimingOptions") -> CopyBandwidth:
@@ -217,6 +226,62 @@ class Timer:
         if j in fresh.failures:
             s.failures[j] = fresh.failures[j]
 
+    def _probe(self, spec: KernelSpec, s: _Session, runs: list[Callable[[], Any]], host: HostArgs, seed: int,
+               flush: bool) -> list[list[float]] | None:
+        """Each of ``runs`` timed PROBE_RUNS more times, interleaved, with the timed inputs changed before
+        every run (CHANGED_ELEMENTS elements of each input, a new draw each time) and a new poison in the
+        outputs: what a run costs when its inputs did not just repeat. None when no input can change."""
+        from kerntune.engine.evaluate import random_poison
+
+        if self._changed(spec, host, seed) is None:
+            return None
+        rng = np.random.default_rng(seed ^ 0x9B0E)
+        draws = iter(range(1, 1 << 30))
+
+        def prepare() -> None:
+            changed = self._changed(spec, host, seed ^ (0x9B0E + next(draws)))
+            self.ev.upload(spec, changed, random_poison(spec, rng), bufs=s.bufs)
+
+        samples, _ = self.ev.guard(lambda: self.ev.backend.measure_many(runs, 0, PROBE_RUNS, flush, prepare=prepare))
+        return samples
+
+    def _repeated_inputs(self, req: CompareRequest, s: _Session, runs: list[Callable[[], Any]], live: list[int],
+                         samples: list[list[float]], host: HostArgs, seed: int) -> None:
+        """A kernel faster than the baseline only because the timed runs repeat the same inputs (results
+        kept between launches keyed on all of them, in memory the state scan cannot see, or on what the
+        output held before the run) fails: timed again on inputs changed before every run
+        (:meth:`_probe`), its runs take PROBE_FACTOR times what they took, relative to the baseline's
+        own change, twice in a row. A tour's sgemm caching tiles in __local memory was called 2.9x
+        faster (1.1x on new inputs), a row_sum keyed on its output's poison 8x."""
+        shape = req.shape
+        med = [float(np.median(x)) if x else 0.0 for x in samples]
+        if len(live) < 2 or med[0] <= 0:
+            return
+        todo = [n for n in range(1, len(live)) if live[n] not in s.failures and med[n] < PROBE_FASTER * med[0]
+                and (req.kernels[live[n]].digest, shape.key) not in self._probed]
+        suspects = {n: 0.0 for n in todo}
+        for attempt in range(2):
+            if not suspects:
+                return
+            probe = self._probe(req.spec, s, runs, host, seed ^ (0x51D0 * (attempt + 1)), req.timing.flush_l2)
+            if probe is None:
+                return
+            ratio = [float(np.median(p)) / m if m > 0 else 1.0 for p, m in zip(probe, med)]
+            base = max(1.0, ratio[0])
+            for n in list(suspects):
+                if ratio[n] > PROBE_FACTOR * base:
+                    suspects[n] = ratio[n]
+                else:
+                    del suspects[n]
+                    self._probed.add((req.kernels[live[n]].digest, shape.key))
+        first_out = next(a.name for a in req.spec.outputs)
+        for n, ratio in suspects.items():
+            s.failures[live[n]] = ShapeCheck(
+                shape=shape.as_dict(), holdout=shape.holdout, seed=s.host.seed, ok=False, stage="repeated inputs",
+                label=f"{shape.label} (timed again with its inputs changed before every run: {ratio:.1f}x its timed "
+                      f"runs' {med[n]:.3g} ms, the baseline {base:.2f}x)",
+                args=[ArgCheck(name=first_out, ok=False, reason="faster only on repeated inputs")])
+
     def _stats(self, spec: KernelSpec, shape: Shape, samples: list[float], opts: "TimingOptions", early: bool,
                copy: CopyBandwidth | None) -> ShapeTiming:
         stats = TimingStats.from_samples(samples, opts.warmup, opts.flush_l2, early)
@@ -310,6 +375,7 @@ class Timer:
                 for j in live:
                     self._changed_inputs(as_eval(req.kernels[j]), s, compiled[j], launches[j], shape, j, changed)
                     self._fresh_inputs(as_eval(req.kernels[j]), s, compiled[j], launches[j], shape, j)
+                self._repeated_inputs(req, s, runs, live, samples, host, seed)
             except LaunchFailed as e:
                 status = Status.CRASH if e.fatal else Status.LAUNCH_FAILURE
                 for j in live:
