@@ -781,6 +781,32 @@ __kernel void vector_add(__global float* c, __global const float* a, __global co
     assert out["correct"] is False and out["message"].startswith("odd n=16777215"), out
 
 
+def test_a_kernel_wrong_only_when_n_is_2_mod_4_fails_at_a_fresh_shape(tmp_path):
+    """A vector_add that leaves the last two elements unwritten whenever n % 4 == 2: every size kerntune
+    verified was a multiple of 4 (the listed ones) or odd (held-out, fresh, odd, spread), so `score
+    reward` gave it 1.0 and `tune` confirmed it (third tour). Every second fresh shape is now twice an
+    odd multiple of the step."""
+    from kerntune.spec.shapes import extra_holdouts
+
+    spec_path = REPO / "kernels/examples/vector_add.yaml"
+    fresh = extra_holdouts(load_file(spec_path).spec, "cpu", 2, 1)
+    assert [s.as_dict()["n"] % 4 for s in fresh] in ([1, 2], [3, 2]), fresh
+    (tmp_path / "mod4.cl").write_text("""\
+__kernel void vector_add(__global float* c, __global const float* a, __global const float* b, const int n)
+{
+    int i = get_global_id(0);
+    if (i < n && !((n & 3) == 2 && i >= n - 2))
+        c[i] = a[i] + b[i];
+}
+""")
+    r = run_cli("score", "reward", str(tmp_path / "mod4.cl"), "--baseline", str(REPO / "kernels/examples/vector_add.cl"),
+                "--spec", str(spec_path), "--device", "cpu", "--shape-set", "cpu", "--seed", "3", "--no-memcheck",
+                "--repeats", "6", "--json")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["correct"] is False and out["message"].startswith("fresh n="), out
+
+
 def test_a_write_far_past_an_outputs_end_on_large_shapes_only_is_found(tmp_path):
     """vector_add plus one store 17408 elements (68 KiB) past c's end, only when n > 8192: the
     checker's shapes are smaller, and a 64 KiB canary missed it on the CPU set's 256K (adversarial
