@@ -50,6 +50,18 @@ class Verdict(str, Enum):
     UNSURE = "unsure"      # the interval crosses a threshold: the noise does not allow a claim
 
 
+def _bound(x: float, digits: int) -> str:
+    """``x`` to ``digits`` decimals, or to as many more (up to 4) as set it apart from a threshold it
+    would otherwise print as."""
+    for edge in (THRESHOLD, 1.0 / THRESHOLD):
+        d = digits
+        while d < digits + 4 and x != edge and f"{x:.{d}f}" == f"{edge:.{d}f}":
+            d += 1
+        if d > digits:
+            return f"{x:.{d}f}"
+    return f"{x:.{digits}f}"
+
+
 class Interval(Record):
     """``ratio`` = baseline time / candidate time (above 1: the candidate is faster). An
     unbounded side (too few samples for the confidence asked) is 0 below and infinity
@@ -70,9 +82,12 @@ class Interval(Record):
         return math.inf if v is None else v
 
     def text(self, digits: int = 2) -> str:
+        """``1.14x [1.02, 1.27]``; a bound that would print as a verdict's threshold (1.02, 0.98)
+        without being it gets the digits that tell which side it is on (``[1.017, 1.26]``): two
+        intervals printed alike had opposite verdicts (a user tour)."""
         if self.method == "identical":
             return "1.00x (the original)"
-        return f"{self.ratio:.{digits}f}x [{self.lo:.{digits}f}, {self.hi:.{digits}f}]"
+        return f"{self.ratio:.{digits}f}x [{_bound(self.lo, digits)}, {_bound(self.hi, digits)}]"
 
     def inverted(self) -> "Interval":
         """The same interval as candidate time / baseline time."""

@@ -167,3 +167,16 @@ def test_spread_pooled_over_picks_and_screening_left_out():
     assert t975(1) == pytest.approx(12.706) and t975(30) == pytest.approx(2.042) and 1.99 < t975(80) < 2.0
     with pytest.raises(ValueError):
         t975(0)
+
+
+def test_a_bound_printed_as_the_threshold_gets_the_digits_that_tell_its_side():
+    """Two intervals printed '[1.02, ...]' had opposite verdicts (lower bounds 1.0172 and 1.0213
+    against the 1.02 threshold; a user tour): such a bound gets more digits, others keep two."""
+    from kerntune.speedup import Interval, Verdict, decide
+
+    below, above = Interval(ratio=1.14, lo=1.0172, hi=1.27), Interval(ratio=1.14, lo=1.0213, hi=1.27)
+    assert decide(below) is not Verdict.FASTER and decide(above) is Verdict.FASTER
+    assert below.text() == "1.14x [1.017, 1.27]" and above.text() == "1.14x [1.021, 1.27]"
+    assert Interval(ratio=0.99, lo=0.9801, hi=1.01).text() == "0.99x [0.9801, 1.01]"   # 1/1.02 = 0.98039
+    assert Interval(ratio=1.5, lo=1.02, hi=1.6).text() == "1.50x [1.02, 1.60]"
+    assert Interval(ratio=1.5, lo=1.46, hi=1.56).text() == "1.50x [1.46, 1.56]"
