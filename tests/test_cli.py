@@ -379,3 +379,22 @@ def test_a_reader_that_goes_away_is_not_a_wrong_kernel():
     _, stderr = p.communicate(timeout=120)
     assert p.returncode == 141, (p.returncode, stderr)
     assert b"Traceback" not in stderr
+
+
+def test_an_original_that_leaves_output_unwritten_gets_a_hint_about_the_specs_shape(tmp_path):
+    """A spec whose output is larger than what the kernel writes (init read a transpose's loop striding
+    by the block size as padding: a user tour) made bench call the correct original wrong, with no hint."""
+    import shutil
+
+    for name in ("vector_add.cl", "reference.py"):
+        shutil.copy(REPO / "kernels/examples" / name, tmp_path / name)
+    spec = (REPO / "kernels/examples/vector_add.yaml").read_text()
+    assert "{name: c, dtype: fp32, shape: [n], intent: out}" in spec
+    (tmp_path / "vector_add.yaml").write_text(spec.replace("{name: c, dtype: fp32, shape: [n], intent: out}",
+                                                           '{name: c, dtype: fp32, shape: ["n + 16"], intent: out}')
+                                              .replace("reference:", "# reference:"))
+    r = run_cli("bench", str(tmp_path / "vector_add.cl"), "--device", "cpu", "--shape-set", "cpu", "--repeats", "3",
+                "--no-memcheck")
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "c: unwritten" in r.stderr and "hint: if the kernel never writes those elements, the spec's shape of c is " \
+                                           "larger than what it writes" in r.stderr, r.stderr

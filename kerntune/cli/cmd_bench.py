@@ -100,7 +100,21 @@ def _failure(report) -> KerntuneError | None:
         return None
     f = failed[0]
     return KerntuneError(f.status.error_code, f"{f.kernel}: {f.status.value.replace('_', ' ')}: {f.message}",
-                         detail=f.compile_log if f.status is Status.COMPILE_ERROR else None)
+                         detail=f.compile_log if f.status is Status.COMPILE_ERROR else None,
+                         hint=_unwritten_hint(f) if f is report.kernel else None)
+
+
+def _unwritten_hint(r: EvalResult) -> str | None:
+    """For the kernel under test (the original, in `bench A --against B`) leaving output elements
+    unwritten: a spec whose output is larger than what the kernel writes is the usual cause (`init`
+    guesses extents from the indexing, and a loop striding by the block size read as padding gave a
+    transpose's output 7 rows too many: a user tour)."""
+    v = r.verification
+    bad = [a.name for s in (v.shapes if v is not None else []) for a in s.args if not a.ok and a.reason == "unwritten"]
+    if not bad:
+        return None
+    return (f"if the kernel never writes those elements, the spec's shape of {bad[0]} is larger than what it "
+            f"writes: check `shape:` of {bad[0]} in the spec (`kerntune init` guesses it from the indexing)")
 
 
 def _verification_line(r: EvalResult) -> str:
