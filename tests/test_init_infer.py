@@ -423,3 +423,28 @@ def test_a_global_kernel_beside_namespaced_ones_of_its_name_is_chosen_with_leadi
     spec = load_file(tmp_path / "dup.yaml").spec
     assert spec.kernel == "::scale" and spec.args[0].dtype == "fp64"
     assert resolve(kernel.read_text(), "cuda", spec.kernel).kernel.namespace == ()
+
+
+def test_kernels_defined_through_a_macro_are_named_and_do_not_hide_the_next_one(tmp_path):
+    """`DEFINE_SCALE(scale_f32, float)` lines (a macro whose body is a kernel) made the parser swallow
+    the ordinary kernel after them, and `-k scale_f32` said only 'no kernel named' (a user tour)."""
+    write(tmp_path, "ops.cl", """
+        #define DEFINE_SCALE(NAME, T) \\
+        __kernel void NAME(__global T* y, __global const T* x, const float alpha, const int n) { \\
+            int i = get_global_id(0); if (i < n) y[i] = (T)(alpha * (float)x[i]); }
+        DEFINE_SCALE(scale_f32, float)
+        DEFINE_SCALE(scale_i32, int)
+
+        __kernel void axpy(__global float* y, __global const float* x, const float a, const int n) {
+            int i = get_global_id(0);
+            if (i < n) y[i] = a * x[i] + y[i];
+        }
+        """)
+    r = run_cli("init", str(tmp_path / "ops.cl"), "--stdout")
+    assert r.returncode == 0 and "kernel: axpy" in r.stdout, r.stderr
+    r = run_cli("init", str(tmp_path / "ops.cl"), "-k", "scale_f32", "--stdout")
+    assert r.returncode == 2, r.stdout
+    assert "scale_f32 is defined through the macro DEFINE_SCALE (line 4)" in r.stderr and "Traceback" not in r.stderr
+    write(tmp_path, "only.cl", (tmp_path / "ops.cl").read_text().split("__kernel void axpy")[0])
+    r = run_cli("init", str(tmp_path / "only.cl"), "--stdout")
+    assert r.returncode == 2 and "defines its kernels only through macros" in r.stderr, r.stderr

@@ -197,6 +197,11 @@ def choose(parsed, text: str, kernel: str | None, instantiate: str | None, origi
     from kerntune.errors import ErrorCode, KerntuneError
     from kerntune.source.names import KernelNameError, parse_kernel_name
 
+    if not parsed.kernels and parsed.macro_kernels:
+        raise KerntuneError(ErrorCode.USAGE, f"{origin} defines its kernels only through macros "
+                            f"({', '.join(f'{k}: {m}' for k, m in parsed.macro_kernels.items())}), and kerntune reads "
+                            "a kernel's code as written in the file", hint="write the kernel out (expand the macro "
+                                                                           "for it) in the kernel file")
     if not parsed.kernels:
         raise KerntuneError(ErrorCode.USAGE, f"no kernel found in {origin} (a __global__ function in CUDA, a "
                                              "__kernel one in OpenCL)", hint="pass the file that defines the kernel")

@@ -97,6 +97,9 @@ class ParsedSource:
     tree: object
     kernels: list[KernelFunction]
     keywords: dict[int, str] = field(default_factory=dict)  # offset -> blanked OpenCL keyword
+    # kernels a function-like macro defines (name -> "DEFINE_X (line 7)"), from invocations that stand
+    # alone on a line: blanked before parsing, they are not kernels kerntune can read
+    macro_kernels: dict[str, str] = field(default_factory=dict)
 
     @property
     def has_errors(self) -> bool:
@@ -109,9 +112,17 @@ class ParsedSource:
         except KernelNameError as e:
             raise KerntuneError(ErrorCode.SPEC, f"bad kernel name: {e}") from None
         found = [k for k in self.kernels if k.matches(kn)]
+        if not found and kn.base in self.macro_kernels:
+            raise KerntuneError(ErrorCode.SPEC, f"{kn.base} is defined through the macro "
+                                                f"{self.macro_kernels[kn.base]}: kerntune reads a kernel's code as "
+                                                "written in the file",
+                                hint="write the kernel out (expand the macro for it) in the kernel file")
         if not found:
             names = ", ".join(k.qualified_name + ("<...>" if k.is_template else "") for k in self.kernels) or "none"
-            raise KerntuneError(ErrorCode.SPEC, f"no kernel named {kn.qualified!r} in the source (kernels found: {names})")
+            more = f"; defined through macros, which kerntune cannot read: {', '.join(self.macro_kernels)}" \
+                if self.macro_kernels else ""
+            raise KerntuneError(ErrorCode.SPEC, f"no kernel named {kn.qualified!r} in the source (kernels found: "
+                                                f"{names}{more})")
         if len(found) > 1:
             raise KerntuneError(ErrorCode.SPEC, f"{kn.qualified!r} names {len(found)} kernels in the source: "
                                                 f"{', '.join(k.qualified_name for k in found)}",
@@ -160,11 +171,35 @@ def walk(node) -> Iterator:
         stack.extend(reversed(n.children))
 
 
+_MACRO_DEF = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(\w+)\(((?:[^\n]*\\\n)*[^\n]*)", re.M)
+_KERNEL_WORD = re.compile(r"\b(__kernel|kernel|__global__)\b")
+
+
+def _blank_macro_calls(text: str) -> tuple[str, dict[str, str]]:
+    """``text`` with every invocation of a function-like macro of the file whose body defines a kernel
+    that stands alone on a line at its start, with no semicolon (``DEFINE_SCALE(scale_f32, float)``),
+    blanked byte for byte: the parser read one as the start of a declaration and swallowed the kernel
+    after it (a user tour). The kernels they define (each invocation's first argument), by name."""
+    macros = {m.group(1): True for m in _MACRO_DEF.finditer(text) if _KERNEL_WORD.search(m.group(2))}
+    if not macros:          # only macros that define kernels: another's invocation may define a helper
+        return text, {}
+    defined: dict[str, str] = {}
+    call = re.compile(r"^(" + "|".join(map(re.escape, macros)) + r")[ \t]*\(([^;\n]*)\)[ \t]*$", re.M)
+
+    def repl(m: re.Match) -> str:
+        first = m.group(2).split(",")[0].strip()
+        if re.fullmatch(r"\w+", first):
+            defined[first] = f"{m.group(1)} (line {text.count(chr(10), 0, m.start()) + 1})"
+        return " " * len(m.group(0))
+
+    return call.sub(repl, text), defined
+
+
 def parse(text: str, lang: str) -> ParsedSource:
     keywords: dict[int, str] = {}
-    src = text
+    src, macro_kernels = _blank_macro_calls(text)
     if lang == "opencl":
-        src, keywords = _blank_opencl(text)
+        src, keywords = _blank_opencl(src)
     data = src.encode()
     tree = _parser().parse(data)
     kernels = []
@@ -174,7 +209,7 @@ def parse(text: str, lang: str) -> ParsedSource:
         k = _kernel_of(node, data, keywords, lang)
         if k is not None:
             kernels.append(k)
-    return ParsedSource(lang, text, data, tree, kernels, keywords)
+    return ParsedSource(lang, text, data, tree, kernels, keywords, macro_kernels)
 
 
 def _kernel_of(node, data: bytes, keywords: dict[int, str], lang: str) -> KernelFunction | None:
