@@ -448,3 +448,44 @@ def test_kernels_defined_through_a_macro_are_named_and_do_not_hide_the_next_one(
     write(tmp_path, "only.cl", (tmp_path / "ops.cl").read_text().split("__kernel void axpy")[0])
     r = run_cli("init", str(tmp_path / "only.cl"), "--stdout")
     assert r.returncode == 2 and "defines its kernels only through macros" in r.stderr, r.stderr
+
+
+def test_init_takes_the_block_its_launcher_launches_with(tmp_path):
+    """A launcher's constant block (`<<<(n + 511) / 512, 512>>>`, `dim3 block(128)`) became the default
+    256 (a user tour); a block the launcher computes from the sizes is named in the launch's comment."""
+    write(tmp_path, "ext.cu", """
+        #include <torch/extension.h>
+        __global__ void add_kernel(float* __restrict__ y, const float* __restrict__ x, int n) {
+          int i = blockIdx.x * blockDim.x + threadIdx.x;
+          if (i < n) y[i] = x[i] + 1.0f;
+        }
+        __global__ void row_kernel(float* __restrict__ out, const float* __restrict__ in, int cols) {
+          const int r = blockIdx.x;
+          for (int c = threadIdx.x; c < cols; c += blockDim.x) out[r * cols + c] = 2.0f * in[r * cols + c];
+        }
+        __global__ void col_kernel(float* __restrict__ out, const float* __restrict__ in, int n) {
+          int i = blockIdx.x * blockDim.x + threadIdx.x;
+          if (i < n) out[i] = in[i] * in[i];
+        }
+        void add(torch::Tensor y, torch::Tensor x) {
+          const int n = x.numel();
+          add_kernel<<<(n + 511) / 512, 512>>>(y.data_ptr<float>(), x.data_ptr<float>(), n);
+        }
+        void rows(torch::Tensor out, torch::Tensor in) {
+          const int r = in.size(0), cols = in.size(1);
+          dim3 block(std::min(cols, 1024));
+          row_kernel<<<r, block>>>(out.data_ptr<float>(), in.data_ptr<float>(), cols);
+        }
+        void cols(torch::Tensor out, torch::Tensor in) {
+          const int n = in.numel();
+          dim3 threads(128);
+          col_kernel<<<(n + 127) / 128, threads>>>(out.data_ptr<float>(), in.data_ptr<float>(), n);
+        }
+        """)
+    for kernel, block, why in (("add_kernel", "[512]", "block: the launcher at line 16"),
+                               ("col_kernel", "[128]", "block: the launcher at line 26"),
+                               ("row_kernel", "[256]", "block: default (the launcher's is dim3(std::min(cols, 1024)): "
+                                                       "check it)")):
+        r = run_cli("init", str(tmp_path / "ext.cu"), "-k", kernel, "--stdout")
+        assert r.returncode == 0, r.stderr
+        assert f"  block: {block}" in r.stdout and why in r.stdout, (kernel, r.stdout)

@@ -60,7 +60,7 @@ def init(
     from kerntune.source.extract import extract, needs_extraction
     from kerntune.source.includes import INCLUDE, flatten
     from kerntune.source.instantiate import resolve
-    from kerntune.source.launcher import choose
+    from kerntune.source.launcher import choose, launcher_block
     from kerntune.source.parse import parse
     from kerntune.spec.infer import infer
     from kerntune.spec.load import inline_block, read_text, sidecar_for
@@ -91,7 +91,8 @@ def init(
         raise KerntuneError(ErrorCode.SPEC, f"{choice.name} takes __local pointer parameters ({', '.join(local)}), "
                                             "which a spec cannot give: their size is set by the host at each launch",
                             hint=local_pointer_fix(resolved.kernel))
-    inf = infer(device, resolved.kernel, resolved.bindings, lang)
+    launch = launcher_block(choice.kernel.name, source) if lang == "cuda" else None
+    inf = infer(device, resolved.kernel, resolved.bindings, lang, launch)
     note = ""
     if choice.instantiation is not None:
         note = f"instantiation from {choice.instantiation.where}"

@@ -171,6 +171,42 @@ def instantiations(kernel: KernelFunction, text: str, origin=None) -> list[Insta
     return out
 
 
+def launcher_block(name: str, text: str) -> tuple[tuple[int, ...] | None, str] | None:
+    """The block the launcher in ``text`` launches kernel ``name`` with (``k<<<grid, block, ...>>>``):
+    (its dimensions, where it is), or (None, its expression) when it is not a constant (the launcher
+    computes it from the sizes), or None when no launch of ``name`` is found. A ``dim3 block(...)``
+    or a constant named by the launch is looked up in the file."""
+    from kerntune.source.names import KernelNameError
+
+    m = re.search(r"\b" + re.escape(name) + r"\s*(?:<[^;{}]*?>)?\s*<<<(.*?)>>>", text, re.S)
+    if m is None:
+        return None
+    try:
+        parts = split_args(m.group(1))
+    except KernelNameError:
+        return None
+    if len(parts) < 2:
+        return None
+    expr, where = parts[1].strip(), f"the launcher at line {text.count(chr(10), 0, m.start()) + 1}"
+    consts = _constants(text)
+    dims = None
+    inline = re.fullmatch(r"dim3\s*[({](.*)[)}]", expr, re.S)
+    if inline:
+        dims = inline.group(1)
+    elif re.fullmatch(r"[A-Za-z_]\w*", expr):
+        d = re.search(r"\bdim3\s+" + re.escape(expr) + r"\s*(?:=\s*dim3\s*)?[({]([^;]*)[)}]\s*;", text[:m.start()])
+        dims = d.group(1) if d else None
+    values = []
+    for part in (split_args(dims) if dims is not None else [expr]):
+        v = evaluate(part, consts, {})
+        if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
+            return None, (f"dim3({dims})" if dims is not None else expr)
+        values.append(v)
+    while len(values) > 1 and values[-1] == 1:
+        values.pop()
+    return tuple(values), where
+
+
 @dataclass(frozen=True)
 class Choice:
     kernel: KernelFunction

@@ -67,9 +67,12 @@ class Inference:
     notes: list[str] = field(default_factory=list)
 
 
-def choose_block(kernel: KernelFunction, source: str, consts: dict[str, int]) -> tuple[tuple[int, ...], str]:
-    """The block the kernel is written for: __launch_bounds__, a constant it multiplies
-    blockIdx by, or a constant loop stride; else a default."""
+def choose_block(kernel: KernelFunction, source: str, consts: dict[str, int],
+                 launcher: tuple[tuple[int, ...] | None, str] | None = None) -> tuple[tuple[int, ...], str]:
+    """The block the kernel is written for: reqd_work_group_size, __launch_bounds__, the constant
+    block its launcher launches it with (``launcher``: see launcher.launcher_block), a constant it
+    multiplies blockIdx by, or a constant loop stride; else a default (which names the launcher's
+    expression when it computes one)."""
     body = source[kernel.node.start_byte:kernel.node.end_byte] if kernel.node is not None else source
     cs = {k: str(v) for k, v in consts.items()}
     # OpenCL's reqd_work_group_size: any other work-group size fails at launch (INVALID_WORK_GROUP_SIZE)
@@ -85,6 +88,8 @@ def choose_block(kernel: KernelFunction, source: str, consts: dict[str, int]) ->
         v = evaluate(m.group(1), cs, {}) if m else None
         if isinstance(v, int) and v > 0:
             return (v,), "__launch_bounds__"
+    if launcher is not None and launcher[0] is not None:
+        return launcher[0], launcher[1]
     sized = _local_array_block(body, cs)
     if sized is not None:
         return sized
@@ -99,11 +104,12 @@ def choose_block(kernel: KernelFunction, source: str, consts: dict[str, int]) ->
                 if re.search(r"threadIdx\.y|get_local_id\s*\(\s*1", body):
                     return (v, max(1, min(8, 1024 // v))), why + " in x"
                 return (v,), why
+    default = "default" if launcher is None else f"default (the launcher's is {launcher[1]}: check it)"
     if re.search(r"threadIdx\.z|get_local_id\s*\(\s*2", body):
-        return (16, 8, 4), "default"
+        return (16, 8, 4), default
     if re.search(r"threadIdx\.y|get_local_id\s*\(\s*1", body):
-        return (32, 8), "default"
-    return (DEFAULT_BLOCK,), "default"
+        return (32, 8), default
+    return (DEFAULT_BLOCK,), default
 
 
 def _local_array_block(body: str, consts: dict[str, str]) -> tuple[tuple[int, ...], str] | None:
@@ -148,7 +154,8 @@ def _dims(extent: Poly, order: list[str]) -> list[str]:
     return [extent.to_expr(order)]
 
 
-def infer(source: str, kernel: KernelFunction, bindings: dict[str, str], lang: str) -> Inference:
+def infer(source: str, kernel: KernelFunction, bindings: dict[str, str], lang: str,
+          launcher: tuple[tuple[int, ...] | None, str] | None = None) -> Inference:
     params = kernel.params
     consts = {}
     for p in kernel.template_params or ():
@@ -160,7 +167,7 @@ def infer(source: str, kernel: KernelFunction, bindings: dict[str, str], lang: s
         consts.setdefault(m.group(1), int(m.group(2)))
     sizes = [p.name for p in params if not p.pointer and (dtype_of(substitute(p.ctype, bindings)) or "")
              .startswith(("int", "uint"))]
-    block, block_why = choose_block(kernel, source, consts)
+    block, block_why = choose_block(kernel, source, consts, launcher)
     facts = Analyzer(source, kernel, bindings, block, sizes).run()
     bounds = _index_bounds(facts, sizes)           # index arrays -> a size their values stay below
     first = facts
