@@ -10,7 +10,7 @@ from kerntune.errors import ErrorCode, KerntuneError
 from kerntune.spec import load_for_kernel
 from kerntune.spec.load import load_file
 from kerntune.spec.shapes import holdout_shapes, verification_shapes
-from tests.conftest import write
+from tests.conftest import REPO, run_cli, write
 
 GOOD = """
 kernel: vadd
@@ -208,3 +208,17 @@ def test_implementation_compile_options(tmp_path):
     assert load_kernel(write(tmp_path, "fast.cl", KERNEL)).instance().options == ("-cl-mad-enable",
                                                                                    "-cl-fast-relaxed-math")
     assert load_kernel(write(tmp_path, "plain.cl", KERNEL)).instance().options == ("-cl-mad-enable",)
+
+
+def test_a_typo_in_one_shape_is_reported_there_not_against_every_other_shape(tmp_path):
+    """`colss: 3` in one shape read as a new size that every other shape fails to bind: four problems,
+    none at the typo's line (a user tour). Now one problem, at the typo."""
+    text = (REPO / "kernels/examples/row_sum.yaml").read_text()
+    first = next(line for line in text.splitlines() if line.strip().startswith("- {label:") and "cols:" in line)
+    (tmp_path / "row_sum.yaml").write_text(text.replace(first, first.replace("}", ", colss: 3}"), 1))
+    for name in ("row_sum.cl", "reference.py"):
+        (tmp_path / name).write_text((REPO / "kernels/examples" / name).read_text())
+    r = run_cli("check", str(tmp_path / "row_sum.cl"))
+    assert r.returncode == 2, r.stdout
+    assert "invalid kernel spec\n" in r.stderr and "is not bound" not in r.stderr, r.stderr
+    assert "'colss' is bound by some shapes only, and no argument or launch uses it (a typo of 'cols'?)" in r.stderr

@@ -296,13 +296,44 @@ class _Checker:
                 self.expr_names(where + (key, j), d, sizes)
         self.expr_names(where + ("shared_mem",), launch.shared_mem, sizes)
 
+    def stray_sizes(self) -> dict[str, str]:
+        """Sizes that only some shapes bind and no expression of the spec uses, with the size they look
+        like a typo of: a typo in one shape (`colss: 3`) made every other shape 'not bound', and not
+        the shape with the typo (a user tour). Each is reported once, where it is bound."""
+        import difflib
+
+        spec = self.spec
+        every = list(spec.shapes) + [s for g in spec.shape_sets.values() for s in g] + list(spec.holdout_shapes or [])
+        texts = [d for a in spec.args for d in (a.shape or [])] + [a.value for a in spec.args if a.value is not None]
+        for launch in [spec.launch, *spec.launches.values()]:
+            texts += [*launch.grid, *launch.block, launch.shared_mem]
+        texts.append(spec.bytes_moved)
+        used: set[str] = set()
+        for t in texts:
+            if isinstance(t, str):
+                try:
+                    used |= expr.names(t)
+                except expr.ExprError:
+                    pass
+        out = {}
+        for n in spec.sizes:
+            binding = sum(n in s for s in every)
+            if n not in used and 0 < binding < len(every) - binding:
+                like = difflib.get_close_matches(n, sorted(used & set(spec.sizes)), n=1)
+                out[n] = f" (a typo of {like[0]!r}?)" if like else ""
+        return out
+
     def shape_list(self, key: str, shapes: list[dict[str, Any]]) -> None:
-        sizes = set(self.spec.sizes)
+        stray = self.stray_sizes()
+        sizes = set(self.spec.sizes) - set(stray)
         for i, s in enumerate(shapes):
             label = s.get("label")
             if label is not None and not isinstance(label, str):
                 self.problems.append(Problem((key, i, "label"), f"expected a string, found {label!r}"))
-            bound = {k for k in s if k not in RESERVED_SHAPE_KEYS}
+            for n in sorted(set(s) & set(stray)):
+                self.problems.append(Problem((key, i, n), f"{n!r} is bound by some shapes only, and no argument or "
+                                                          f"launch uses it{stray[n]}"))
+            bound = {k for k in s if k not in RESERVED_SHAPE_KEYS and k not in stray}
             for n in sorted(sizes - bound):
                 self.problems.append(Problem((key, i), f"size {n!r} is not bound (every shape binds {', '.join(sorted(sizes))})"))
             for n in sorted(bound - sizes):
