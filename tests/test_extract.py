@@ -237,3 +237,26 @@ def test_an_opencl_kernels_local_headers_are_its_own_from_any_folder(tmp_path):
     r = run_cli("bench", str(tmp_path / "b" / "sqsum.cl"), "--shape", "small", "--repeats", "3", "--no-memcheck",
                 cwd=tmp_path)
     assert r.returncode == 0, r.stderr
+
+
+def test_extracted_code_that_does_not_compile_is_written_and_its_errors_name_that_file(tmp_path):
+    """`extract --compile` of a kernel nvcc refuses wrote nothing, and nvcc's errors named a temporary
+    kernel.cu the user never sees (a user tour, cub::Sum gone in CUDA 13): the code is written all the
+    same, the exit is non-zero, and the errors' line numbers are those of the written file."""
+    write(tmp_path, "ext.cu", """
+        #include <torch/extension.h>
+        __global__ void broken_kernel(float* y, const float* x, int n) {
+          int i = blockIdx.x * blockDim.x + threadIdx.x;
+          if (i < n) y[i] = not_declared_anywhere(x[i]);
+        }
+        void broken(torch::Tensor y, torch::Tensor x) {
+          broken_kernel<<<1, 256>>>(y.data_ptr<float>(), x.data_ptr<float>(), (int)x.numel());
+        }
+        """)
+    out = tmp_path / "broken.cu"
+    r = run_cli("extract", str(tmp_path / "ext.cu"), "--compile", "-o", str(out))
+    assert r.returncode == 4, r.stderr
+    assert out.exists() and "not_declared_anywhere" in out.read_text()
+    assert f"the device code is written to {out}, to be fixed there" in r.stderr, r.stderr
+    line = next(i for i, text in enumerate(out.read_text().splitlines(), 1) if "not_declared_anywhere" in text)
+    assert f"broken.cu({line}): error" in r.stderr and "kernel.cu" not in r.stderr, r.stderr

@@ -99,6 +99,7 @@ def extract(
         other_instantiations=list(choice.others), inlined=list(ex.inlined), includes=list(ex.includes),
         kept=list(ex.kept), dropped=[DroppedItem(kind=d.kind, name=d.name, origin=d.origin, why=d.why)
                                      for d in ex.dropped])
+    failed: str | None = None           # nvcc's log when the extracted code does not compile
     if compile_check:
         from kerntune.backends.base import CompileFailed
         from kerntune.backends.nvcc import compile_offline
@@ -109,11 +110,12 @@ def extract(
         except CompileFailed as e:
             if checks.unsupported_arch(e.log):
                 raise checks.arch_error(arch) from None
-            raise KerntuneError(ErrorCode.COMPILE, f"the extracted {choice.name} does not compile for {arch}",
-                                detail=e.log, hint="a local header may be missing (--include-dir) or the "
-                                                   "kernel needs a host-only header") from None
-        report = report.model_copy(update={"compiled": f"{arch}: {res.registers} registers, "
-                                                      f"{res.spill_store_bytes or 0} B spill stores"})
+            failed = e.log
+        else:
+            report = report.model_copy(update={"compiled": f"{arch}: {res.registers} registers, "
+                                                          f"{res.spill_store_bytes or 0} B spill stores"})
+    if failed is not None and stdout:
+        raise _does_not_compile(choice.name, arch, failed, None)
     if stdout:
         report = report.model_copy(update={"source": ex.source})
         if json:
@@ -134,6 +136,8 @@ def extract(
     if dest.exists() and not force:
         raise KerntuneError(ErrorCode.USAGE, f"{dest} already exists", hint="pass --force to overwrite it")
     write_atomic(dest, ex.source, what=f"the device code {dest}")
+    if failed is not None:        # written all the same: the code to fix is there
+        raise _does_not_compile(choice.name, arch, failed, dest)
     report = report.model_copy(update={"written": str(dest)})
     if json:
         print_json(report)
@@ -141,6 +145,20 @@ def extract(
     _summary(report)
     err.print(f"wrote the device code of [bold]{choice.name}[/] to {dest}")
     err.print(f"next: `kerntune init {shell(dest)}` (then `kerntune check {shell(dest)}`)")
+
+
+def _does_not_compile(name: str, arch: str, log: str, dest: Path | None) -> KerntuneError:
+    """The extracted code does not compile: nvcc's errors, with their line numbers those of ``dest``
+    (the file written, where the code is to be fixed; None under --stdout)."""
+    if dest is None:
+        return KerntuneError(ErrorCode.COMPILE, f"the extracted {name} does not compile for {arch}", detail=log,
+                             hint="a local header may be missing (--include-dir), or the kernel uses what only "
+                                  "host code or another CUDA version has")
+    return KerntuneError(ErrorCode.COMPILE, f"the extracted {name} does not compile for {arch}; the device code is "
+                                            f"written to {dest}, to be fixed there",
+                         detail=log.replace("kernel.cu(", f"{dest.name}(").replace('"kernel.cu"', f'"{dest.name}"'),
+                         hint=f"the line numbers are {dest.name}'s; a local header may be missing (--include-dir), "
+                              "or the kernel uses what only host code or another CUDA version has")
 
 
 def _summary(r: ExtractReport) -> None:
