@@ -489,3 +489,23 @@ def test_init_takes_the_block_its_launcher_launches_with(tmp_path):
         r = run_cli("init", str(tmp_path / "ext.cu"), "-k", kernel, "--stdout")
         assert r.returncode == 0, r.stderr
         assert f"  block: {block}" in r.stdout and why in r.stdout, (kernel, r.stdout)
+
+
+def test_a_mode_parameter_is_not_a_size_and_a_guessed_instantiation_says_so(tmp_path):
+    """An int compared only with constants (`mode == 2`) was written as a size of 1024 in every shape,
+    and a template the file never launches was said to come from a launcher that dispatches over types
+    (a user tour)."""
+    write(tmp_path, "k.cu", """
+        template <typename scalar_t>
+        __global__ void scale_kernel(scalar_t* __restrict__ y, const scalar_t* __restrict__ x, const int n,
+                                     const int mode) {
+          int i = blockIdx.x * blockDim.x + threadIdx.x;
+          if (i < n) y[i] = mode == 2 ? x[i] * (scalar_t)2 : x[i];
+        }
+        """)
+    r = run_cli("init", str(tmp_path / "k.cu"), "--stdout")
+    assert r.returncode == 0, r.stderr
+    assert "{name: mode, dtype: int32, value: 2}    # int: compared only with 2: a mode, not a size" in r.stdout
+    assert "mode:" not in r.stdout.split("shapes:")[1], r.stdout
+    assert "instantiation guessed: the file never launches it; scalar_t chosen" in r.stdout, r.stdout
+    assert "dispatches over types" not in r.stdout

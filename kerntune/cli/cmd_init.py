@@ -95,9 +95,13 @@ def init(
     inf = infer(device, resolved.kernel, resolved.bindings, lang, launch)
     note = ""
     if choice.instantiation is not None:
-        note = f"instantiation from {choice.instantiation.where}"
-        if choice.instantiation.guessed:
-            note += f"; {', '.join(choice.instantiation.guessed)} chosen (the launcher dispatches over types)"
+        guessed = ", ".join(choice.instantiation.guessed)
+        if choice.instantiation.where == "guessed":       # no launch of the kernel anywhere in the file
+            note = f"instantiation guessed: the file never launches it; {guessed} chosen"
+        else:
+            note = f"instantiation from {choice.instantiation.where}"
+            if guessed:
+                note += f"; {guessed} chosen (the launcher dispatches over types)"
         if choice.others:
             note += f"; also used: {', '.join(choice.others)}"
     if inline and extension:

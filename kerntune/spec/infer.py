@@ -167,6 +167,8 @@ def infer(source: str, kernel: KernelFunction, bindings: dict[str, str], lang: s
         consts.setdefault(m.group(1), int(m.group(2)))
     sizes = [p.name for p in params if not p.pointer and (dtype_of(substitute(p.ctype, bindings)) or "")
              .startswith(("int", "uint"))]
+    modes = {n: c for n in sizes if (c := _compared_only(source, kernel, n))}
+    sizes = [n for n in sizes if n not in modes]
     block, block_why = choose_block(kernel, source, consts, launcher)
     facts = Analyzer(source, kernel, bindings, block, sizes).run()
     bounds = _index_bounds(facts, sizes)           # index arrays -> a size their values stay below
@@ -285,6 +287,10 @@ def infer(source: str, kernel: KernelFunction, bindings: dict[str, str], lang: s
             args.append(ArgGuess(p.name, ctype, dt, False, value=dense[p.name].to_expr(order),
                                  why=f"a stride: rows {STRIDE_PAD} elements longer than the kernel reaches, so "
                                      "that one using the row length instead fails; any at least that long works"))
+        elif p.name in modes:
+            args.append(ArgGuess(p.name, ctype, dt, False, value=modes[p.name][0],
+                                 why=f"compared only with {', '.join(modes[p.name])}: a mode, not a size; set the "
+                                     "value its callers pass (each value is another kernel to verify)"))
         elif p.name in sizes:
             g = ArgGuess(p.name, ctype, dt, False, value=p.name, why="a size")
             if STRIDE_NAME.search(p.name):
@@ -415,6 +421,26 @@ def _intent(p, acc: list[Access]) -> tuple[str, str]:
 # kernel correct and 8.8x faster), each different from the others (clamp(x, lo, hi) with lo < hi) and
 # exact in every float type
 FLOAT_GUESSES = ("0.75", "1.25", "0.375", "1.625", "2.5", "0.625", "3.25", "1.875")
+
+
+def _compared_only(source: str, kernel: KernelFunction, name: str) -> list[str] | None:
+    """The integer constants an int parameter is compared with (``mode == 2``, ``2 != mode``), when that is
+    all the kernel does with it: a mode or flag, which made a size of 1024 in every shape (a user tour).
+    None when it is used any other way, or not at all."""
+    body_node = kernel.node.child_by_field_name("body") if kernel.node is not None else None
+    if body_node is None:
+        return None
+    body = source[body_node.start_byte:body_node.end_byte]
+    found: list[str] = []
+    for m in re.finditer(r"\b" + re.escape(name) + r"\b", body):
+        after = re.match(r"\s*(?:==|!=)\s*(-?\d+)\b", body[m.end():])
+        before = re.search(r"\b(-?\d+)\s*(?:==|!=)\s*$", body[:m.start()])
+        if after is None and before is None:
+            return None
+        value = (after or before).group(1)
+        if value not in found:
+            found.append(value)
+    return found or None
 
 
 def _scalar_guess(name: str, dt: str, before: int) -> tuple[str, str]:
