@@ -509,3 +509,18 @@ def test_a_mode_parameter_is_not_a_size_and_a_guessed_instantiation_says_so(tmp_
     assert "mode:" not in r.stdout.split("shapes:")[1], r.stdout
     assert "instantiation guessed: the file never launches it; scalar_t chosen" in r.stdout, r.stdout
     assert "dispatches over types" not in r.stdout
+
+
+def test_a_struct_field_declaration_with_several_names_counts_each(tmp_path):
+    """`struct f4pack { float2 a, b; };` is 16 bytes: its first name alone made it 8, and init wrote the
+    arrays a copy through it reaches half as long as they are (`(n) // 2`), with no flag (a user tour)."""
+    write(tmp_path, "pack.cu", """
+        struct f4pack { float2 a, b; };
+        __global__ void copy_f4(float* __restrict__ out, const float* __restrict__ in, int n) {
+          int i = blockIdx.x * blockDim.x + threadIdx.x;
+          if (i < n / 4) reinterpret_cast<f4pack*>(out)[i] = reinterpret_cast<const f4pack*>(in)[i];
+        }
+        """)
+    r = run_cli("init", str(tmp_path / "pack.cu"), "--stdout")
+    assert r.returncode == 0, r.stderr
+    assert "{name: out, dtype: fp32, shape: [n], intent: out}" in r.stdout, r.stdout

@@ -50,15 +50,17 @@ class TypeEnv:
             if f.type != "field_declaration" or any(c.type == "storage_class_specifier" for c in f.children):
                 continue
             typ = f.child_by_field_name("type")
-            d = f.child_by_field_name("declarator")
-            if typ is None or d is None:
+            if typ is None:
                 continue
-            count = "1"
-            while d is not None and d.type == "array_declarator":
-                size = d.child_by_field_name("size")
-                count = f"({count}) * ({self.t(size) if size is not None else '0'})"
-                d = d.child_by_field_name("declarator")
-            fields.append((self.t(typ), count))
+            # every declarator of the declaration: `float2 a, b;` is two fields (one made a 16-byte
+            # struct of two float2 8 bytes, and init's shapes half what the kernel writes: a user tour)
+            for d in f.children_by_field_name("declarator"):
+                count = "1"
+                while d is not None and d.type == "array_declarator":
+                    size = d.child_by_field_name("size")
+                    count = f"({count}) * ({self.t(size) if size is not None else '0'})"
+                    d = d.child_by_field_name("declarator")
+                fields.append((self.t(typ), count))
         align = re.search(r"alignas\s*\(([^)]*)\)", self.t(n))
         self.structs[self.t(name)] = (params, fields, align.group(1) if align else None)
 
