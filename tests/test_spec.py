@@ -63,9 +63,12 @@ def test_missing_spec_points_at_init(tmp_path):
     assert "kerntune init" in e.value.hint
 
 
-def test_yaml_syntax_error_has_line(tmp_path):
+def test_yaml_syntax_error_has_line_and_a_hint(tmp_path):
     msg = spec_error(tmp_path, "kernel: vadd\nargs: [\n  - oops: {\n")
     assert "k.yaml:" in msg and "not valid YAML" in msg
+    with pytest.raises(KerntuneError) as e:                # what to look for (a user tour: no hint)
+        load_file(tmp_path / "k.yaml")
+    assert "unclosed bracket" in e.value.hint
 
 
 def test_unknown_field_lists_allowed(tmp_path):

@@ -125,7 +125,10 @@ def parse(text: str, origin: Path, base_dir: Path, inline: bool = False, line_of
         mark = getattr(e, "problem_mark", None)
         line = f":{mark.line + 1 + line_offset}" if mark is not None else ""
         problem = getattr(e, "problem", None) or str(e)
-        raise KerntuneError(ErrorCode.SPEC, f"{where}{line}: the spec is not valid YAML: {problem}") from None
+        raise KerntuneError(ErrorCode.SPEC, f"{where}{line}: the spec is not valid YAML: {problem}",
+                            hint="look for an unclosed bracket or quote, a tab in the indentation or a missing space "
+                                 "after a colon at or above that line; the format is in the README, section "
+                                 "'The kernel spec'") from None
     if not isinstance(data, dict):
         raise KerntuneError(ErrorCode.SPEC, f"{where}: the spec must be a YAML mapping (kernel:, args:, launch:, "
                                             f"shapes:, ...), found {type(data).__name__}",
