@@ -197,3 +197,17 @@ def test_a_tune_runs_kernel_files_are_checked_against_their_digests(tmp_path):
     assert f"per_shape/{per_shape[0].name} is missing" in r.stderr, r.stderr
     r = run_cli("report", str(run), "--out-dir", str(tmp_path / "rep"))
     assert r.returncode == 2 and "best.cl was changed after the run" in r.stderr, r.stderr
+
+
+def test_show_of_a_run_still_going_says_so_instead_of_suggesting_resume(copy):
+    """`show` of an optimize run another process is still running suggested `--resume`, which that run's
+    lock refuses (a user tour)."""
+    (copy / "results.json").unlink()
+    held = RunDir(copy)
+    held.hold()                  # this test's process stands for the one running it
+    r = run_cli("show", str(copy))
+    assert r.returncode == 2, r.stdout
+    assert "still going, in another kerntune process" in r.stderr and "--resume" not in r.stderr, r.stderr
+    held._lock.close()           # released: the run is interrupted, and --resume is what to do
+    r = run_cli("show", str(copy))
+    assert r.returncode == 2 and "--resume" in r.stderr, r.stderr

@@ -45,6 +45,25 @@ class RunDir:
         self.path = path
         self._lock = None
 
+    def holder(self) -> str | None:
+        """The pid of the process running this run now ("" when it wrote none), or None when none is
+        (or the file system has no locks)."""
+        try:
+            import fcntl
+        except ImportError:
+            return None
+        try:
+            f = open(self.path / LOCK)
+        except OSError:
+            return None
+        with f:
+            try:
+                fcntl.flock(f.fileno(), fcntl.LOCK_SH | fcntl.LOCK_NB)
+            except OSError:
+                return f.read().strip()
+            fcntl.flock(f.fileno(), fcntl.LOCK_UN)
+        return None
+
     def hold(self) -> None:
         """Take the run for this process (until it exits): a second `optimize --resume` of a run still
         going ended in a database IntegrityError (exit 70), or both finished, the second's answer
