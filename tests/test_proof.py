@@ -807,17 +807,23 @@ __kernel void vector_add(__global float* c, __global const float* a, __global co
     assert out["correct"] is False and out["message"].startswith("fresh n="), out
 
 
+def _bench_vector_add_with(tmp_path, store: str):
+    """`bench` of the example vector_add against a copy with one more statement after its store (the CPU
+    shape set, no memory checker: what verification alone finds)."""
+    orig = (REPO / "kernels/examples/vector_add.cl").read_text()
+    bad = orig.replace("        c[i] = a[i] + b[i];", "        c[i] = a[i] + b[i];\n        " + store)
+    assert bad != orig
+    (tmp_path / "bad.cl").write_text(bad)
+    return run_cli("bench", str(REPO / "kernels/examples/vector_add.cl"), "--against", str(tmp_path / "bad.cl"),
+                   "--spec", str(REPO / "kernels/examples/vector_add.yaml"), "--device", "cpu", "--shape-set", "cpu",
+                   "--repeats", "6", "--no-memcheck")
+
+
 def test_a_write_far_past_an_outputs_end_on_large_shapes_only_is_found(tmp_path):
     """vector_add plus one store 17408 elements (68 KiB) past c's end, only when n > 8192: the
     checker's shapes are smaller, and a 64 KiB canary missed it on the CPU set's 256K (adversarial
     tour); the canary after a 1 MiB array is 1 MiB long."""
-    orig = (REPO / "kernels/examples/vector_add.cl").read_text()
-    far = orig.replace("        c[i] = a[i] + b[i];", "        c[i] = a[i] + b[i];\n        if (i == 0 && n > 8192) c[n + 17408] = 1.0f;")
-    assert far != orig
-    (tmp_path / "far.cl").write_text(far)
-    r = run_cli("bench", str(REPO / "kernels/examples/vector_add.cl"), "--against", str(tmp_path / "far.cl"), "--spec",
-                str(REPO / "kernels/examples/vector_add.yaml"), "--device", "cpu", "--shape-set", "cpu", "--repeats", "6",
-                "--no-memcheck")
+    r = _bench_vector_add_with(tmp_path, "if (i == 0 && n > 8192) c[n + 17408] = 1.0f;")
     assert r.returncode == 1, r.stdout + r.stderr
     assert "256K: c: written past its end: 1 element(s) changed in the 1 MiB after it, the first 17408 element(s) " \
            "after its last" in r.stderr, r.stderr
@@ -832,13 +838,7 @@ def test_a_write_before_an_outputs_start_is_found(tmp_path, store, where):
     """vector_add plus one store before c's first element: right before it, and 68 KiB before it only
     when n > 8192. Before the canary in front of each array, only the layout decided what happened
     (a crash on Intel's runtime, another array's canary or "b: input modified" on PoCL)."""
-    orig = (REPO / "kernels/examples/vector_add.cl").read_text()
-    bad = orig.replace("        c[i] = a[i] + b[i];", "        c[i] = a[i] + b[i];\n        " + store)
-    assert bad != orig
-    (tmp_path / "bad.cl").write_text(bad)
-    r = run_cli("bench", str(REPO / "kernels/examples/vector_add.cl"), "--against", str(tmp_path / "bad.cl"), "--spec",
-                str(REPO / "kernels/examples/vector_add.yaml"), "--device", "cpu", "--shape-set", "cpu", "--repeats", "6",
-                "--no-memcheck")
+    r = _bench_vector_add_with(tmp_path, store)
     assert r.returncode == 1, r.stdout + r.stderr
     assert where in r.stderr, r.stderr
 

@@ -149,17 +149,23 @@ def test_show_and_resume_rederive_the_headline(copy, command):
     assert r.returncode == 2 and "headline is not what its numbers say" in r.stderr, r.stderr
 
 
+def _tuned(tmp_path, budget: int):
+    """A short `kerntune tune` run of the example vector_add template, in tmp_path/tune, that `show` reads."""
+    run = tmp_path / "tune"
+    r = run_cli("tune", str(REPO / "templates/examples/vector_add.cl.j2"), "--spec",
+                str(REPO / "kernels/examples/vector_add.yaml"), "--device", "cpu", "--shape-set", "cpu", "--budget",
+                str(budget), "--repeats", "5", "--final-repeats", "6", "--no-memcheck", "--run-dir", str(run))
+    assert r.returncode == 0, r.stderr
+    assert run_cli("show", str(run)).returncode == 0
+    return run
+
+
 def test_a_tune_runs_final_test_is_audited_too(tmp_path):
     """`kerntune tune` keeps its final test in tuning.db: a forged general interval (a verdict of
     'faster' on [0.40, 9.60]) was shown and reported as confirmed (second tour)."""
     import sqlite3
 
-    run = tmp_path / "tune"
-    r = run_cli("tune", str(REPO / "templates/examples/vector_add.cl.j2"), "--spec",
-                str(REPO / "kernels/examples/vector_add.yaml"), "--device", "cpu", "--shape-set", "cpu", "--budget", "6",
-                "--repeats", "5", "--final-repeats", "6", "--no-memcheck", "--run-dir", str(run))
-    assert r.returncode == 0, r.stderr
-    assert run_cli("show", str(run)).returncode == 0
+    run = _tuned(tmp_path, 6)
     db = sqlite3.connect(run / "tuning.db")
     test = json.loads(db.execute("select value from meta where key='test'").fetchone()[0])
     if test.get("general") is None:
@@ -181,12 +187,7 @@ def test_a_tune_runs_kernel_files_are_checked_against_their_digests(tmp_path):
     """best.<ext>, per_shape/* and kernels.json of a `kerntune tune` run have the SHA-256 digests
     recorded in tuning.db when they were written: an edited kernel, or a lost one, is found by show
     and report (before, only an optimize run's files had digests)."""
-    run = tmp_path / "tune"
-    r = run_cli("tune", str(REPO / "templates/examples/vector_add.cl.j2"), "--spec",
-                str(REPO / "kernels/examples/vector_add.yaml"), "--device", "cpu", "--shape-set", "cpu", "--budget", "4",
-                "--repeats", "5", "--final-repeats", "6", "--no-memcheck", "--run-dir", str(run))
-    assert r.returncode == 0, r.stderr
-    assert run_cli("show", str(run)).returncode == 0
+    run = _tuned(tmp_path, 4)
     assert run_cli("report", str(run), "--out-dir", str(tmp_path / "clean")).returncode == 0
     best = run / "best.cl"
     best.write_text(best.read_text() + "// edited after the run\n")
