@@ -295,7 +295,8 @@ def _run(template, loaded, store, settings, original, device, compile_workers, r
     if written:               # what show and report check the files against (record.audit.audit_tune)
         from kerntune.record.audit import TUNE_DIGESTS, digest
 
-        store.set(TUNE_DIGESTS, {rel: digest((Path(run_path) / rel).read_bytes()) for rel in written + ["kernels.json"]})
+        store.set(TUNE_DIGESTS, {rel: digest((Path(run_path) / rel).read_bytes())
+                                 for rel in written + ["kernels.json"]})
     summary = summary.model_copy(update={"kernels": written})
     if not json:
         render_summary(summary)
@@ -392,7 +393,8 @@ def show(
     summary = summarize(store, str(run_dir))
     from kerntune.record.audit import TUNE_DIGESTS, audit_tune, untrusted
 
-    error = untrusted(str(run_dir), audit_tune(run_dir, summary.test, store.get(TUNE_DIGESTS)))   # the final test, files
+    # the final test, and the kernel files against their digests
+    error = untrusted(str(run_dir), audit_tune(run_dir, summary.test, store.get(TUNE_DIGESTS)))
     if error is not None:
         raise error
     if json:

@@ -243,4 +243,5 @@ def judge_single(spec: KernelSpec, inputs: Arrays, got: Arrays, poison: Poison, 
 
 
 __all__ = ["CANARY_BYTES", "CANARY_MAX_BYTES", "Arrays", "Downloaded", "Expected", "Poison", "bits_dtype",
-           "canary_bytes", "canary_pattern", "front_canary_bytes", "judge_runs", "judge_single", "settle", "tolerance_for"]
+           "canary_bytes", "canary_pattern", "front_canary_bytes", "judge_runs", "judge_single", "settle",
+           "tolerance_for"]

@@ -3,8 +3,9 @@
 Before every run (warm-up and timed, outside the timer) in-place arguments
 are restored and outputs are overwritten with a finite poison chosen at
 random (once per session), so a kernel that skips its work when the output
-already looks right leaves the poison and fails. The outputs of the last timed run and of a few
-timed runs chosen at random are checked against the reference; after timing,
+already looks right leaves the poison and fails. The outputs of the last
+timed run and of a few timed runs chosen at random are checked against the
+reference; after timing,
 fresh inputs are written into the *same* buffers and one more run is checked
 (a kernel that caches results by pointer fails). In a comparison, a kernel
 faster than the baseline is timed again with its inputs changed before every

@@ -172,8 +172,8 @@ class KernelSpec(_Strict):
     include_dirs: list[str] = Field([], description="folders searched for the kernel file's local headers "
                                                      "(relative to the spec), for extension sources")
     distributions: list[str] | None = Field(None, description="input distributions every shape is verified on "
-                                                              "(default: all of spec, shifted, negative, large, small, ties, "
-                                                              "wide)")
+                                                              "(default: all of spec, shifted, negative, large, "
+                                                              "small, ties, wide)")
     special_values: bool = Field(False, description="also verify on inputs mixed with 0, -0, inf, -inf, NaN, "
                                                     "subnormals and the largest finite value")
 
