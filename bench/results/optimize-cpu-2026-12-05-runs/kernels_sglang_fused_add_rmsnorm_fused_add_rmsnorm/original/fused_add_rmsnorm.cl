@@ -1,0 +1,102 @@
+// SGLang's fused_add_rmsnorm, baseline form (OpenCL twin of fused_add_rmsnorm.cu), in place on
+// input and residual [tokens, d]:
+//   x = input + residual (fp32);  residual = x;  input = x * rsqrt(mean(x^2) + eps) * weight,
+// both results stored rounded to nearest even in the storage type.
+// One work-group of 128 work-items per token (row), scalar loads, a local-memory tree for the
+// sum of squares; pass 2 reads input and residual again, recomputes x exactly and writes both.
+// fp16 goes through vload_half/vstore_half_rte; bf16 is stored as ushort bits.
+// Entries: fused_add_rmsnorm_fp32, fused_add_rmsnorm_fp16, fused_add_rmsnorm_bf16.
+
+#define THREADS 128
+
+inline float bf16_to_float(ushort u) { return as_float((uint)u << 16); }
+
+// float -> bf16 bits, rounding to nearest even (NaN -> 0x7FFF), as __float2bfloat16 does
+inline ushort float_to_bf16(float f)
+{
+    const uint u = as_uint(f);
+    if (isnan(f))
+        return (ushort)0x7FFF;
+    return (ushort)((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
+}
+
+// the reduction shared by the three entries: every work-item gets 1 / rms of the row
+inline float row_scale(__local float* partial, float acc, float eps, int d)
+{
+    const int tid = get_local_id(0);
+    partial[tid] = acc;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int s = THREADS / 2; s > 0; s >>= 1) {
+        if (tid < s)
+            partial[tid] += partial[tid + s];
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    return rsqrt(partial[0] / (float)d + eps);
+}
+
+// tokens is unused here (one work-group per token); the templates with several rows per group need it
+__kernel void fused_add_rmsnorm_fp32(__global float* restrict input, __global float* restrict residual,
+                                     __global const float* restrict weight, const float eps, const int tokens,
+                                     const int d)
+{
+    __local float partial[THREADS];
+    const long t = get_group_id(0);
+    __global float* in = input + t * d;
+    __global float* res = residual + t * d;
+    const int tid = get_local_id(0);
+    float acc = 0.0f;
+    for (int i = tid; i < d; i += THREADS) {
+        const float x = in[i] + res[i];
+        acc += x * x;
+    }
+    const float r = row_scale(partial, acc, eps, d);
+    for (int i = tid; i < d; i += THREADS) {
+        const float x = in[i] + res[i];
+        res[i] = x;
+        in[i] = x * r * weight[i];
+    }
+}
+
+__kernel void fused_add_rmsnorm_fp16(__global half* restrict input, __global half* restrict residual,
+                                     __global const half* restrict weight, const float eps, const int tokens,
+                                     const int d)
+{
+    __local float partial[THREADS];
+    const long t = get_group_id(0);
+    __global half* in = input + t * d;
+    __global half* res = residual + t * d;
+    const int tid = get_local_id(0);
+    float acc = 0.0f;
+    for (int i = tid; i < d; i += THREADS) {
+        const float x = vload_half(i, in) + vload_half(i, res);
+        acc += x * x;
+    }
+    const float r = row_scale(partial, acc, eps, d);
+    for (int i = tid; i < d; i += THREADS) {
+        const float x = vload_half(i, in) + vload_half(i, res);
+        vstore_half_rte(x, i, res);
+        vstore_half_rte(x * r * vload_half(i, weight), i, in);
+    }
+}
+
+__kernel void fused_add_rmsnorm_bf16(__global ushort* restrict input, __global ushort* restrict residual,
+                                     __global const ushort* restrict weight, const float eps, const int tokens,
+                                     const int d)
+{
+    __local float partial[THREADS];
+    const long t = get_group_id(0);
+    __global ushort* in = input + t * d;
+    __global ushort* res = residual + t * d;
+    const int tid = get_local_id(0);
+    float acc = 0.0f;
+    for (int i = tid; i < d; i += THREADS) {
+        const float x = bf16_to_float(in[i]) + bf16_to_float(res[i]);
+        acc += x * x;
+    }
+    const float r = row_scale(partial, acc, eps, d);
+    for (int i = tid; i < d; i += THREADS) {
+        const float x = bf16_to_float(in[i]) + bf16_to_float(res[i]);
+        res[i] = float_to_bf16(x);
+        in[i] = float_to_bf16(x * r * bf16_to_float(weight[i]));
+    }
+}
