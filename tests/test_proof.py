@@ -843,6 +843,23 @@ def test_a_write_before_an_outputs_start_is_found(tmp_path, store, where):
     assert where in r.stderr, r.stderr
 
 
+@pytest.mark.parametrize("store, where", [
+    ("if (i == 0) dst[-1] = src[-1];", "dst: written before its start: 1 element(s) changed"),
+    ("if (i == 0) dst[n + 2] = src[n + 2];", "dst: written past its end: 1 element(s) changed")])
+def test_a_copy_of_another_arrays_canary_is_a_change(tmp_path, store, where):
+    """Every canary was the same pattern, so a copy kernel writing dst[-1] = src[-1] (or past the end
+    from src's canary) left dst's canary as it was: called correct (fourth tour). Each array and side
+    has its own pattern now."""
+    orig = (REPO / "bench/proof/flat/copy.cl").read_text()
+    bad = orig.replace("        dst[i] = src[i];", "        dst[i] = src[i];\n    " + store)
+    assert bad != orig
+    (tmp_path / "bad.cl").write_text(bad)
+    r = run_cli("bench", str(REPO / "bench/proof/flat/copy.cl"), "--against", str(tmp_path / "bad.cl"), "--spec",
+                str(REPO / "bench/proof/flat/copy.yaml"), "--device", "cpu", "--repeats", "3", "--no-memcheck")
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert where in r.stderr, r.stderr
+
+
 def test_spread_shapes_keep_a_pinned_size(tmp_path):
     """A size pinned by min = max = 256 stays 256 in the odd and spread shapes (a tour's spread shape
     moved it to 255, so a kernel correct on every allowed shape scored wrong)."""

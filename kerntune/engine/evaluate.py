@@ -138,7 +138,7 @@ class Evaluator:
         # the bytes after each array (judge.canary_bytes), by array size; none under the memory
         # checker, whose buffers must end where their arrays do
         self.canary = canary
-        self._canaries: dict[int, np.ndarray] = {}
+        self._canaries: dict[tuple[int, str], np.ndarray] = {}
         self._kernels: OrderedDict[str, Any] = OrderedDict()
         self._max_cached = max_cached
         self.poisoned = False
@@ -171,18 +171,21 @@ class Evaluator:
                                 detail=e.log) from None
 
     # --- one launch on host arrays ---------------------------------------
-    def _canary(self, size: int) -> np.ndarray:
-        if size not in self._canaries:
-            self._canaries[size] = canary_pattern(size=size)
-        return self._canaries[size]
+    def _canary(self, size: int, salt: str) -> np.ndarray:
+        if (size, salt) not in self._canaries:
+            if len(self._canaries) > 64:
+                self._canaries.clear()
+            self._canaries[(size, salt)] = canary_pattern(size=size, salt=salt)
+        return self._canaries[(size, salt)]
 
-    def canary_after(self, nbytes: int) -> np.ndarray | None:
-        """The canary written after an array of ``nbytes`` (None: this evaluator has none)."""
-        return self._canary(canary_bytes(nbytes)) if self.canary else None
+    def canary_after(self, nbytes: int, name: str = "") -> np.ndarray | None:
+        """The canary written after array ``name`` of ``nbytes`` (None: this evaluator has none): each
+        array's own, so that one array's canary copied into another's place is a change."""
+        return self._canary(canary_bytes(nbytes), f"after {name}") if self.canary else None
 
-    def canary_before(self, nbytes: int) -> np.ndarray | None:
-        """The canary written before an array of ``nbytes`` (None: this evaluator has none)."""
-        return self._canary(front_canary_bytes(nbytes)) if self.canary else None
+    def canary_before(self, nbytes: int, name: str = "") -> np.ndarray | None:
+        """The canary written before array ``name`` of ``nbytes`` (None: this evaluator has none)."""
+        return self._canary(front_canary_bytes(nbytes), f"before {name}") if self.canary else None
 
     def upload(self, spec: KernelSpec, host: HostArgs, poison: Poison | None = None,
                bufs: Buffers | None = None) -> tuple[Buffers, list[Any]]:
@@ -199,7 +202,7 @@ class Evaluator:
             if a.intent == "out" and poison and a.name in poison:
                 arr = filled(a.dt, arr.shape, poison[a.name])
             if fresh:
-                front, back = self.canary_before(arr.nbytes), self.canary_after(arr.nbytes)
+                front, back = self.canary_before(arr.nbytes, a.name), self.canary_after(arr.nbytes, a.name)
                 if front is None or back is None:
                     bufs[a.name] = be.alloc(arr.nbytes)
                 else:
@@ -225,7 +228,7 @@ class Evaluator:
             whole = getattr(bufs, "whole", {}).get(a.name)
             if whole is None:
                 continue
-            back, front = self.canary_after(dst.nbytes), self.canary_before(dst.nbytes)
+            back, front = self.canary_after(dst.nbytes, a.name), self.canary_before(dst.nbytes, a.name)
             seen = np.empty_like(back)
             be.download(bufs[a.name], seen, offset=dst.nbytes)
             if out.note_canary(a.name, dst.itemsize, seen, back):

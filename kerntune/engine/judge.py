@@ -43,10 +43,15 @@ def front_canary_bytes(nbytes: int) -> int:
     return -(-canary_bytes(nbytes) // CANARY_BYTES) * CANARY_BYTES
 
 
-def canary_pattern(nbytes: int = 0, size: int | None = None) -> np.ndarray:
+def canary_pattern(nbytes: int = 0, size: int | None = None, salt: str = "") -> np.ndarray:
     """The canary after an array of ``nbytes`` (or ``size`` bytes of it): one fixed random 64 KiB
-    block, repeated."""
-    block = np.random.default_rng(0xCA7A).integers(0, 256, CANARY_BYTES, dtype=np.uint8)
+    block, repeated; another block for each ``salt`` (the evaluator gives each array and side its own:
+    with one pattern for all, a copy kernel writing dst[-1] = src[-1] left the canary as it was, a
+    tour)."""
+    import hashlib
+
+    seed = 0xCA7A ^ (int.from_bytes(hashlib.sha256(salt.encode()).digest()[:8], "little") if salt else 0)
+    block = np.random.default_rng(seed).integers(0, 256, CANARY_BYTES, dtype=np.uint8)
     return np.resize(block, canary_bytes(nbytes) if size is None else size)
 
 
