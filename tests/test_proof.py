@@ -737,13 +737,41 @@ def test_a_kernel_wrong_only_between_the_listed_sizes_fails_at_a_spread_shape(tm
                for d in draws.values())
     ns = [d[1].as_dict()["n"] for d in draws.values()]
     assert min(ns) < 262144 < max(ns) <= 1 << 24          # between the run's shapes, and beyond them
-    assert all(n % 2 == 1 for n in ns)                      # odd: a tail in every vector width
+    # odd multiples of 1, 2, 4, 8 and 16: every residue a vector width's tail can leave is drawn (the
+    # sizes were all odd, so a float8 path wrong only for n % 8 == 4 passed them: fourth tour)
+    assert {(n & -n).bit_length() - 1 for n in ns} == {0, 1, 2, 3, 4}
     seed = next(s for s, d in draws.items() if 300000 < d[1].as_dict()["n"] < 1000000)
     band = (REPO / "kernels/examples/vector_add.cl").read_text().replace(
         "        c[i] = a[i] + b[i];", "        c[i] = (n > 300000 && n < 1000000) ? a[i] : a[i] + b[i];")
     assert band != (REPO / "kernels/examples/vector_add.cl").read_text()
     (tmp_path / "band.cl").write_text(band)
     r = run_cli("score", "reward", str(tmp_path / "band.cl"), "--baseline", str(REPO / "kernels/examples/vector_add.cl"),
+                "--spec", str(spec_path), "--device", "cpu", "--shape-set", "cpu", "--seed", str(seed), "--no-memcheck",
+                "--repeats", "6", "--json")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["correct"] is False and out["message"].startswith("spread n="), out
+
+
+def test_a_kernel_wrong_only_when_n_is_4_mod_8_fails_at_a_spread_shape(tmp_path):
+    """A vector_add leaving four elements unwritten whenever n % 8 == 4 (a float8 tail skipping that
+    case) got reward 1.0 on four seeds (fourth tour): every size verified was odd, a multiple of 8, or
+    2 mod 4. The spread shape's sizes are now odd multiples of 2**v steps, v drawn from 0..4, and at a
+    seed that draws v = 2 the kernel scores wrong there."""
+    from kerntune.engine.checker import spread_shapes
+
+    spec_path = REPO / "kernels/examples/vector_add.yaml"
+    spec = load_file(spec_path).spec
+    seed = next(s for s in range(60) if spread_shapes(spec, "cpu", s)[1].as_dict()["n"] % 8 == 4)
+    (tmp_path / "mod8.cl").write_text("""\
+__kernel void vector_add(__global float* c, __global const float* a, __global const float* b, const int n)
+{
+    int i = get_global_id(0);
+    if (i < n && !((n & 7) == 4 && i >= n - 4))
+        c[i] = a[i] + b[i];
+}
+""")
+    r = run_cli("score", "reward", str(tmp_path / "mod8.cl"), "--baseline", str(REPO / "kernels/examples/vector_add.cl"),
                 "--spec", str(spec_path), "--device", "cpu", "--shape-set", "cpu", "--seed", str(seed), "--no-memcheck",
                 "--repeats", "6", "--json")
     assert r.returncode == 0, r.stderr

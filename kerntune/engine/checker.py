@@ -210,7 +210,8 @@ def spread_shapes(spec: KernelSpec, shape_set: str | None, seed: int, limit: int
     - one shape drawn at random (by ``seed``) from the whole range the run's shapes and the reach
       bounds span ("spread"): each size log-uniform from its value in the run's smallest shape up
       to the largest value that fits the bounds with the other sizes there (and its max), an odd
-      multiple of its step; drawn again, closer to the smallest shape, until the whole shape fits.
+      multiple of 2**v steps, v drawn from 0..4; drawn again, closer to the smallest shape, until
+      the whole shape fits.
       A vector_add wrong only for 300000 < n < 1000000 was called correct at every listed,
       held-out, fresh and reach shape. Each final test and reward draws its own, so the sizes
       between are covered across runs, not in one.
@@ -229,20 +230,24 @@ def spread_shapes(spec: KernelSpec, shape_set: str | None, seed: int, limit: int
     def fits(sizes: dict[str, int]) -> bool:
         return _largest_array(spec, sizes) <= limit and _volume(Shape.of(sizes)) <= most
 
-    def odd(name: str, value: float) -> int:
-        """The odd multiple of the size's step nearest ``value`` within its bounds; ``value``'s own
+    def odd(name: str, value: float, twos: int = 0) -> int:
+        """The multiple of the size's step nearest ``value`` within its bounds that is an odd multiple
+        of 2**``twos`` steps (or, when none is inside, of the step: a tour's float8 vector_add wrong
+        only for n % 8 == 4 passed sizes that were all odd or multiples of 8); ``value``'s own
         multiple when no odd one is inside (a size pinned to 256 stays 256: a tour's spread shape
         broke such a spec's min with 255)."""
         c = spec.sizes[name]
-        m = c.multiple_of
-        lo, hi = -(-max(c.min, 1) // m), (c.max // m if c.max is not None else None)
-        k = max(1, int(value) // m, lo)
-        if hi is not None:
-            k = min(k, hi)
-        if k % 2 == 0:
-            inside = [j for j in (k + 1, k - 1) if j >= lo and j >= 1 and (hi is None or j <= hi)]
-            k = inside[0] if inside else k
-        return k * m
+        for step in dict.fromkeys((c.multiple_of << twos, c.multiple_of)):
+            lo, hi = -(-max(c.min, 1) // step), (c.max // step if c.max is not None else None)
+            k = max(1, int(value) // step, lo)
+            if hi is not None:
+                k = min(k, hi)
+            if k % 2 == 0:
+                inside = [j for j in (k + 1, k - 1) if j >= lo and j >= 1 and (hi is None or j <= hi)]
+                k = inside[0] if inside else k
+            if k % 2 == 1 or step == c.multiple_of:
+                return k * step
+        return k * c.multiple_of
 
     out: list[Shape] = []
     high = max(run, key=_volume).as_dict()
@@ -269,10 +274,12 @@ def spread_shapes(spec: KernelSpec, shape_set: str | None, seed: int, limit: int
         top[name] = v
     rng = random.Random(seed)
     draw = {name: rng.random() for name in low}
+    twos = random.Random(seed ^ 0x2AD1C)                 # each size's power of two, 0..4, apart from the draw
+    power = {name: twos.randrange(5) for name in low}
     for attempt in range(24):
         scale = 0.75 ** attempt
-        sizes = {name: odd(name, low[name] * (top[name] / low[name]) ** (draw[name] * scale)) if low[name] > 0
-                 else low[name] for name in low}
+        sizes = {name: odd(name, low[name] * (top[name] / low[name]) ** (draw[name] * scale), power[name])
+                 if low[name] > 0 else low[name] for name in low}
         if fits(sizes):
             shape = Shape.of(sizes, label="spread " + " ".join(f"{k}={v}" for k, v in sizes.items()), holdout=True)
             return out + ([shape] if shape.key not in taken else [])
