@@ -763,19 +763,7 @@ def test_a_kernel_wrong_only_when_n_is_4_mod_8_fails_at_a_spread_shape(tmp_path)
     spec_path = REPO / "kernels/examples/vector_add.yaml"
     spec = load_file(spec_path).spec
     seed = next(s for s in range(60) if spread_shapes(spec, "cpu", s)[1].as_dict()["n"] % 8 == 4)
-    (tmp_path / "mod8.cl").write_text("""\
-__kernel void vector_add(__global float* c, __global const float* a, __global const float* b, const int n)
-{
-    int i = get_global_id(0);
-    if (i < n && !((n & 7) == 4 && i >= n - 4))
-        c[i] = a[i] + b[i];
-}
-""")
-    r = run_cli("score", "reward", str(tmp_path / "mod8.cl"), "--baseline", str(REPO / "kernels/examples/vector_add.cl"),
-                "--spec", str(spec_path), "--device", "cpu", "--shape-set", "cpu", "--seed", str(seed), "--no-memcheck",
-                "--repeats", "6", "--json")
-    assert r.returncode == 0, r.stderr
-    out = json.loads(r.stdout)
+    out = _reward_of_vector_add_skipping_a_tail(tmp_path, 8, 4, seed)
     assert out["correct"] is False and out["message"].startswith("spread n="), out
 
 
@@ -809,6 +797,24 @@ __kernel void vector_add(__global float* c, __global const float* a, __global co
     assert out["correct"] is False and out["message"].startswith("odd n=16777215"), out
 
 
+def _reward_of_vector_add_skipping_a_tail(tmp_path, modulus: int, residue: int, seed: int) -> dict:
+    """`score reward --json` of a vector_add that leaves its last ``residue`` elements unwritten whenever
+    n % ``modulus`` == ``residue`` (the CPU shape set, no memory checker)."""
+    (tmp_path / "tail.cl").write_text(f"""\
+__kernel void vector_add(__global float* c, __global const float* a, __global const float* b, const int n)
+{{
+    int i = get_global_id(0);
+    if (i < n && !((n % {modulus}) == {residue} && i >= n - {residue}))
+        c[i] = a[i] + b[i];
+}}
+""")
+    r = run_cli("score", "reward", str(tmp_path / "tail.cl"), "--baseline", str(REPO / "kernels/examples/vector_add.cl"),
+                "--spec", str(REPO / "kernels/examples/vector_add.yaml"), "--device", "cpu", "--shape-set", "cpu",
+                "--seed", str(seed), "--no-memcheck", "--repeats", "6", "--json")
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
 def test_a_kernel_wrong_only_when_n_is_2_mod_4_fails_at_a_fresh_shape(tmp_path):
     """A vector_add that leaves the last two elements unwritten whenever n % 4 == 2: every size kerntune
     verified was a multiple of 4 (the listed ones) or odd (held-out, fresh, odd, spread), so `score
@@ -819,19 +825,7 @@ def test_a_kernel_wrong_only_when_n_is_2_mod_4_fails_at_a_fresh_shape(tmp_path):
     spec_path = REPO / "kernels/examples/vector_add.yaml"
     fresh = extra_holdouts(load_file(spec_path).spec, "cpu", 2, 1)
     assert [s.as_dict()["n"] % 4 for s in fresh] in ([1, 2], [3, 2]), fresh
-    (tmp_path / "mod4.cl").write_text("""\
-__kernel void vector_add(__global float* c, __global const float* a, __global const float* b, const int n)
-{
-    int i = get_global_id(0);
-    if (i < n && !((n & 3) == 2 && i >= n - 2))
-        c[i] = a[i] + b[i];
-}
-""")
-    r = run_cli("score", "reward", str(tmp_path / "mod4.cl"), "--baseline", str(REPO / "kernels/examples/vector_add.cl"),
-                "--spec", str(spec_path), "--device", "cpu", "--shape-set", "cpu", "--seed", "3", "--no-memcheck",
-                "--repeats", "6", "--json")
-    assert r.returncode == 0, r.stderr
-    out = json.loads(r.stdout)
+    out = _reward_of_vector_add_skipping_a_tail(tmp_path, 4, 2, 3)
     assert out["correct"] is False and out["message"].startswith("fresh n="), out
 
 
