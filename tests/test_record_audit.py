@@ -185,8 +185,8 @@ def test_a_tune_runs_final_test_is_audited_too(tmp_path):
 
 def test_a_tune_runs_kernel_files_are_checked_against_their_digests(tmp_path):
     """best.<ext>, per_shape/* and kernels.json of a `kerntune tune` run have the SHA-256 digests
-    recorded in tuning.db when they were written: an edited kernel, or a lost one, is found by show
-    and report (before, only an optimize run's files had digests)."""
+    recorded in tuning.db when they were written: an edited kernel is found by show and report
+    (before, only an optimize run's files had digests)."""
     run = _tuned(tmp_path, 4)
     assert run_cli("report", str(run), "--out-dir", str(tmp_path / "clean")).returncode == 0
     best = run / "best.cl"
@@ -195,7 +195,7 @@ def test_a_tune_runs_kernel_files_are_checked_against_their_digests(tmp_path):
     per_shape[0].unlink()
     r = run_cli("show", str(run))
     assert r.returncode == 2 and "best.cl was changed after the run" in r.stderr, r.stderr
-    assert f"per_shape/{per_shape[0].name} is missing" in r.stderr, r.stderr
+    assert "per_shape" not in r.stderr, r.stderr       # a file removed is no claim: a database is often copied alone
     r = run_cli("report", str(run), "--out-dir", str(tmp_path / "rep"))
     assert r.returncode == 2 and "best.cl was changed after the run" in r.stderr, r.stderr
 
