@@ -399,8 +399,11 @@ def test_each_naive_kernel_matches_its_reference(worker, folder):
     loaded = load_file(NAIVE / folder / "spec.yaml")
     spec = loaded.spec
     original = KernelInstance((NAIVE / folder / f"{folder}.cl").read_text(), spec.kernel, "opencl", label="original")
+    # `wide` left out: PoCL's gelu_tanh_and_mul_rows gives 2.2e16 where NumPy gives 0 at inputs near 1e12 (its
+    # tanh, not the spec); optimize leaves a distribution the original fails out of the run, and says so
+    names = tuple(d for d in spec.input_distributions if d != "wide")
     r = worker.evaluate(EvalRequest(original, spec, str(loaded.base_dir), _small_shapes(spec), (), seed=5,
-                                    timing=None), 300)
+                                    timing=None, distributions=names), 300)
     assert r.status is Status.OK, r.message
 
 
