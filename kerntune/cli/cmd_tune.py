@@ -414,8 +414,8 @@ def _show_optimize(run, json: bool) -> None:
     each = f"`kerntune show {shell(run.path / 'rounds' / rounds[0])}`" if rounds else \
         (f"{run.path}/rounds/{summaries[0]}/summary.json (the rounds' databases were left out of this run "
          "folder)" if summaries else "none has a search yet")
-    if result is None and run.holder() is not None:
-        pid = run.holder()
+    pid = run.holder() if result is None else None
+    if pid is not None:
         raise KerntuneError(ErrorCode.RUN, f"{run.path} is a `kerntune optimize` run still going, in another kerntune "
                                            f"process{f' (pid {pid})' if pid else ''}: no result yet",
                             hint=f"wait for it to finish, then `kerntune show {shell(run.path)}`; each round's search "
