@@ -422,6 +422,22 @@ def test_dry_run_compiles_every_feasible_cuda_instance(tmp_path):
     assert r.returncode == 0 and "threads_per_block" in r.stdout and "compiled" in r.stdout
 
 
+def test_dry_run_refuses_what_it_would_ignore():
+    """`tune --dry-run --device cpu` compiled for the H100 profile and never said that --device was not
+    used; an OpenCL template's hint told a user who had passed --device cpu to pass --device cpu."""
+    spec = str(REPO / "kernels/examples/vector_add.yaml")
+    cu, cl = str(REPO / "templates/examples/vector_add.cu.j2"), str(REPO / "templates/examples/vector_add.cl.j2")
+    for extra, named in ((["--device", "cpu"], "--device"), (["--budget", "5", "--strategy", "random"],
+                                                              "--strategy, --budget")):
+        r = run_cli("tune", cu, "--spec", spec, "--dry-run", *extra)
+        assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+        assert f"--dry-run uses no device and measures nothing: {named} would be ignored" in r.stderr
+        assert "hint: a dry run compiles every feasible CUDA instance offline" in r.stderr and not r.stdout
+    r = run_cli("tune", cl, "--spec", spec, "--dry-run", "--device", "cpu")
+    assert r.returncode == 2 and "is OpenCL, which compiles only on an OpenCL device" in r.stderr, r.stderr
+    assert f"kerntune tune {cl} --spec {spec} --device cpu --budget 5" in r.stderr
+
+
 def test_compile_pool_builds_ahead(worker, spec_dir, tmp_path):
     store = RunStore.in_dir(tmp_path / "r", create=True)
     evaluator = LiveEvaluator(worker, compile_workers=1)

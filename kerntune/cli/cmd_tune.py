@@ -85,7 +85,9 @@ def tune(
                                                        "(default 2 on a GPU, 0 on a CPU device, where compiling would "
                                                        "disturb the timings)."),
     dry_run: bool = typer.Option(False, "--dry-run", help="No device: render and compile every feasible CUDA "
-                                                          "instance with nvcc/ptxas for --target, report prunings."),
+                                                          "instance with nvcc/ptxas for --target, report prunings "
+                                                          "(CUDA templates; takes no --device, --budget or other "
+                                                          "search option)."),
     target: str = typer.Option("h100", "--target", "-t", help="Device profile for --dry-run."),
     arch: Optional[str] = typer.Option(None, "--arch", help="Architecture for --dry-run (default: the profile's)."),
     final_repeats: int = typer.Option(100, "--final-repeats", min=6,
@@ -117,7 +119,13 @@ def tune(
     """
     set_json(json)
     if dry_run:
-        return _dry_run(template_path, spec, target, arch, shape_set, reject_spills, json)
+        # a dry run uses no device and measures nothing: an option that only a search reads would be
+        # ignored in silence (`--dry-run --device cpu` compiled for the H100 profile and said nothing of it)
+        unused = [name for name, value in (("--device", device), ("--resume", resume), ("--run-dir", run_dir),
+                                           ("--baseline", baseline), ("--strategy", strategy), ("--option", option),
+                                           ("--prior", prior), ("--budget", budget), ("--time-limit", time_limit))
+                  if value]
+        return _dry_run(template_path, spec, target, arch, shape_set, reject_spills, json, unused)
     from kerntune.tuner.run import TuneSettings
     from kerntune.tuner.store import RunStore, discard_empty_run
 
@@ -320,7 +328,7 @@ def _confirm(worker, template, loaded, store, summary, settings, original, check
                        on_step=progress.status, top_k=top_k)
 
 
-def _dry_run(template_path, spec, target, arch, shape_set, reject_spills, json):
+def _dry_run(template_path, spec, target, arch, shape_set, reject_spills, json, unused=()):
     from kerntune.hardware import load_profile
     from kerntune.spec.load import load_file
     from kerntune.spec.shapes import verification_shapes
@@ -331,8 +339,17 @@ def _dry_run(template_path, spec, target, arch, shape_set, reject_spills, json):
         raise KerntuneError(ErrorCode.USAGE, "--dry-run needs a TEMPLATE and --spec")
     template = load_template(template_path)
     if template.lang != "cuda":
-        raise KerntuneError(ErrorCode.USAGE, "--dry-run compiles CUDA templates with nvcc; this one is OpenCL",
-                            hint="tune OpenCL templates on an OpenCL device (--device cpu)")
+        raise KerntuneError(ErrorCode.USAGE, f"--dry-run compiles CUDA templates offline with nvcc; {template_path} "
+                                             "is OpenCL, which compiles only on an OpenCL device",
+                            hint="leave out --dry-run and tune it on the device with a small budget, e.g. "
+                                 f"`kerntune tune {shell(template_path)} --spec {shell(spec) if spec else 'SPEC'} "
+                                 "--device cpu --budget 5`")
+    if unused:
+        raise KerntuneError(ErrorCode.USAGE, f"--dry-run uses no device and measures nothing: {', '.join(unused)} "
+                                             "would be ignored",
+                            hint="a dry run compiles every feasible CUDA instance offline with nvcc for a "
+                                 "device profile (--target, default h100) and counts the prunings; leave out "
+                                 f"{', '.join(unused)}, or leave out --dry-run to search on the device")
     loaded = load_file(spec)
     check_against_spec(template, loaded.spec)
     profile = load_profile(target)
