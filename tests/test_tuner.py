@@ -315,6 +315,33 @@ def test_progress_of_a_replay_with_no_baseline_claims_no_speedup(tmp_path):
 
 
 @pytest.mark.host   # host-side behaviour: .ci/run's PoCL pass leaves it out
+def test_show_of_an_imported_cache_says_why_it_has_no_baseline(tmp_path):
+    """`show` of an imported Kernel Tuner cache titled its table 'baseline: template baseline configuration'
+    (there is none), said '(no baseline was measured)' as if a step had failed, and 'stopped'; it says the
+    cache holds no baseline measured by kerntune, also for a replay of it."""
+    text = json.dumps({"device_name": "cpu", "kernel_name": "k", "problem_size": [1024],
+                       "tune_params_keys": ["BLOCK"], "tune_params": {"BLOCK": [128, 256]}, "objective": "time",
+                       "cache": {"128": {"BLOCK": 128, "time": 0.5, "times": [0.5, 0.5]},
+                                 "256": {"BLOCK": 256, "time": 0.25, "times": [0.25, 0.26]}}})
+    import_cache(write(tmp_path, "kt.json", text), tmp_path / "run")
+    r = run_cli("show", str(tmp_path / "run"))
+    assert r.returncode == 0, r.stderr
+    shown = " ".join(r.stdout.split())     # the table's title may wrap
+    assert "BLOCK=256 (imported from a Kernel Tuner cache, which holds no baseline measured by kerntune)." in shown
+    assert "baseline: none: a Kernel Tuner cache holds no baseline measured by kerntune" in shown
+    assert "template baseline configuration" not in shown and "no baseline was measured" not in shown
+    assert "strategy imported: read from the cache, nothing searched" in shown
+    assert "geomean time 250.0 µs (no baseline: times, not speedups)" in shown
+    r = run_cli("show", str(tmp_path / "run"), "--json")
+    assert json.loads(r.stdout)["baseline"].startswith("none: a Kernel Tuner cache holds no baseline")
+    r = run_cli("tune", "--device", f"replay:{tmp_path / 'run'}", "--strategy", "exhaustive",
+                "--run-dir", str(tmp_path / "replayed"))
+    assert r.returncode == 0, r.stderr
+    shown = " ".join(run_cli("show", str(tmp_path / "replayed")).stdout.split())
+    assert "baseline: none: a Kernel Tuner cache holds no baseline measured by kerntune" in shown
+
+
+@pytest.mark.host   # host-side behaviour: .ci/run's PoCL pass leaves it out
 def test_a_malformed_kernel_tuner_cache_is_refused_or_read_around(tmp_path):
     """Entries that are not objects or whose parameter values are not plain values are left out, bad timing
     fields fall back to the time; a file with no usable entry, or not a cache at all, is refused in one line."""

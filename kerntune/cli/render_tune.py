@@ -74,7 +74,8 @@ class LiveProgress:
 def render_summary(s: TuneSummary) -> None:
     """The result first, then the numbers behind it."""
     out.print(f"[bold]{escape(s.headline)}[/]")
-    out.print(escape(f"{s.template}, strategy {s.strategy}: {s.stop_reason or 'stopped'}; space {s.space_size} "
+    stopped = "read from the cache, nothing searched" if s.strategy == "imported" else "stopped"
+    out.print(escape(f"{s.template}, strategy {s.strategy}: {s.stop_reason or stopped}; space {s.space_size} "
                      f"configurations: {s.measured} measured ({s.ok} valid, {s.failed} failed), {s.pruned} pruned, "
                      f"{s.duplicates} duplicates" + (f"; budget {s.budget}" if s.budget else "")))
     if s.pruned_by_reason:
@@ -100,7 +101,7 @@ def render_summary(s: TuneSummary) -> None:
     if s.general is not None:
         g = s.general
         how = (f"geomean speedup [bold]{g.geomean_speedup:.3f}x[/]" if g.geomean_speedup is not None
-               else f"geomean time [bold]{fmt_ms(g.geomean_ms)}[/] (no baseline recorded)")
+               else f"geomean time [bold]{fmt_ms(g.geomean_ms)}[/] (no baseline: times, not speedups)")
         out.print(f"general configuration: [bold]{escape(g.key)}[/]  {how}"
                   + (f"  (per-shape best: {s.per_shape_geomean_speedup:.3f}x)" if s.per_shape_geomean_speedup else ""))
 

@@ -127,7 +127,9 @@ class TuneSummary(Record):
             return (f"The general configuration {s.key} {how} {self.baseline} on {self.device} (geomean; the "
                     "search's own estimate, not confirmed).")
         if s is not None:
-            return f"The fastest configuration of {name} on {self.device} is {s.key} (no baseline was measured)."
+            why = ("imported from a Kernel Tuner cache, which holds no baseline measured by kerntune"
+                   if self.baseline == IMPORTED_NO_BASELINE else "no baseline was measured")
+            return f"The fastest configuration of {name} on {self.device} is {s.key} ({why})."
         return f"No configuration of {name} was timed on every shape on {self.device}."
 
     def confirmed_general(self) -> Optional[CandidateResult]:
@@ -208,11 +210,38 @@ def summarize(store: RunStore, run_dir: str = "", stop_reason: str = "") -> Tune
         duplicates=sum(1 for e in evals if e.duplicate_of is not None), budget=settings.get("budget"),
         elapsed_s=max(elapsed, 0.0), stop_reason=stop_reason or store.get("stop_reason", ""),
         failed_by_status=failed, pruned_by_reason=pruned,
-        baseline=(store.get("original") or {}).get("label", "template baseline configuration"),
+        baseline=_baseline_label(store, base, settings),
         shapes=rows, general=general,
         per_shape_geomean_speedup=geomean(per_shape) if per_shape else None,
         top=ranked[:10], test=_test(store), set_aside=_set_aside(store),
         prior_used=(store.get("prior") or {}).get("used", 0), priors=_priors(store, real))
+
+
+# what a run imported with `kerntune kt-cache import` (strategy "imported"), or a replay of one, says
+# in place of a baseline: the cache holds Kernel Tuner's timings of the configurations, none of a baseline
+IMPORTED_NO_BASELINE = ("none: a Kernel Tuner cache holds no baseline measured by kerntune, so these are times, "
+                        "not speedups")
+
+
+def _baseline_label(store: RunStore, base: Optional[EvalResult], settings: dict) -> str:
+    """What the run's speedups are over, or why it has none ("template baseline configuration" was
+    printed for an imported Kernel Tuner cache, which has no baseline at all)."""
+    original = store.get("original") or {}
+    if original.get("label"):
+        return original["label"]
+    if base is not None:
+        return "template baseline configuration"
+    replayed = store.get("replay_of")
+    if settings.get("strategy") == "imported" or (replayed and _imported(replayed)):
+        return IMPORTED_NO_BASELINE
+    return "none measured, so these are times, not speedups"
+
+
+def _imported(run_dir: str) -> bool:
+    try:
+        return (RunStore.in_dir(Path(run_dir), readonly=True).get("settings") or {}).get("strategy") == "imported"
+    except (KerntuneError, OSError):      # the replayed run is gone or unreadable: nothing more to say of it
+        return False
 
 
 def _priors(store: RunStore, real: list[Evaluation]) -> list[PriorCheck]:
