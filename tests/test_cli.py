@@ -209,6 +209,38 @@ def test_bad_input_is_a_clear_error(args, status, needle):
     assert needle in r.stderr and "Traceback" not in r.stderr
 
 
+@pytest.mark.parametrize("device", ["gpu:x", "cuda:x", "opencl:a", "cpu:1", "-1", ""])
+def test_a_malformed_device_is_a_clear_error_in_tune_and_bench(device, tmp_path):
+    spec = str(EXAMPLES / "vector_add.yaml")
+    for args in (["bench", str(EXAMPLES / "vector_add.cu")], ["bench", str(EXAMPLES / "vector_add.cl")],
+                 ["tune", str(REPO / "templates/examples/vector_add.cl.j2"), "--spec", spec, "--run-dir",
+                  str(tmp_path / "run")]):
+        r = run_cli(*args, "--device", device)
+        assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+        assert f"error: cannot understand device '{device}'\nhint: --device takes a CUDA ordinal" in r.stderr
+        assert not (tmp_path / "run").exists()
+
+
+def test_a_missing_cuda_device_hints_at_cuda_devices_only(tmp_path):
+    """`bench kernel.cu --device 7` on a machine with no GPU answered 'hint: devices here: opencl:0:0, ...':
+    devices that refuse a CUDA kernel. The hint names the kernel's kind of device, or says there is none."""
+    from kerntune.engine.devices import all_devices
+
+    cuda = [d.id for d in all_devices() if d.backend != "opencl"]
+    for args in (["bench", str(EXAMPLES / "vector_add.cu")],
+                 ["tune", str(REPO / "templates/examples/vector_add.cu.j2"), "--spec", str(EXAMPLES / "vector_add.yaml"),
+                  "--run-dir", str(tmp_path / "run")]):
+        r = run_cli(*args, "--device", "cuda:77")
+        assert r.returncode == 3 and "error: no device cuda:77" in r.stderr and "Traceback" not in r.stderr, r.stderr
+        assert "devices here: opencl" not in r.stderr
+        if cuda:
+            assert f"hint: CUDA devices here: {', '.join(cuda)}." in r.stderr
+        else:
+            assert "hint: no CUDA GPU was found here" in r.stderr and "a CUDA kernel needs one" in r.stderr
+    r = run_cli("bench", str(EXAMPLES / "vector_add.cl"), "--device", "opencl:9:9")
+    assert r.returncode == 3 and "hint: OpenCL devices here: opencl:" in r.stderr, r.stderr
+
+
 def test_check_finds_the_reference_function(tmp_path):
     """check said 'spec ... is valid' (exit 0) of a spec whose reference file or function is not there."""
     k = write(tmp_path, "vector_add.cl", (EXAMPLES / "vector_add.cl").read_text())

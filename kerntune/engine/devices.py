@@ -70,8 +70,19 @@ def resolve(text: str | None, lang: str) -> tuple[DeviceRef, DeviceInfo]:
             if d.problem:
                 raise KerntuneError(ErrorCode.DEVICE, f"device {d.id} ({d.name}) cannot be used: {d.problem}")
             return ref, d
-    have = ", ".join(d.id for d in devices) or "none"
-    raise KerntuneError(ErrorCode.DEVICE, f"no device {ref.id}", hint=f"devices here: {have}. {DEVICE_HELP}")
+    # the hint names the devices this kernel can run on: 'devices here: opencl:0:0' for a CUDA kernel on a
+    # machine with no GPU sent the user to a device that refuses the kernel
+    mine = [d.id for d in devices if (d.backend == "opencl") == (lang == "opencl")]
+    others = [d.id for d in devices if d.id not in mine]
+    if mine:
+        hint = f"{'CUDA' if lang == 'cuda' else 'OpenCL'} devices here: {', '.join(mine)}. {DEVICE_HELP}"
+    elif lang == "cuda":
+        hint = ("no CUDA GPU was found here" + (f" (only OpenCL devices: {', '.join(others)})" if others else "")
+                + ": a CUDA kernel needs one; `kerntune check` compiles it offline with nvcc, and an OpenCL version "
+                  "of the kernel (.cl) runs on --device cpu")
+    else:
+        hint = f"no OpenCL device was found here; `kerntune devices` says what is installed. {DEVICE_HELP}"
+    raise KerntuneError(ErrorCode.DEVICE, f"no device {ref.id}", hint=hint)
 
 
 CPU_PLATFORM_ENV = "KERNTUNE_CPU_PLATFORM"
