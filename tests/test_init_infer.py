@@ -554,3 +554,29 @@ def test_vector_pointers_are_their_element_dtype_with_a_lanes_dimension(tmp_path
     r = run_cli("bench", str(kernel), "--device", "cpu", "--repeats", "3", "--warmup", "1", "--shape", "small")
     assert r.returncode == 0, r.stderr
 
+
+def test_a_spec_with_todos_reports_every_problem_at_once(tmp_path):
+    """`dtype: TODO` was reported alone; `shape: [TODO]` and `value: TODO` only once it was fixed."""
+    kernel = write(tmp_path, "scale4.cl", VECTORS_CL)
+    write(tmp_path, "spec.yaml", """\
+kernel: scale4
+args:
+  - {name: out, dtype: TODO, shape: [n, 4], intent: out}
+  - {name: in, dtype: fp32, shape: [TODO], intent: inn}
+  - {name: idx, dtype: int32, shape: [n, 4], intent: in}
+  - {name: w, dtype: fp32, shape: [n, 2], intent: in}
+  - {name: s, dtype: fp32, value: TODO}
+  - {name: n, dtype: int32, value: n}
+launch:
+  grid: ["ceil_div(n, 256)"]
+  block: [256]
+shapes:
+  - {label: small, n: 16384}
+""")
+    r = run_cli("check", str(kernel), "--spec", str(tmp_path / "spec.yaml"))
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    spec = tmp_path / "spec.yaml"
+    assert f"invalid kernel spec (4 problems)\n  {spec}:3: args[0].dtype: expected one of" in r.stderr, r.stderr
+    assert f"{spec}:4: args[1].intent: expected 'in', 'out' or 'inout', found 'inn'" in r.stderr
+    assert f"{spec}:4: args[1].shape[0]: 'TODO' is not a declared size (sizes: n)" in r.stderr
+    assert f"{spec}:7: args[4].value: 'TODO' is not a declared size (sizes: n)" in r.stderr
