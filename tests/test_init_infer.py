@@ -555,6 +555,22 @@ def test_vector_pointers_are_their_element_dtype_with_a_lanes_dimension(tmp_path
     assert r.returncode == 0, r.stderr
 
 
+def test_a_ushort_array_is_remarked_to_be_maybe_bf16(tmp_path):
+    """OpenCL kernels store bf16 as ushort: init called such arrays uint16 without a word."""
+    kernel = write(tmp_path, "bf.cl", "__kernel void bf16_copy(__global ushort* out, __global const ushort* in, "
+                                      "const int n)\n{\n    int i = get_global_id(0);\n    if (i < n) out[i] = in[i];\n}\n")
+    r = run_cli("init", str(kernel))
+    assert r.returncode == 0, r.stderr
+    text = (tmp_path / "bf.yaml").read_text()
+    assert "{name: out, dtype: uint16, shape: [n], intent: out}" in text
+    assert "# note: out, in: ushort, written as uint16; OpenCL kernels store bf16 values as ushort bits" in text
+    assert "note: out, in: ushort, written as uint16" in r.stderr and "make the dtype bf16" in r.stderr
+    # and with bf16 written in, the spec is valid for the kernel
+    (tmp_path / "bf.yaml").write_text(text.replace("dtype: uint16", "dtype: bf16"))
+    r = run_cli("check", str(kernel))
+    assert r.returncode == 0 and "bf.yaml is valid" in r.stdout, r.stderr
+
+
 def test_a_spec_with_todos_reports_every_problem_at_once(tmp_path):
     """`dtype: TODO` was reported alone; `shape: [TODO]` and `value: TODO` only once it was fixed."""
     kernel = write(tmp_path, "scale4.cl", VECTORS_CL)

@@ -149,6 +149,8 @@ def init(
               + (f" ({len(inf.todos)} TODOs to fill in)" if inf.todos else ""), highlight=False)
     for t in inf.todos:
         err.print(f"  TODO {t}", markup=False)
+    for note in inf.notes:       # also in the spec's comments; said here too, since a note can change a dtype
+        err.print(f"  note: {note}", markup=False)
     check = f"kerntune check {shell(kernel_file)}" + (f" --spec {shell(dest)}" if output else "")
     err.print(f"next: check the guesses, then `{check}`", markup=False)
 

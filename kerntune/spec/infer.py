@@ -259,6 +259,7 @@ def infer(source: str, kernel: KernelFunction, bindings: dict[str, str], lang: s
             shared_mem = TODO
             todos.append(f"launch.shared_mem: the dynamic shared memory the kernel indexes ({why or 'unknown size'})")
     multiples = dict(facts.divisible)
+    ushorts: list[str] = []
     for p in params:
         ctype = substitute(p.ctype, bindings)
         dt = dtype_of(ctype)
@@ -289,6 +290,11 @@ def infer(source: str, kernel: KernelFunction, bindings: dict[str, str], lang: s
                 g.shape = _dims(ext, order) + ([str(lanes[1])] if lanes is not None and dt is not None else [])
             else:
                 g.todo = (g.todo + "; " if g.todo else "") + f"shape: {ext_why}"
+            if g.dtype == "uint16" and strip(ctype) in ("ushort", "unsigned short", "uint16_t"):
+                # OpenCL has no bfloat16 type: a bf16 kernel stores its values as ushort bits
+                g.why += ("; uint16 as written, but a ushort array often holds bf16 bits (OpenCL has no bf16 "
+                          "type): if it does, write dtype: bf16")
+                ushorts.append(p.name)
             if g.todo:
                 todos.append(f"args.{p.name}: {g.todo}")
             args.append(g)
@@ -330,12 +336,15 @@ def infer(source: str, kernel: KernelFunction, bindings: dict[str, str], lang: s
     todos = [t for t in todos if not any(f"loaded from {r}" in t for r in ranged)]
     for src, n in bounds.items():
         size_min.setdefault(n, 1)
+    arg_notes = [f"{', '.join(ushorts)}: ushort, written as uint16; OpenCL kernels store bf16 values as ushort bits: "
+                 "if these hold bf16, make the dtype bf16 (as uint16 the inputs are drawn as integers, whose bits "
+                 "read as bf16 include NaNs and infinities)"] if ushorts else []
     launch_why = f"block: {block_why}" + ("; " + "; ".join(launch_notes) if launch_notes else "")
     pointers = [p for p in params if p.pointer and p.space != "local"]
     return Inference(kernel=kernel.qualified_name, args=args, sizes={s: multiples.get(s, 1) for s in order},
                      size_min=size_min, noalias=bool(pointers) and all(p.restrict for p in pointers),
                      extra_sizes=extra, grid=grid_exprs, block=list(block), shared_mem=shared_mem, shapes=shapes,
-                     launch_why=launch_why, todos=todos, notes=sorted(set(facts.notes)))
+                     launch_why=launch_why, todos=todos, notes=sorted(set(facts.notes)) + arg_notes)
 
 
 def _vector_lanes(ctype: str) -> tuple[str, int] | None:
