@@ -7,7 +7,7 @@ import pytest
 
 from kerntune.scoring import Reward, RewardSettings, fast_p, reward
 from kerntune.scoring.fastp import KernelOutcome
-from tests.conftest import REPO, VECTOR_ADD, SLOW_BLOCK, run_cli, slowed_vector_add, vector_add_spec, write
+from tests.conftest import REPO, VECTOR_ADD, SLOW_BLOCK, optimize_run, run_cli, slowed_vector_add, vector_add_spec, write
 
 SPEC = vector_add_spec({"4K": 4096, "64K": 65536}, block=SLOW_BLOCK)   # the scored kernels' spec
 FAST = VECTOR_ADD.read_text()
@@ -204,6 +204,31 @@ def test_fast_p_from_runs_and_pairs(run, tmp_path):
     assert all("counted once" in x["reason"] for x in rep["excluded"]) and len(rep["excluded"]) == len(lines)
     r = run_cli("score", "fast-p", str(run))
     assert r.returncode == 0 and "fast_1 = " in r.stdout and "fast_1.5 = " in r.stdout
+
+
+def test_fast_p_counts_a_kernel_optimized_twice_once(run, tmp_path):
+    """A copy of a kernel's folder optimized beside the original is the same kernel (the same source, launch
+    and options, on the same device) with another run id: fast_p counted it as two kernels (total 2),
+    alone, in a folder of runs, and through its pairs. It is refused, naming both runs."""
+    copy = tmp_path / "copy"
+    copy.mkdir()
+    for name in ("vector_add.cl", "vector_add.yaml", "reference.py"):
+        shutil.copy(run.parent / name, copy / name)
+    twin = optimize_run(copy / "vector_add.cl", tmp_path / "runs" / "twin", "--rounds", "1", "--evaluations", "2",
+                        "--repeats", "3", "--warmup", "1", "--final-repeats", "8", "--no-memcheck")
+    shutil.copytree(run, tmp_path / "runs" / "first")
+    pairs = tmp_path / "pairs.jsonl"
+    assert run_cli("export", "pairs", str(run), "-o", str(pairs)).returncode == 0
+    for args in ([str(run), str(twin)], [str(tmp_path / "runs")], [str(pairs), str(twin)]):
+        r = run_cli("score", "fast-p", *args)
+        assert r.returncode == 2 and "Traceback" not in r.stderr and not r.stdout, (r.stdout, r.stderr)
+        assert "are two runs of the same kernel (vector_add: the same source, launch and compile options, on the " \
+               "same device): fast_p would count it twice" in r.stderr
+        assert "hint: fast_p counts each kernel once: score one run per kernel" in r.stderr
+    # each alone, and a run with a copy of its own folder (one run), still score
+    for args in ([str(twin)], [str(run), str(tmp_path / "runs" / "first")]):
+        r = run_cli("score", "fast-p", *args, "--json")
+        assert r.returncode == 0 and json.loads(r.stdout)["total"] == 1, r.stderr
 
 
 def test_reward_of_an_optimize_runs_best_kernel(run):

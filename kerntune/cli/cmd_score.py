@@ -33,7 +33,9 @@ def fast_p_cmd(
     configuration and its geometric-mean speedup, or the original at 1.0x when
     nothing beat it). From a pair file: each run's general pair (else its first
     pair). Each problem (run) counts once, also when it is given both as a run
-    and in a pair file. Runs that did not finish are left out and listed."""
+    and in a pair file; two runs of the same kernel (a kernel optimized twice,
+    or a copy of it) on the same device are refused, since fast_p would count
+    it twice. Runs that did not finish are left out and listed."""
     set_json(json)
     from kerntune.scoring.fastp import DEFAULT_PS, collect, report
 

@@ -21,6 +21,8 @@ import json
 from pathlib import Path
 from typing import Any, Iterable, Optional, Protocol
 
+from pydantic import Field
+
 from kerntune.errors import ErrorCode, KerntuneError
 from kerntune.export.runs import Run, Skip, expand
 from kerntune.results import Record
@@ -42,6 +44,9 @@ class KernelOutcome(Record):
     note: str = ""
     problem: str = ""                # the optimize run it comes from (run id): one kernel counts per problem
     kind: str = ""                   # a pair's kind (general, round, per_shape); "" for a run
+    # the kernel the run optimized, on its device: its name, the hash of its source with its launch and
+    # compile options (a pair's original_hash), the device's name and id; "" when it cannot be told
+    kernel_id: str = Field(default="", exclude=True)
 
 
 def _beats(o: Scored, p: float) -> bool:
@@ -81,13 +86,31 @@ def from_run(run: Run) -> KernelOutcome | Skip:
         return Skip(run_dir=str(run.path), reason=run.unusable)
     name = f"{run.manifest.kernel_name} ({run.manifest.kernel_file})"
     test = run.test
+    kid = _run_kernel_id(run)
     if test is not None and test.improved and test.general is not None and test.general.verified:
         g = test.general
         return KernelOutcome(name=name, source=str(run.path), correct=True, speedup=g.geomean_speedup,
                              speedup_lo=g.geomean.lo if g.geomean is not None else None,
-                             note=f"round {g.round}: {g.key}", problem=run.run_id)
+                             note=f"round {g.round}: {g.key}", problem=run.run_id, kernel_id=kid)
     return KernelOutcome(name=name, source=str(run.path), correct=True, speedup=1.0,
-                         note="no verified improvement: the original is handed back", problem=run.run_id)
+                         note="no verified improvement: the original is handed back", problem=run.run_id,
+                         kernel_id=kid)
+
+
+def _kernel_id(kernel: Any, original_hash: Any, device: Any) -> str:
+    if not kernel or not original_hash or not isinstance(device, dict):
+        return ""
+    return json.dumps([str(kernel), str(original_hash), str(device.get("name")), str(device.get("id"))])
+
+
+def _run_kernel_id(run: Run) -> str:
+    from kerntune.export.pairs import kernel_identity
+
+    try:
+        oh = kernel_identity(run.original_source, run.original_launch(), run.original_options())
+    except KerntuneError:       # a run whose original or spec cannot be read: its kernel cannot be told
+        return ""
+    return _kernel_id(run.manifest.kernel_name, oh, run.device)
 
 
 def from_pairs(path: Path) -> list[KernelOutcome]:
@@ -114,7 +137,8 @@ def from_pairs(path: Path) -> list[KernelOutcome]:
                                  correct=not changed and bool((d.get("verification") or {}).get("verified")),
                                  speedup=d.get("speedup"),
                                  speedup_lo=(d.get("speedup_interval") or {}).get("lo"), note=changed,
-                                 problem=str(d.get("run_id") or f"{path}:{i}"), kind=str(d.get("kind") or "")))
+                                 problem=str(d.get("run_id") or f"{path}:{i}"), kind=str(d.get("kind") or ""),
+                                 kernel_id=_kernel_id(d.get("kernel"), d.get("original_hash"), d.get("device"))))
     return out
 
 
@@ -164,7 +188,26 @@ def collect(paths: list[Path]) -> tuple[list[KernelOutcome], list[Skip]]:
             got = from_run(Run(rd))
             (skipped if isinstance(got, Skip) else kernels).append(got)
     kernels, dropped = one_per_problem(kernels)
+    one_run_per_kernel(kernels)
     return kernels, skipped + dropped
+
+
+def one_run_per_kernel(kernels: list[KernelOutcome]) -> None:
+    """Two runs of one kernel (the same source, launch and options, on the same device: a kernel optimized
+    twice, or a copy of its file optimized beside it) are one problem that fast_p would count twice, and
+    which run's answer speaks for it is the user's choice, not kerntune's: refused, naming both."""
+    first: dict[str, KernelOutcome] = {}
+    for k in kernels:
+        if not k.kernel_id:
+            continue
+        if k.kernel_id in first:
+            a = first[k.kernel_id]
+            raise KerntuneError(ErrorCode.USAGE, f"{a.source} and {k.source} are two runs of the same kernel "
+                                                 f"({k.name.split(' ')[0]}: the same source, launch and compile "
+                                                 "options, on the same device): fast_p would count it twice",
+                                hint="fast_p counts each kernel once: score one run per kernel (leave one of the "
+                                     "two out, or score them in separate calls)")
+        first[k.kernel_id] = k
 
 
 def report(kernels: list[KernelOutcome], skipped: list[Skip], ps: Iterable[float] = DEFAULT_PS) -> FastPReport:
