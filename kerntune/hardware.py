@@ -138,3 +138,12 @@ def launch_problems(info: DeviceInfo, res: ResourceUsage | None, grid: tuple[int
         if occ is not None and occ.blocks_per_sm == 0:
             add("occupancy", f"no block fits on an SM (limited by {occ.limiter})")
     return out
+
+
+def cache_floor(device) -> int:
+    """Bytes a call must move to leave the device's caches: below that, a kernel can look faster
+    than the copy (measured on a buffer larger than the caches) without being at any limit."""
+    cache = (device.l2_bytes or 0) if device is not None else 0
+    if device is not None and device.kind == "cpu":
+        return max(4 * cache, 128 * 2**20)      # a CPU's last-level cache is not what OpenCL reports
+    return max(2 * cache, 8 * 2**20)

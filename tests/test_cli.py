@@ -430,3 +430,27 @@ def test_an_original_that_leaves_output_unwritten_gets_a_hint_about_the_specs_sh
     assert r.returncode == 1, r.stdout + r.stderr
     assert "c: unwritten" in r.stderr and "hint: if the kernel never writes those elements, the spec's shape of c is " \
                                            "larger than what it writes" in r.stderr, r.stderr
+
+
+def test_bench_says_why_a_shape_in_the_caches_beats_the_copy(capsys):
+    # an honest float4 copy of 256 KiB ran at 205% of the copy, which bench printed without a word: the copy
+    # is timed on a buffer larger than the caches, which a small shape's bytes fit in
+    from kerntune.cli.cmd_bench import _render
+    from kerntune.engine.bench import BenchReport, BenchRow
+    from kerntune.results import CopyBandwidth, DeviceInfo, EvalResult, ShapeTiming, Status, TimingStats
+
+    def timing(label, moved, pct):
+        return ShapeTiming(shape={"n": 1}, label=label, stats=TimingStats.from_samples([1.0, 1.0, 1.0], warmup=0),
+                           bytes_moved=moved, achieved_gbs=1.0, pct_of_copy=pct)
+
+    device = DeviceInfo(id="opencl:0:0", backend="opencl", lang="opencl", name="cpu", kind="cpu", l2_bytes=1 << 20)
+    copy = CopyBandwidth(bytes_per_copy=64 << 20, stats=TimingStats.from_samples([1.0, 1.0, 1.0], warmup=0))
+    rows = [BenchRow(label="small", shape={"n": 1}, kernel=timing("small", 1 << 19, 205.0)),
+            BenchRow(label="huge", shape={"n": 2}, kernel=timing("huge", 1 << 30, 104.0)),
+            BenchRow(label="mid", shape={"n": 3}, kernel=timing("mid", 1 << 19, 80.0))]
+    report = BenchReport(device=device, seed=1, kernel=EvalResult(status=Status.OK, kernel="copy4"),
+                         copy_bandwidth=copy, rows=rows)
+    _render(report)
+    text = " ".join(capsys.readouterr().out.split())
+    assert "% copy above 100 on small: each moves less than 128.0 MiB (read+write)" in text, text
+    assert "the copy was timed moving 128.0 MiB through memory" in text

@@ -9,6 +9,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
+from kerntune.hardware import cache_floor
 from kerntune.record.models import Budget, RoundPlan
 from kerntune.results import EvalResult, Record, ResourceUsage
 from kerntune.speedup import THRESHOLD
@@ -52,15 +53,6 @@ def directions_from(baseline: EvalResult, resources: ResourceUsage | None, lang:
     if lang == "cuda":
         out.append("__launch_bounds__")
     return out, "; ".join(why) or "no timing yet: the generic directions"
-
-
-def cache_floor(device) -> int:
-    """Bytes a call must move to leave the device's caches: below that, a kernel can look faster
-    than the copy (measured on a buffer larger than the caches) without being at any limit."""
-    cache = (device.l2_bytes or 0) if device is not None else 0
-    if device is not None and device.kind == "cpu":
-        return max(4 * cache, 128 * 2**20)      # a CPU's last-level cache is not what OpenCL reports
-    return max(2 * cache, 8 * 2**20)
 
 
 def roofline_timings(last: EvalResult) -> list:
