@@ -175,3 +175,50 @@ def test_a_kernel_fast_only_on_repeated_inputs_fails_when_timed_on_changed_ones(
     else:
         assert second.status is Status.OK, second.message
         assert second.timing.stats.median_ms < 0.5 * first.timing.stats.median_ms
+
+
+@pytest.mark.parametrize("warmup", [2, 0])
+def test_the_repeated_inputs_probe_warms_up_like_the_timed_runs(cpu_ref, monkeypatch, warmup):
+    """The probe's runs are preceded by a warm-up round on changed inputs, as the timed runs are by
+    theirs (none when the timed runs have none): its first run came right after the checks' host work
+    (the reference on the changed and fresh inputs, downloads) and, on PoCL, took 1.5-1.8x its timed
+    median at the median of 30 comparisons of an honest sgemm candidate on a loaded 2-core host (1.0-1.1x
+    with the warm-up), which pushed a median of 5 probe runs over 2x. Counted on the real device: every
+    kernel of the comparison runs PROBE_WARMUP + PROBE_RUNS times in each probe."""
+    import kerntune.engine.evaluate as evaluate
+    import kerntune.engine.timed as timed
+    from kerntune.backends import open_backend
+    from kerntune.engine.evaluate import Evaluator, KernelInstance, TimingOptions
+    from kerntune.engine.timed import CompareRequest
+    from kerntune.spec.load import load_file
+    from kerntune.spec.shapes import spec_shapes
+
+    monkeypatch.setattr(evaluate, "stateless", lambda source, lang, options=(): None)
+    counts: list[list[int]] = []
+    probe = timed.Timer._probe
+
+    def counting(self, req, s, runs, host, seed):
+        n = [0] * len(runs)
+
+        def counted(j):
+            def run():
+                n[j] += 1
+                return runs[j]()
+            return run
+        counts.append(n)
+        return probe(self, req, s, [counted(j) for j in range(len(runs))], host, seed)
+
+    monkeypatch.setattr(timed.Timer, "_probe", counting)
+    loaded = load_file(REPO / "bench/proof/rowsum.yaml")
+    shape = next(s for s in spec_shapes(loaded.spec) if s.label == "r128-c4096")
+    naive = KernelInstance(source=(REPO / "bench/proof/rowsum_naive.cl").read_text(), name="rowsum", lang="opencl",
+                           label="naive")
+    token = KernelInstance(source=(REPO / "tests/data/rowsum_token.cl").read_text(), name="rowsum", lang="opencl",
+                           options=("-cl-std=CL2.0",), label="token")
+    ev = Evaluator(open_backend(cpu_ref))
+    ev.timer.compare(CompareRequest(kernels=(naive, token), spec=loaded.spec, base_dir=str(loaded.base_dir),
+                                    shape=shape, seed=5, timing=TimingOptions(warmup=warmup, repeats=10,
+                                                                              measure_copy=False)))
+    assert counts, "the memo kernel was not probed"
+    assert all(n == [min(warmup, timed.PROBE_WARMUP) + timed.PROBE_RUNS] * 2 for n in counts), counts
+    assert timed.PROBE_WARMUP >= 1

@@ -45,6 +45,9 @@ CHANGED_ELEMENTS = 8         # elements of each input array changed for a run af
 # its inputs changed before every run (Timer._probe): one whose fastest such run takes PROBE_FACTOR times
 # its timed runs' median, relative to the baseline's own change, was fast because its inputs repeated
 PROBE_RUNS = 5
+# rounds of warm-up before them (at most the timed runs' own): the first run after the checks' host work
+# was slow on PoCL (1.5-1.8x at the median of 30 comparisons; 1.0-1.1x with one round)
+PROBE_WARMUP = 1
 PROBE_FACTOR = 2.0
 PROBE_FASTER = 0.95          # probed: a kernel whose median is below this share of the baseline's
 
@@ -233,8 +236,9 @@ class Timer:
         every run (CHANGED_ELEMENTS elements of each input, a new draw each time; where every input is
         made by the spec's ``inputs`` function, which :meth:`_changed` leaves alone, new inputs from it
         with another seed) and a new poison in the outputs: what a run costs when its inputs did not
-        just repeat. (A tour's spmv, all of whose inputs a spec function makes, kept its results keyed
-        on the output's poison and was never probed: 35x.)"""
+        just repeat, after a warm-up as the timed runs have (PROBE_WARMUP rounds, on changed inputs too).
+        (A tour's spmv, all of whose inputs a spec function makes, kept its results keyed on the output's
+        poison and was never probed: 35x.)"""
         from kerntune.engine.evaluate import random_poison
         from kerntune.engine.inputs import make_host_args
 
@@ -248,8 +252,8 @@ class Timer:
                 make_host_args(spec, Path(req.base_dir), req.shape, (seed ^ 0x9B0E) + k)
             self.ev.upload(spec, changed, random_poison(spec, rng), bufs=s.bufs)
 
-        samples, _ = self.ev.guard(lambda: self.ev.backend.measure_many(runs, 0, PROBE_RUNS, req.timing.flush_l2,
-                                                                        prepare=prepare))
+        samples, _ = self.ev.guard(lambda: self.ev.backend.measure_many(
+            runs, min(req.timing.warmup, PROBE_WARMUP), PROBE_RUNS, req.timing.flush_l2, prepare=prepare))
         return samples
 
     def _repeated_inputs(self, req: CompareRequest, s: _Session, runs: list[Callable[[], Any]], live: list[int],
