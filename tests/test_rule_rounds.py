@@ -43,7 +43,7 @@ from kerntune.spec.shapes import verification_shapes
 from kerntune.tuner.kernel_files import resolve_launch_params
 from kerntune.tuner.space import Space
 from kerntune.tuner.template import parse_template
-from tests.conftest import REPO
+from tests.conftest import REPO, catalog_of, wrong_configs
 
 
 # kernel (without extension), spec, the rules that must apply to it in round 1
@@ -298,3 +298,71 @@ def test_next_round_compiles_with_nvcc(name):
     with ThreadPoolExecutor(2) as pool:
         failures = [f for f in pool.map(build, jobs) if f is not None]
     assert failures == [], f"{len(failures)} of {len(jobs)} instances failed to compile: {failures[:3]}"
+
+
+
+def _round_two_from_block_equal_to_width(lang: str, width: int, subgroups: bool = True, vector_width: int = 16):
+    """avg_pool2d (a 2-D launch: square blocks of 4 to 32) after a round-1 winner whose block side
+    equals its vector-accumulator width: (loaded spec, original source, round 2, its template), or
+    None when the width is not offered."""
+    folder = REPO / "kernels/heldout2/avg_pool2d"
+    loaded, _, first = catalog_of(folder, lang, subgroups, vector_width)
+    src = (folder / f"avg_pool2d{EXT[lang]}").read_text()
+    spec = loaded.spec
+    assert {"launch-config", "vector-accumulators"} <= set(first.applied_names), first.skipped
+    t1 = parse_template(first.template, lang, "avg_pool2d round 1")
+    if width not in t1.decl.params["VACC"]:
+        return None
+    assert width in t1.decl.params["BLOCK"]
+    config = {**Space.of(t1).baseline(), "BLOCK": width, "VACC": width, "HOIST": True}
+    baked = bake(t1.render(config, spec), lang)
+    second = apply_catalog(baked, lang, spec, launch=resolve_launch_params(t1.decl.launch, config),
+                           note="round 2", subgroups=subgroups, vector_width=vector_width)
+    launch = next((a for a in second.trace if a.rule == "launch-config"), None)
+    assert launch is not None, second.skipped
+    # the kernel has no literal block size of its own: a number launch-config took for one came from a
+    # baked parameter
+    assert "literal" not in launch.summary, launch.summary
+    return loaded, src, second, parse_template(second.template, lang, f"avg_pool2d round 2 from BLOCK=VACC={width}")
+
+
+@pytest.mark.parametrize("vacc", [4, 8, 16])
+def test_baked_vector_width_is_not_taken_for_the_block_size(worker, vacc):
+    """A round-1 winner whose square block's side equals its vector-accumulator width (the rule
+    audit's avg_pool2d from BLOCK=4,VACC=4): baked, the width must not be a number round 2's
+    launch-config takes for the block size and rewrites into KT_BLOCK (the sum's step and its
+    horizontal add followed the block while float4/vload4 stayed: no other block size compiled).
+    Every block size of round 2 verifies against the original kernel."""
+    made = _round_two_from_block_equal_to_width("opencl", vacc, worker.info.subgroups, worker.info.vector_width)
+    if made is None:
+        pytest.skip(f"{worker.info.name} takes vectors of at most {worker.info.vector_width} lanes")
+    loaded, src, second, t2 = made
+    space2 = Space.of(t2)
+    configs = [{**space2.baseline(), "BLOCK": b} for b in space2.params["BLOCK"]]
+    assert len(configs) > 1
+    bad = wrong_configs(worker, t2, configs, loaded, tuple(verification_shapes(loaded.spec)), src, seed=5)
+    assert bad == [], [(c["BLOCK"], status, msg[:300]) for c, status, msg in bad]
+
+
+@pytest.mark.nvcc
+@pytest.mark.parametrize("vacc", [4, 8])
+def test_baked_vector_width_is_not_taken_for_the_block_size_cuda(vacc):
+    """The same for CUDA, whose partial sums are an array sized by the width (the array kept its
+    size while the loops over it followed the block: writes past its end); where the width equals a
+    block size, every block size of round 2 compiles with nvcc for sm_90."""
+    from kerntune.backends.base import CompileFailed
+    from kerntune.backends.nvcc import compile_offline
+
+    made = _round_two_from_block_equal_to_width("cuda", vacc)
+    if made is None:
+        pytest.skip(f"VACC={vacc} is not offered for CUDA")
+    loaded, src, second, t2 = made
+    space2 = Space.of(t2)
+    failures = []
+    for b in space2.params["BLOCK"]:
+        inst = t2.instance({**space2.baseline(), "BLOCK": b}, loaded.spec)
+        try:
+            compile_offline(inst.source, inst.name, "sm_90", inst.options)
+        except CompileFailed as e:
+            failures.append((b, str(e)[:300]))
+    assert failures == []

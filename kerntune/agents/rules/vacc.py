@@ -4,7 +4,7 @@
 
 becomes a sum of VACC-wide slices, with a scalar loop for the tail,
 
-    OpenCL:  floatN v = 0;  for (; c + N <= n; c += N) v += vloadN(0, A + base + c) * vloadN(0, x + c);
+    OpenCL:  floatN v = 0;  for (; c + vec_step(v) <= n; c += vec_step(v)) v += vloadN(0, A + base + c) * vloadN(0, x + c);
              acc += (v.s0 + v.s1) + ...;   for (; c < n; ++c) acc += A[base + c] * x[c];
     CUDA:    N partial sums, the slices loaded with 16-byte loads where aligned (kt_vload)
 
@@ -51,13 +51,16 @@ HSUM = """#ifndef KT_HAVE_VACC_HSUM
 #define KT_VACC_HSUM4(v) (((v).s0 + (v).s1) + ((v).s2 + (v).s3))
 #define KT_VACC_HSUM8(v) (KT_VACC_HSUM4((v).lo) + KT_VACC_HSUM4((v).hi))
 #define KT_VACC_HSUM16(v) (KT_VACC_HSUM8((v).lo) + KT_VACC_HSUM8((v).hi))
-#define KT_VACC_HSUM(n, v) KT_VACC_HSUM_(n, v)
-#define KT_VACC_HSUM_(n, v) KT_VACC_HSUM##n(v)
 #endif"""
 # the width's names: object-like macros of the parameter header, so that baking writes them out
-# (vload4, float4) and helper code never depends on the width
+# (vload4, float4, KT_VACC_HSUM4) and helper code never depends on the width. The code spells the
+# width only inside these names (the step is vec_step of the accumulator): baked, it holds no bare
+# number that a later round could take for something else (launch-config rewrites every literal
+# equal to the block size into KT_BLOCK; a 2-D block of 4x4 beside VACC=4 once made the step and the
+# horizontal add follow the block while float4 and vload4 stayed)
 OPENCL_HEADER = ("#define KT_VACC {{ VACC }}\n#define KT_VACC_LOAD vload{{ VACC }}\n"
-                 "#define KT_VACC_float float{{ VACC }}\n#define KT_VACC_double double{{ VACC }}")
+                 "#define KT_VACC_float float{{ VACC }}\n#define KT_VACC_double double{{ VACC }}\n"
+                 "#define KT_VACC_HSUMV KT_VACC_HSUM{{ VACC }}")
 
 
 def is_double_constant(st: RewriteState, node) -> bool:
@@ -179,8 +182,8 @@ class VectorAccumulators(Rule):
                         for n, a, b in p.loads]
                 term = apply_edits(st.raw[p.expr.start_byte:p.expr.end_byte], subs)
                 main = [f"KT_VACC_{p.ctype} {v} = (KT_VACC_{p.ctype})(0);",
-                        GENERATED, f"for (; {c} + KT_VACC <= ({p.bound}); {c} += KT_VACC)",
-                        f"    {v} += {term};", f"{p.acc} += KT_VACC_HSUM(KT_VACC, {v});"]
+                        GENERATED, f"for (; {c} + vec_step({v}) <= ({p.bound}); {c} += vec_step({v}))",
+                        f"    {v} += {term};", f"{p.acc} += KT_VACC_HSUMV({v});"]
             else:
                 streams = {}
                 for n, a, b in p.loads:
@@ -188,13 +191,17 @@ class VectorAccumulators(Rule):
                 name = {n.id: streams[(a, b.replace(" ", ""))][2] for n, a, b in p.loads}
                 subs = [Edit(n.start_byte - e0, n.end_byte - e0, f"{name[n.id]}.v[kt_v]") for n, _, _ in p.loads]
                 term = apply_edits(st.raw[p.expr.start_byte:p.expr.end_byte], subs)
-                main = [f"{p.ctype} {v}[KT_VACC];", "#pragma unroll",
-                        f"for (int kt_v = 0; kt_v < KT_VACC; ++kt_v) {v}[kt_v] = 0;", GENERATED,
-                        f"for (; {c} + KT_VACC <= ({p.bound}); {c} += KT_VACC) {{"]
-                main += [f"    kt_vec<{p.ctype}, KT_VACC> {s};  kt_vload<KT_VACC>({at_offset(a, b, c)}, {s}.v);"
+                # the width spelled once, as the size of the partial sums' array (which launch-config
+                # leaves alone: a rule's own array); the rest takes it from there, so that baked code
+                # holds no other number equal to it (see OPENCL_HEADER)
+                w = f"kt_n{k}"
+                main = [f"{p.ctype} {v}[KT_VACC];", f"constexpr int {w} = (int)(sizeof({v}) / sizeof({v}[0]));",
+                        "#pragma unroll", f"for (int kt_v = 0; kt_v < {w}; ++kt_v) {v}[kt_v] = 0;", GENERATED,
+                        f"for (; {c} + {w} <= ({p.bound}); {c} += {w}) {{"]
+                main += [f"    kt_vec<{p.ctype}, {w}> {s};  kt_vload<{w}>({at_offset(a, b, c)}, {s}.v);"
                          for a, b, s in streams.values()]
-                main += ["#pragma unroll", f"    for (int kt_v = 0; kt_v < KT_VACC; ++kt_v) {v}[kt_v] += {term};", "}",
-                         "#pragma unroll", f"for (int kt_v = 0; kt_v < KT_VACC; ++kt_v) {p.acc} += {v}[kt_v];"]
+                main += ["#pragma unroll", f"    for (int kt_v = 0; kt_v < {w}; ++kt_v) {v}[kt_v] += {term};", "}",
+                         "#pragma unroll", f"for (int kt_v = 0; kt_v < {w}; ++kt_v) {p.acc} += {v}[kt_v];"]
             lines = ["{", *[("    " + ln if not ln.startswith("#") else ln) for ln in
                             [f"{p.vtype} {c} = {p.start};", *main, GENERATED,
                              f"for ({p.vtype} {p.var} = {c}; {p.var} < {p.bound}; ++{p.var})",
