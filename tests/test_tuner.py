@@ -245,6 +245,37 @@ def test_resume_extends_the_budget(recorded, tmp_path):
             assert [t.stats.median_ms for t in e.result.timings] == recorded_ms[e.key]
 
 
+def test_a_tune_run_is_written_by_one_process_at_a_time(recorded, tmp_path):
+    """A second `tune --resume` of a run still going was not refused: it measured what the first was
+    measuring and died on the database's UNIQUE key (exit 70, "a bug in kerntune"), or both finished and
+    the second's confirmation and kernels replaced the ones the first had printed."""
+    from kerntune.record.store import RunDir
+
+    run = tmp_path / "r"
+    r = run_cli("tune", "--device", f"replay:{recorded}", "--strategy", "random", "--budget", "2", "--run-dir",
+                str(run), "--json")
+    assert r.returncode == 0, r.stderr
+    held = RunDir(run)
+    held.hold()                  # this test's process stands for the one running it
+    r = run_cli("tune", "--resume", str(run), "--budget", "4", "--json")
+    assert r.returncode == 2 and f"in progress in another kerntune process (pid {os.getpid()})" in r.stdout, r.stdout
+    assert RunStore.in_dir(run, readonly=True).counted() == 2
+    held._lock.close()
+    r = run_cli("tune", "--resume", str(run), "--budget", "4", "--json")
+    assert r.returncode == 0, r.stderr
+    assert RunStore.in_dir(run, readonly=True).counted() == 4
+    # a round of an optimize run that is still going is that run's to write
+    opt = tmp_path / "opt"
+    shutil.copytree(run, opt / "rounds/01")
+    (opt / "run.json").write_text("{}")
+    held = RunDir(opt)
+    held.hold()
+    r = run_cli("tune", "--resume", str(opt / "rounds/01"), "--budget", "5", "--json")
+    assert r.returncode == 2 and "a round of the `kerntune optimize` run" in r.stdout, r.stdout
+    assert RunStore.in_dir(opt / "rounds/01", readonly=True).counted() == 4
+    held._lock.close()
+
+
 def test_kernel_tuner_cache_round_trip(recorded, tmp_path):
     out = tmp_path / "kt.json"
     n = export_cache(RunStore.in_dir(recorded), "64K", out)

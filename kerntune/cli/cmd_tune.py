@@ -132,6 +132,7 @@ def tune(
     limit_s = parse_duration(time_limit)
     if resume is not None:
         store = RunStore.in_dir(resume)
+        lock = _hold(resume)
         from kerntune.tuner.run import original_from_store, template_from_store
 
         template, loaded = template_from_store(store)
@@ -192,6 +193,7 @@ def tune(
                                 hint="choose another --run-dir (a tune run there would make that run unreadable)")
         fresh_dir = not run_path.exists()
         store = RunStore.in_dir(run_path, create=True)
+        lock = _hold(run_path)
     if memcheck_all:
         settings = replace(settings, memcheck="all")
     try:
@@ -203,6 +205,27 @@ def tune(
         raise
     if json:
         print_json(outcome)
+    del lock      # held until here: the run is written
+
+
+def _hold(run_path: Path):
+    """Take the run for this process: a second `tune --resume` of a run still going measured the same
+    configurations and died on the database's UNIQUE key (exit 70, "a bug in kerntune"), or both
+    finished and the second's kernels and confirmation replaced the ones the first had printed
+    (adversarial tour). A round of an optimize run is refused while that run goes on, too."""
+    from kerntune.record.store import RunDir
+
+    parent = run_path.parent.parent
+    if run_path.parent.name == "rounds" and RunDir.is_run(parent):
+        pid = RunDir(parent).holder()
+        if pid is not None:
+            raise KerntuneError(ErrorCode.USAGE, f"{run_path} is a round of the `kerntune optimize` run in {parent}, "
+                                                 f"in progress in another kerntune process"
+                                                 + (f" (pid {pid})" if pid else ""),
+                                hint="wait for it to finish (then `kerntune show` it)")
+    run = RunDir(run_path)
+    run.hold()
+    return run
 
 
 def _spec_hint(template_path: Optional[Path]) -> str:

@@ -196,6 +196,7 @@ def discard_empty_run(run_dir: Path, remove_dir: bool) -> bool:
         return False
     for suffix in ("", "-wal", "-shm"):
         Path(f"{db}{suffix}").unlink(missing_ok=True)
+    (run_dir / ".lock").unlink(missing_ok=True)      # the lock this process holds on the run (cli.cmd_tune)
     if remove_dir:
         try:
             run_dir.rmdir()
