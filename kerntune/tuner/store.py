@@ -102,6 +102,16 @@ class RunStore:
                 self.db.execute("PRAGMA journal_mode=WAL")
                 self.db.execute("PRAGMA synchronous=NORMAL")
                 self.db.executescript(SCHEMA)
+        except sqlite3.OperationalError as e:
+            if getattr(e, "sqlite_errorcode", 0) & 0xFF in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB):
+                raise KerntuneError(ErrorCode.RUN, f"{path} is not a readable kerntune database: {e}",
+                                    hint="the file is damaged or is not kerntune's: restore it from a copy of the "
+                                         "run, or run again") from None
+            # a read-only folder or disk, a full disk: the run is fine (a resume on read-only storage was
+            # told its database was damaged)
+            raise KerntuneError(ErrorCode.FILE, f"cannot write the run database {path}: {e}",
+                                hint="a run is written where it is: free space on its disk, or copy the run to a "
+                                     "writable folder and continue it there") from None
         except sqlite3.DatabaseError as e:
             raise KerntuneError(ErrorCode.RUN, f"{path} is not a readable kerntune database: {e}",
                                 hint="the file is damaged or is not kerntune's: restore it from a copy of the run, "
@@ -135,9 +145,20 @@ class RunStore:
                                      "`kerntune kt-cache import CACHE --run-dir DIR`")
         return cls(run_dir / DB_NAME, create=create, readonly=readonly)
 
+    def _write(self, sql: str, args: tuple) -> sqlite3.Cursor:
+        """One write, committed at once. A disk that is full, or a folder or file that is not writable,
+        is the user's to fix (it was exit 70, "a bug in kerntune", with no word of the run being kept):
+        what was written before stays, and the run continues with --resume."""
+        try:
+            return self.db.execute(sql, args)
+        except sqlite3.OperationalError as e:
+            raise KerntuneError(ErrorCode.FILE, f"cannot write the run database {self.path}: {e}",
+                                hint="free space on its disk (or make its folder writable), then continue the run "
+                                     "with --resume: everything written before this is kept") from None
+
     # --- meta -----------------------------------------------------------------
     def set(self, key: str, value: Any) -> None:
-        self.db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, json.dumps(value)))
+        self._write("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, json.dumps(value)))
 
     def get(self, key: str, default: Any = None) -> Any:
         row = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
@@ -153,7 +174,7 @@ class RunStore:
             reason: str = "", message: str = "", duplicate_of: int | None = None, score: float | None = None,
             result: EvalResult | None = None, started: float | None = None) -> int:
         now = time.time()
-        cur = self.db.execute(
+        cur = self._write(
             "INSERT INTO evaluations (key, config, source_hash, status, reason, message, counted, duplicate_of, "
             "score, result, started, finished) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (key, json.dumps(config), source_hash, status, reason, message[:2000], int(counted), duplicate_of,

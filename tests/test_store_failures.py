@@ -1,0 +1,58 @@
+"""The run database when the disk fills up or the run is on read-only storage: the user's to fix,
+said so, and nothing written before is lost (adversarial tour, 2026-12-05)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+
+import pytest
+
+from kerntune.errors import ErrorCode, KerntuneError
+from kerntune.tuner.store import RunStore
+from tests.conftest import run_cli
+
+
+def test_a_full_disk_is_a_file_error_and_keeps_what_was_written(tmp_path):
+    """A disk that filled up during `tune` ended it with exit 70, "a bug in kerntune", and no word that
+    the run was kept. SQLite's page limit stands in for the disk here: the same SQLITE_FULL."""
+    store = RunStore.in_dir(tmp_path / "run", create=True)
+    store.db.execute("PRAGMA max_page_count = 20")
+    written = 0
+    with pytest.raises(KerntuneError) as caught:
+        for i in range(1000):
+            store.add(f"k{i}", {"i": i}, "ok", True, message="x" * 1900)
+            written += 1
+    e = caught.value
+    assert e.code is ErrorCode.FILE and "cannot write the run database" in e.message and "full" in e.message
+    assert "--resume" in e.hint and written > 0
+    store.close()
+    assert RunStore.in_dir(tmp_path / "run", readonly=True).counted() == written    # nothing written is lost
+
+
+def _read_only(path):
+    """Bind-mount ``path`` read-only over itself (root and a mount namespace that allows it), else skip."""
+    if os.geteuid() != 0 or shutil.which("mount") is None:
+        pytest.skip("needs root to mount a read-only folder")
+    if subprocess.run(["mount", "--bind", str(path), str(path)], capture_output=True).returncode != 0:
+        pytest.skip("bind mounts are not allowed here")
+    if subprocess.run(["mount", "-o", "remount,bind,ro", str(path)], capture_output=True).returncode != 0:
+        subprocess.run(["umount", str(path)])
+        pytest.skip("read-only remounts are not allowed here")
+
+
+def test_resuming_a_run_on_read_only_storage_does_not_call_it_damaged(tmp_path):
+    """`tune --resume` of a run on read-only storage said its database was "damaged or not kerntune's"."""
+    ro = tmp_path / "ro"
+    run = ro / "run"
+    store = RunStore.in_dir(run, create=True)
+    store.set("settings", {})
+    store.close()
+    _read_only(ro)
+    try:
+        r = run_cli("tune", "--resume", str(run))
+    finally:
+        subprocess.run(["umount", str(ro)])
+    assert r.returncode == 2, r.stderr
+    assert "cannot write the run database" in r.stderr and "damaged" not in r.stderr, r.stderr
