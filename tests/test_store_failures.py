@@ -56,3 +56,30 @@ def test_resuming_a_run_on_read_only_storage_does_not_call_it_damaged(tmp_path):
         subprocess.run(["umount", str(ro)])
     assert r.returncode == 2, r.stderr
     assert "cannot write the run database" in r.stderr and "damaged" not in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("key,value", [("settings", "x"), ("shapes", 5), ("device", "x"), ("space_size", "many"),
+                                       ("stop_reason", 5), ("kernel_digests", [1]), ("original", "x"),
+                                       ("baseline", {"status": "bogus"}), ("test", {"candidates": "x"})])
+def test_a_hand_edited_database_entry_is_a_damaged_record(tmp_path, key, value):
+    """A tuning.db meta entry edited into another type made `show` and `report` exit 70, "a bug in
+    kerntune" (a ValidationError, AttributeError or TypeError from deep in the reader)."""
+    import json
+
+    from tests.conftest import REPO
+
+    run = tmp_path / "run"
+    r = run_cli("kt-cache", "import", str(REPO / "bench/data/gemvt-catalog-r1024-c1024.json.gz"), "--run-dir", str(run))
+    assert r.returncode == 0, r.stderr
+    store = RunStore.in_dir(run)
+    store.set(key, value)
+    if key == "test":
+        store.set("stop_reason", "budget spent")     # a test is read once the search stopped
+    store.close()
+    for command in (["show", str(run)], ["report", str(run), "--out-dir", str(tmp_path / "rep")],
+                    ["show", str(run), "--json"]):
+        r = run_cli(*command)
+        text = r.stdout + r.stderr
+        assert r.returncode == 2, text
+        assert f"meta entry '{key}' is not a valid kerntune record" in text and "bug" not in text, text
+    assert json.loads(run_cli("show", str(run), "--json").stdout)["error"]["code"] == "run"

@@ -6,7 +6,7 @@ import re
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import List, Optional
+from typing import Any, List, Optional
 
 import typer
 
@@ -137,9 +137,11 @@ def tune(
 
         template, loaded = template_from_store(store)
         original = original_from_store(store)
-        settings = TuneSettings.from_meta(store.get("settings", {}), budget=budget, time_limit_s=limit_s)
-        replayed = store.get("replay_of")   # a replay resumes on the run it replays
-        device = device or (f"replay:{replayed}" if replayed else (store.get("device") or {}).get("id"))
+        settings = TuneSettings.from_meta(store.get("settings", {}, dict[str, Any]), budget=budget,
+                                          time_limit_s=limit_s)
+        replayed = store.get("replay_of", None, str)   # a replay resumes on the run it replays
+        device = device or (f"replay:{replayed}" if replayed else
+                            (store.get("device", None, dict[str, Any]) or {}).get("id"))
         run_path = resume
     else:
         from kerntune.kernelfile import load_kernel
@@ -434,7 +436,7 @@ def show(
     from kerntune.record.audit import TUNE_DIGESTS, audit_tune, untrusted
 
     # the final test, and the kernel files against their digests
-    error = untrusted(str(run_dir), audit_tune(run_dir, summary.test, store.get(TUNE_DIGESTS)))
+    error = untrusted(str(run_dir), audit_tune(run_dir, summary.test, store.get(TUNE_DIGESTS, None, dict[str, str])))
     if error is not None:
         raise error
     if json:

@@ -47,7 +47,7 @@ def read_store(run_dir: Path, summary: Optional[TuneSummary] = None) -> StoreDat
         try:
             evals = list(store.evaluations())
             summary = summary or summarize(store, str(run_dir))
-            meta = {k: store.get(k) for k in META}
+            meta = {k: store.get(k, None, dict[str, str] if k == TUNE_DIGESTS else None) for k in META}
             raw = store.get("baseline")
             template, spec, problem = None, None, ""
             try:

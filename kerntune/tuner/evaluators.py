@@ -86,13 +86,12 @@ class ReplayEvaluator:
 
     def __init__(self, store: RunStore):
         self.store = store
-        device = store.get("device")
+        device = store.get("device", None, DeviceInfo)
         if device is None:
             raise KerntuneError(ErrorCode.RUN, f"{store.path} records no device; it cannot be replayed")
-        self.device = DeviceInfo.model_validate(device).model_copy(update={"backend": "replay"})
+        self.device = device.model_copy(update={"backend": "replay"})
         self._rows = {e.key: e for e in store.evaluations()}
-        baseline = store.get("baseline")
-        self.baseline = EvalResult.model_validate(baseline) if baseline else None
+        self.baseline = store.get("baseline", None, EvalResult) or None
 
     def prefetch(self, inst: KernelInstance) -> None:
         return None

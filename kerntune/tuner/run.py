@@ -12,6 +12,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional
+from typing_extensions import TypedDict
 
 from kerntune import __version__
 from kerntune.engine.checker import MemoryChecker, check_shapes
@@ -195,10 +196,10 @@ class Tuner:
 
     def _baseline(self) -> None:
         """Time the original kernel (or the template's baseline configuration)."""
-        stored = self.store.get("baseline")
+        stored = self.store.get("baseline", None, EvalResult)
         replays = getattr(self.evaluator, "replays", False)
         if stored is not None:
-            result = EvalResult.model_validate(stored)
+            result = stored
         else:
             self.progress.phase = "looking up the baseline in the replayed run" if replays else "measuring the baseline"
             self.on_progress(self.progress)
@@ -477,8 +478,17 @@ def template_from_store(store: RunStore) -> tuple[Template, LoadedSpec]:
     return template, loaded
 
 
+class _Original(TypedDict):
+    """The original kernel as a run records it (meta entry ``original``), checked on read."""
+    source: str
+    name: str
+    lang: str
+    options: list[str]
+    label: str
+
+
 def original_from_store(store: RunStore) -> KernelInstance | None:
-    data = store.get("original")
+    data = store.get("original", None, _Original)
     if not data:
         return None
     return KernelInstance(source=data["source"], name=data["name"], lang=data["lang"],

@@ -160,14 +160,30 @@ class RunStore:
     def set(self, key: str, value: Any) -> None:
         self._write("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, json.dumps(value)))
 
-    def get(self, key: str, default: Any = None) -> Any:
+    def get(self, key: str, default: Any = None, kind: Any = None) -> Any:
+        """A meta entry (``default`` when there is none). ``kind``: the type (or pydantic model) kerntune
+        writes there; an entry that is not one is a damaged record, said so (a hand-edited entry was
+        exit 70, "a bug in kerntune", from deep in the reader)."""
         row = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         if row is None:
             return default
         try:
-            return json.loads(row[0])
+            value = json.loads(row[0])
         except json.JSONDecodeError:
             raise KerntuneError(ErrorCode.RUN, f"{self.path}: meta entry {key!r} is corrupt") from None
+        if kind is None or value is None:
+            return value
+        from pydantic import TypeAdapter, ValidationError
+
+        try:
+            return TypeAdapter(kind).validate_python(value)
+        except ValidationError as e:
+            first = e.errors()[0]
+            where = ".".join(map(str, first["loc"]))
+            raise KerntuneError(ErrorCode.RUN, f"{self.path}: meta entry {key!r} is not a valid kerntune record "
+                                               f"({where + ': ' if where else ''}{first['msg']})",
+                                hint="the file was edited or damaged: restore it from a copy of the run, or run "
+                                     "again") from None
 
     # --- evaluations --------------------------------------------------------------
     def add(self, key: str, config: dict[str, Any], status: str, counted: bool, *, source_hash: str = "",

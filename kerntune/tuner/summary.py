@@ -10,7 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Optional
 
-from pydantic import computed_field
+from pydantic import ConfigDict, computed_field
+from typing_extensions import TypedDict
 
 from kerntune.errors import KerntuneError
 from kerntune.fmt import interval as fmt_interval
@@ -20,6 +21,19 @@ from kerntune.speedup import Interval, geomean
 from kerntune.tuner.setaside import SetAside, SetAsideValue
 from kerntune.spec.model import Shape
 from kerntune.tuner.store import Evaluation, RunStore
+
+
+class _Settings(TypedDict, total=False):
+    """The settings meta entry as summarize reads it (the rest is TuneSettings'), checked on read."""
+    __pydantic_config__ = ConfigDict(extra="allow")  # type: ignore[misc]
+    strategy: str
+    budget: Optional[int]
+
+
+class _Prior(TypedDict, total=False):
+    __pydantic_config__ = ConfigDict(extra="allow")  # type: ignore[misc]
+    paths: list[str]
+    used: int
 
 
 class ShapeResult(Record):
@@ -158,11 +172,10 @@ def _where_now(path: str, run_dir: str) -> str:
 
 def summarize(store: RunStore, run_dir: str = "", stop_reason: str = "") -> TuneSummary:
     evals = list(store.evaluations())
-    settings = store.get("settings", {})
-    baseline = store.get("baseline")
-    base = EvalResult.model_validate(baseline) if baseline else None
+    settings = store.get("settings", {}, _Settings)
+    base = store.get("baseline", None, EvalResult)
     shapes = [Shape.of({k: v for k, v in s.items() if k != "label"}, label=s.get("label", ""))
-              for s in store.get("shapes", [])]
+              for s in store.get("shapes", [], list[dict[str, Any]])]
     base_ms = {Shape.of(t.shape).key: t.stats.median_ms for t in (base.timings if base else [])}
     real = [e for e in evals if e.duplicate_of is None]
     failed: dict[str, int] = {}
@@ -199,22 +212,23 @@ def summarize(store: RunStore, run_dir: str = "", stop_reason: str = "") -> Tune
             general_ms=g, general_speedup=b / g if b and g else None,
             general_gap_pct=100.0 * (g / best[0] - 1) if g and best else None))
     per_shape = [r.speedup for r in rows if r.speedup]
-    device = store.get("device") or {}
-    elapsed = max((e.finished for e in evals), default=0.0) - (store.get("created") or 0.0) if evals else 0.0
+    device = store.get("device", None, dict[str, Any]) or {}
+    elapsed = max((e.finished for e in evals), default=0.0) - (store.get("created", None, float) or 0.0) \
+        if evals else 0.0
     return TuneSummary(
-        run_dir=run_dir, template=_where_now(store.get("template_path", ""), run_dir), spec=store.get("spec_path", ""),
+        run_dir=run_dir, template=_where_now(store.get("template_path", "", str), run_dir), spec=store.get("spec_path", "", str),
         device=f"{device.get('name', '?')} ({device.get('id', '?')})", strategy=settings.get("strategy", ""),
-        space_size=store.get("space_size", 0), measured=sum(1 for e in evals if e.counted),
+        space_size=store.get("space_size", 0, int), measured=sum(1 for e in evals if e.counted),
         ok=sum(1 for e in real if e.status == Status.OK.value),
         failed=sum(failed.values()), pruned=sum(pruned.values()),
         duplicates=sum(1 for e in evals if e.duplicate_of is not None), budget=settings.get("budget"),
-        elapsed_s=max(elapsed, 0.0), stop_reason=stop_reason or store.get("stop_reason", ""),
+        elapsed_s=max(elapsed, 0.0), stop_reason=stop_reason or store.get("stop_reason", "", str),
         failed_by_status=failed, pruned_by_reason=pruned,
         baseline=_baseline_label(store, base, settings),
         shapes=rows, general=general,
         per_shape_geomean_speedup=geomean(per_shape) if per_shape else None,
         top=ranked[:10], test=_test(store), set_aside=_set_aside(store),
-        prior_used=(store.get("prior") or {}).get("used", 0), priors=_priors(store, real))
+        prior_used=(store.get("prior", None, _Prior) or {}).get("used", 0), priors=_priors(store, real))
 
 
 # what a run imported with `kerntune kt-cache import` (strategy "imported"), or a replay of one, says
@@ -226,12 +240,12 @@ IMPORTED_NO_BASELINE = ("none: a Kernel Tuner cache holds no baseline measured b
 def _baseline_label(store: RunStore, base: Optional[EvalResult], settings: dict) -> str:
     """What the run's speedups are over, or why it has none ("template baseline configuration" was
     printed for an imported Kernel Tuner cache, which has no baseline at all)."""
-    original = store.get("original") or {}
+    original = store.get("original", None, dict[str, Any]) or {}
     if original.get("label"):
         return original["label"]
     if base is not None:
         return "template baseline configuration"
-    replayed = store.get("replay_of")
+    replayed = store.get("replay_of", None, str)
     if settings.get("strategy") == "imported" or (replayed and _imported(replayed)):
         return IMPORTED_NO_BASELINE
     return "none measured, so these are times, not speedups"
@@ -239,7 +253,7 @@ def _baseline_label(store: RunStore, base: Optional[EvalResult], settings: dict)
 
 def _imported(run_dir: str) -> bool:
     try:
-        return (RunStore.in_dir(Path(run_dir), readonly=True).get("settings") or {}).get("strategy") == "imported"
+        return (RunStore.in_dir(Path(run_dir), readonly=True).get("settings", None, dict[str, Any]) or {}).get("strategy") == "imported"
     except (KerntuneError, OSError):      # the replayed run is gone or unreadable: nothing more to say of it
         return False
 
@@ -250,7 +264,7 @@ def _priors(store: RunStore, real: list[Evaluation]) -> list[PriorCheck]:
 
     here = [(dict(e.config), float(e.score)) for e in real if e.score is not None and e.score > 0]
     out = []
-    for path in (store.get("prior") or {}).get("paths", []):
+    for path in (store.get("prior", None, _Prior) or {}).get("paths", []):
         try:
             common, rho = agreement(Path(path), here)
         except KerntuneError as e:
@@ -263,8 +277,8 @@ def _priors(store: RunStore, real: list[Evaluation]) -> list[PriorCheck]:
 def _test(store: RunStore) -> Optional[TestReport]:
     """The tester's confirmation, when it belongs to the search as recorded (it is written
     after the search stops and cleared when a search starts)."""
-    data = store.get("test")
-    return TestReport.model_validate(data) if data and store.get("stop_reason") else None
+    data = store.get("test", None, TestReport)
+    return data if data and store.get("stop_reason") else None
 
 
 def _set_aside(store: RunStore) -> list[SetAsideValue]:
