@@ -276,6 +276,33 @@ def test_a_tune_run_is_written_by_one_process_at_a_time(recorded, tmp_path):
     held._lock.close()
 
 
+def test_a_resume_refuses_a_reference_changed_since_the_run_started(worker, tmp_path):
+    """The spec's text is recorded, but its reference is read from disk: a reference.py edited between a
+    run and its --resume verified the new candidates against another function than the measured ones,
+    without a word. The template's baseline is the reference here (no --baseline)."""
+    from kerntune.errors import KerntuneError
+
+    spec = tmp_path / "spec"
+    spec.mkdir()
+    write(spec, "vector_add.yaml", SMALL_SPEC)
+    shutil.copy(REPO / "kernels/examples/reference.py", spec / "reference.py")
+    run = tmp_path / "run"
+    store, _ = tune(worker, spec, run, strategy="random", budget=1)
+    store.close()
+    original = (spec / "reference.py").read_text()
+    (spec / "reference.py").write_text(original.replace("return a + b", "return a - b"))
+    for edit in ("changed", "is gone"):
+        if edit == "is gone":
+            (spec / "reference.py").unlink()
+        with pytest.raises(KerntuneError) as caught:
+            tune(worker, spec, run, strategy="random", budget=2)
+        assert f"reference file {spec / 'reference.py'} {edit} since the run started" in caught.value.message
+    assert RunStore.in_dir(run, readonly=True).counted() == 1          # nothing measured against it
+    (spec / "reference.py").write_text(original)
+    store, _ = tune(worker, spec, run, strategy="random", budget=2)
+    assert store.counted() == 2
+
+
 def test_kernel_tuner_cache_round_trip(recorded, tmp_path):
     out = tmp_path / "kt.json"
     n = export_cache(RunStore.in_dir(recorded), "64K", out)

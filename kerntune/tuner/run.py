@@ -128,9 +128,48 @@ class Tuner:
         self._t0 = time.monotonic()
 
     # --- setup ----------------------------------------------------------------
+    def _helpers(self) -> dict[str, dict[str, str]]:
+        """The spec's helper files (reference, input generator), each with the SHA-256 of what it holds now
+        ("" when it is not there)."""
+        out = {}
+        for name in ("reference", "inputs"):
+            ref = getattr(self.loaded.spec, name, None)
+            if ref is None or ref.file is None:
+                continue
+            path = (Path(self.loaded.base_dir) / ref.file).absolute()
+            out[name] = {"file": str(path),
+                         "sha256": hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else ""}
+        return out
+
+    def _check_helpers(self) -> None:
+        """A resumed run verifies against the reference its measured candidates were verified against: the
+        spec's text is recorded, but its reference is read from disk, and a reference.py edited between a
+        run and its --resume was used for the new candidates without a word (adversarial tour)."""
+        recorded = self.store.get(HELPERS_KEY, None, dict[str, dict[str, str]])
+        if recorded is None or getattr(self.evaluator, "replays", False):    # runs from before, and replays
+            return
+        now = self._helpers()
+        for name, was in recorded.items():
+            is_ = now.get(name, {"file": was.get("file", "?"), "sha256": ""})
+            if is_["file"] != was.get("file") and is_["sha256"] != was.get("sha256"):
+                raise KerntuneError(ErrorCode.FILE, f"the spec's {name} file was {was.get('file')}; from here the "
+                                                    f"resumed run would read {is_['file']}",
+                                    hint="the run names its spec by a relative path: continue it from the folder "
+                                         "it was started in")
+            if is_["sha256"] != was.get("sha256"):
+                how = "is gone" if not is_["sha256"] else "changed"
+                raise KerntuneError(ErrorCode.FILE, f"the spec's {name} file {is_['file']} {how} since the run "
+                                                    "started: its candidates so far were verified against what "
+                                                    "it held then",
+                                    hint="restore that file to continue the run, or start a new run with the file "
+                                         "as it is now")
+
     def _record_meta(self) -> None:
         s = self.store
-        if s.get("created") is None:
+        if s.get("created") is not None:
+            self._check_helpers()
+        else:
+            s.set(HELPERS_KEY, self._helpers())
             s.set("created", time.time())
             s.set("kerntune_version", __version__)
             s.set("template_path", self.template.origin)
@@ -462,6 +501,9 @@ class Tuner:
                                  message=result.message, score=score, result=result, started=started)
                 self.by_instance[ih] = e.id
                 strategy.tell(config, score if score is not None else math.inf)
+
+
+HELPERS_KEY = "spec_helpers"      # meta: the spec's reference and input files, with their digests at the start
 
 
 def template_from_store(store: RunStore) -> tuple[Template, LoadedSpec]:
