@@ -83,3 +83,32 @@ def test_a_hand_edited_database_entry_is_a_damaged_record(tmp_path, key, value):
         assert r.returncode == 2, text
         assert f"meta entry '{key}' is not a valid kerntune record" in text and "bug" not in text, text
     assert json.loads(run_cli("show", str(run), "--json").stdout)["error"]["code"] == "run"
+
+
+def test_a_resume_confirms_as_the_run_was_started(tmp_path):
+    """`tune --resume` confirmed the winners with the defaults (under the memory checker, 100 repeats,
+    top 3), whatever --no-memcheck, --final-repeats and --top-k the run was started with."""
+    from tests.conftest import REPO
+
+    source, run = tmp_path / "source", tmp_path / "run"
+    r = run_cli("kt-cache", "import", str(REPO / "bench/data/gemvt-catalog-r1024-c1024.json.gz"), "--run-dir",
+                str(source))
+    assert r.returncode == 0, r.stderr
+    r = run_cli("tune", "--device", f"replay:{source}", "--strategy", "random", "--budget", "2", "--run-dir", str(run),
+                "--final-repeats", "7", "--top-k", "1", "--no-memcheck", "--json")
+    assert r.returncode == 0, r.stderr
+
+    def confirm_settings():
+        store = RunStore.in_dir(run, readonly=True)
+        try:
+            return store.get("confirm_settings")
+        finally:
+            store.close()
+
+    assert confirm_settings() == {"final_repeats": 7, "top_k": 1, "memcheck": False}
+    r = run_cli("tune", "--resume", str(run), "--budget", "3", "--json")
+    assert r.returncode == 0, r.stderr
+    assert confirm_settings() == {"final_repeats": 7, "top_k": 1, "memcheck": False}
+    r = run_cli("tune", "--resume", str(run), "--budget", "4", "--top-k", "2", "--memcheck", "--json")   # given: used
+    assert r.returncode == 0, r.stderr
+    assert confirm_settings() == {"final_repeats": 7, "top_k": 2, "memcheck": True}

@@ -90,13 +90,13 @@ def tune(
                                                           "search option)."),
     target: str = typer.Option("h100", "--target", "-t", help="Device profile for --dry-run."),
     arch: Optional[str] = typer.Option(None, "--arch", help="Architecture for --dry-run (default: the profile's)."),
-    final_repeats: int = typer.Option(100, "--final-repeats", min=6,
+    final_repeats: Optional[int] = typer.Option(None, "--final-repeats", min=6, show_default="100, or the resumed run's",
                                       help="Timed runs per shape when the winners are confirmed against the baseline."),
-    top_k: int = typer.Option(3, "--top-k", min=1,
+    top_k: Optional[int] = typer.Option(None, "--top-k", min=1, show_default="3, or the resumed run's",
                               help="The search's N fastest configurations (geomean over the shapes) join each shape's "
                                    "best in the confirmation, which picks the general configuration among them again "
                                    "(1: the search's own pick only)."),
-    memcheck: bool = typer.Option(True, "--memcheck/--no-memcheck",
+    memcheck: Optional[bool] = typer.Option(None, "--memcheck/--no-memcheck", show_default="on, or the resumed run's",
                                   help="Run each would-be best, and the winners at the end, under the memory and race "
                                        "checker (Oclgrind for OpenCL, compute-sanitizer for CUDA) on small shapes."),
     memcheck_all: bool = typer.Option(False, "--memcheck-all",
@@ -198,6 +198,13 @@ def tune(
         lock = _hold(run_path)
     if memcheck_all:
         settings = replace(settings, memcheck="all")
+    # how the winners are confirmed: a resume kept none of them (a run started with --no-memcheck and
+    # --final-repeats 6 was confirmed under the checker with 100 repeats when resumed)
+    given = {"final_repeats": final_repeats, "top_k": top_k, "memcheck": memcheck}
+    recorded = store.get(CONFIRM_KEY, {}, dict[str, Any]) if resume is not None else {}
+    chosen = {k: v if v is not None else recorded.get(k, CONFIRM_DEFAULTS[k]) for k, v in given.items()}
+    store.set(CONFIRM_KEY, chosen)
+    final_repeats, top_k, memcheck = chosen["final_repeats"], chosen["top_k"], chosen["memcheck"]
     try:
         outcome = _run(template, loaded, store, settings, original, device, compile_workers, run_path, json,
                        final_repeats, memcheck, top_k)
@@ -208,6 +215,10 @@ def tune(
     if json:
         print_json(outcome)
     del lock      # held until here: the run is written
+
+
+CONFIRM_KEY = "confirm_settings"       # meta: --final-repeats, --top-k, --memcheck of the run, kept on resume
+CONFIRM_DEFAULTS = {"final_repeats": 100, "top_k": 3, "memcheck": True}
 
 
 def _hold(run_path: Path):
