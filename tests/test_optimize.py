@@ -153,6 +153,26 @@ def test_resume_after_kill_redoes_nothing(kernel, tmp_path):
     assert json.loads((run / "run.json").read_text())["status"] == "done"
 
 
+def test_the_runs_copy_of_the_original_edited_after_it_started_is_refused(kernel, tmp_path):
+    """original/ is what a resume verifies against: an interrupted run whose copy of the kernel was
+    edited (a + b made a - b) resumed without a word, found all its verified candidates 'wrong' against
+    it, and handed the edited kernel back as best.cl, "the original kernel stays" (show: exit 0)."""
+    run = tmp_path / "run"
+    r = run_cli("optimize", str(kernel), "--device", "cpu", "--rounds", "1", "--evaluations", "2", *FAST,
+                "--run-dir", str(run), "--json")
+    assert r.returncode == 0, r.stderr
+    assert run_cli("show", str(run)).returncode == 0
+    copy = run / "original" / kernel.name
+    copy.write_text(copy.read_text().replace("a[i] + b[i]", "a[i] - b[i]"))
+    r = run_cli("optimize", "--resume", str(run))
+    assert r.returncode == 2 and "changed since the run started" in r.stderr and "Traceback" not in r.stderr, r.stderr
+    r = run_cli("show", str(run))
+    assert r.returncode == 2 and f"original/{kernel.name} was changed after the run started" in r.stderr, r.stderr
+    (run / "original/reference.py").unlink()
+    r = run_cli("show", str(run))
+    assert "original/reference.py was lost after the run started" in r.stderr, r.stderr
+
+
 def test_a_wrong_original_is_refused(kernel, tmp_path):
     kernel.write_text(kernel.read_text().replace("a[i] + b[i]", "a[i] * b[i]"))
     r = run_cli("optimize", str(kernel), "--device", "cpu", *FAST, "--run-dir", str(tmp_path / "run"))

@@ -30,7 +30,7 @@ from kerntune.record.models import (LLMUsage, Manifest, OptimizeSettings, Propos
                                     RoundStatus, RunStatus)
 from kerntune.record.audit import untrusted
 from kerntune.record.outcome import OptimizeResult, ShapeWinner, TestReport
-from kerntune.record.store import RunDir
+from kerntune.record.store import ORIGINAL, RunDir
 from kerntune.results import EvalResult, Status
 from kerntune.spec.model import LaunchSpec
 from kerntune.spec.shapes import holdout_shapes, spec_shapes
@@ -131,10 +131,15 @@ class Optimizer:
     def start(self) -> None:
         if not RunDir.is_run(self.run_dir.path):
             name = keep_original(self.run_dir, self.kf)
+            from kerntune.record.audit import file_digests
+
+            kept = sorted(str(p.relative_to(self.run_dir.path)) for p in (self.run_dir.path / ORIGINAL).rglob("*")
+                          if p.is_file())
             self.manifest = Manifest(created=time.time(), kernel_path=str(Path(self.kf.path).resolve()),
                                      kernel_file=name, kernel_name=self.spec.kernel, lang=self.kf.lang,
                                      spec_path=str(Path(self.kf.loaded.origin).resolve()), device=self.worker.info,
-                                     settings=self.settings, digests=True)
+                                     settings=self.settings, digests=True,
+                                     original_digests=file_digests(self.run_dir, kept))
         else:
             self.manifest = self.run_dir.manifest()
         self._save(status=RunStatus.RUNNING, error="")

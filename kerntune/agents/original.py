@@ -61,6 +61,16 @@ def load_original(run: RunDir, m: Manifest) -> KernelFile:
         missing = kernel if source is None else spec_file
         raise KerntuneError(ErrorCode.RUN, f"{missing} is missing: the run's copy of its kernel is gone",
                             hint="restore it, or start a new run")
+    from kerntune.record.audit import digest
+
+    for rel, want in m.original_digests.items():     # a copy edited since the run started (adversarial tour:
+        p = run.file(rel)                             # its candidates were all 'wrong' against it, and the
+        if not p.is_file() or digest(p.read_bytes()) != want:    # edited kernel was handed back as the original)
+            raise KerntuneError(ErrorCode.RUN, f"{p} {'is gone' if not p.is_file() else 'changed'} since the run "
+                                               "started: the run's measurements are of the kernel and spec it "
+                                               "held then",
+                                hint="restore the file (from the kernel and spec you gave the run), or start a new "
+                                     "run")
     loaded = parse(spec_text, origin=spec_file, base_dir=spec_file.parent)
     return KernelFile(path=Path(kernel), lang=m.lang, source=source, loaded=loaded)
 

@@ -206,6 +206,11 @@ def audit(run: RunDir) -> list[str]:
         elif digest(data) != want:
             bad.append(f"{rel} was changed after the run: what it holds now is not the kernel or launch that was "
                        "verified and timed")
+    for rel, want in run.manifest().original_digests.items():      # the run's copy of what it was given
+        data = run.file(rel).read_bytes() if run.file(rel).is_file() else None
+        if data is None or digest(data) != want:
+            bad.append(f"{rel} was {'lost' if data is None else 'changed'} after the run started: the run measured "
+                       "the kernel and spec it held then")
     return bad
 
 

@@ -149,6 +149,7 @@ class Manifest(Record):
     rounds: list[RoundRecord] = []
     llm: LLMUsage = LLMUsage()
     digests: bool = False                     # results.json records its files' digests (record.audit expects them)
+    original_digests: dict[str, str] = {}     # original/<file> -> sha256 when the run started (resume checks them)
 
     def round(self, r: int) -> Optional[RoundRecord]:
         return next((x for x in self.rounds if x.round == r), None)
