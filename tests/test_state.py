@@ -139,7 +139,7 @@ def test_a_kernel_fast_only_on_repeated_inputs_fails_when_timed_on_changed_ones(
     import kerntune.engine.evaluate as evaluate
     import kerntune.engine.timed as timed
     from kerntune.backends import open_backend
-    from kerntune.engine.evaluate import Evaluator, KernelInstance, TimingOptions
+    from kerntune.engine.evaluate import Evaluator, TimingOptions
     from kerntune.engine.timed import CompareRequest
     from kerntune.results import Status
     from kerntune.spec.load import load_file
@@ -158,10 +158,7 @@ def test_a_kernel_fast_only_on_repeated_inputs_fails_when_timed_on_changed_ones(
         spec_path = tmp_path / "rowsum.yaml"
     loaded = load_file(spec_path)
     shape = next(s for s in spec_shapes(loaded.spec) if s.label == "r128-c4096")
-    naive = KernelInstance(source=(REPO / "bench/proof/rowsum_naive.cl").read_text(), name="rowsum", lang="opencl",
-                           label="naive")
-    token = KernelInstance(source=(REPO / "tests/data/rowsum_token.cl").read_text(), name="rowsum", lang="opencl",
-                           options=("-cl-std=CL2.0",), label="token")
+    naive, token = _naive_and_memo_rowsum()
     ev = Evaluator(open_backend(cpu_ref))
     cmp = ev.timer.compare(CompareRequest(kernels=(naive, token), spec=loaded.spec, base_dir=str(loaded.base_dir),
                                           shape=shape, seed=5, timing=TimingOptions(warmup=2, repeats=10,
@@ -177,6 +174,17 @@ def test_a_kernel_fast_only_on_repeated_inputs_fails_when_timed_on_changed_ones(
         assert second.timing.stats.median_ms < 0.5 * first.timing.stats.median_ms
 
 
+def _naive_and_memo_rowsum():
+    """bench/proof's naive row_sum, and tests/data's one that keeps its results keyed on its output's poison."""
+    from kerntune.engine.evaluate import KernelInstance
+
+    naive = KernelInstance(source=(REPO / "bench/proof/rowsum_naive.cl").read_text(), name="rowsum", lang="opencl",
+                           label="naive")
+    token = KernelInstance(source=(REPO / "tests/data/rowsum_token.cl").read_text(), name="rowsum", lang="opencl",
+                           options=("-cl-std=CL2.0",), label="token")
+    return naive, token
+
+
 @pytest.mark.parametrize("warmup", [2, 0])
 def test_the_repeated_inputs_probe_warms_up_like_the_timed_runs(cpu_ref, monkeypatch, warmup):
     """The probe's runs are preceded by a warm-up round on changed inputs, as the timed runs are by
@@ -188,7 +196,7 @@ def test_the_repeated_inputs_probe_warms_up_like_the_timed_runs(cpu_ref, monkeyp
     import kerntune.engine.evaluate as evaluate
     import kerntune.engine.timed as timed
     from kerntune.backends import open_backend
-    from kerntune.engine.evaluate import Evaluator, KernelInstance, TimingOptions
+    from kerntune.engine.evaluate import Evaluator, TimingOptions
     from kerntune.engine.timed import CompareRequest
     from kerntune.spec.load import load_file
     from kerntune.spec.shapes import spec_shapes
@@ -211,10 +219,7 @@ def test_the_repeated_inputs_probe_warms_up_like_the_timed_runs(cpu_ref, monkeyp
     monkeypatch.setattr(timed.Timer, "_probe", counting)
     loaded = load_file(REPO / "bench/proof/rowsum.yaml")
     shape = next(s for s in spec_shapes(loaded.spec) if s.label == "r128-c4096")
-    naive = KernelInstance(source=(REPO / "bench/proof/rowsum_naive.cl").read_text(), name="rowsum", lang="opencl",
-                           label="naive")
-    token = KernelInstance(source=(REPO / "tests/data/rowsum_token.cl").read_text(), name="rowsum", lang="opencl",
-                           options=("-cl-std=CL2.0",), label="token")
+    naive, token = _naive_and_memo_rowsum()
     ev = Evaluator(open_backend(cpu_ref))
     ev.timer.compare(CompareRequest(kernels=(naive, token), spec=loaded.spec, base_dir=str(loaded.base_dir),
                                     shape=shape, seed=5, timing=TimingOptions(warmup=warmup, repeats=10,
