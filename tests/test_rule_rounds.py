@@ -366,3 +366,54 @@ def test_baked_vector_width_is_not_taken_for_the_block_size_cuda(vacc):
         except CompileFailed as e:
             failures.append((b, str(e)[:300]))
     assert failures == []
+
+
+def _gemv_t_round_two_from_block_equal_to_width(tmp_path, width: int, subgroups: bool, vector_width: int):
+    """The naive transposed GEMV (vector-columns) with a spec block of ``width``, after a round-1 winner
+    with BLOCK = VW = ``width``: (loaded spec, original source, round 2's template), or None when the
+    width is not offered."""
+    folder = tmp_path / "gemv_t"
+    folder.mkdir()
+    naive = REPO / "kernels/naive/gemv_t"
+    shutil.copy(naive / "gemv_t.cl", folder / "gemv_t.cl")
+    spec_text = (naive / "spec.yaml").read_text()
+    for old, new in (("ceil_div(cols, 128)", f"ceil_div(cols, {width})"), ("block: [128]", f"block: [{width}]"),
+                     ("../reference.py", str(REPO / "kernels/naive/reference.py"))):
+        assert old in spec_text
+        spec_text = spec_text.replace(old, new)
+    (folder / "spec.yaml").write_text(spec_text)
+    loaded, src, first = catalog_of(folder, "opencl", subgroups, vector_width)
+    assert {"launch-config", "vector-columns"} <= set(first.applied_names), first.skipped
+    t1 = parse_template(first.template, "opencl", "gemv_t round 1")
+    if width not in t1.decl.params["VW"]:
+        return None
+    config = {**Space.of(t1).baseline(), "BLOCK": width, "VW": width}
+    launch1 = resolve_launch_params(t1.decl.launch, config)
+    second = apply_catalog(bake(t1.render(config, loaded.spec), "opencl"), "opencl", loaded.spec, launch=launch1,
+                           note="round 2", subgroups=subgroups, vector_width=vector_width)
+    launch = next((a for a in second.trace if a.rule == "launch-config"), None)
+    assert launch is not None, second.skipped
+    # gemv_t has no literal block size of its own: a number launch-config took for one came from VW
+    assert "literal" not in launch.summary, launch.summary
+    t2 = parse_template(second.template, "opencl", f"gemv_t round 2 from BLOCK=VW={width}")
+    # the grid's width stays the baked one while the block follows BLOCK
+    assert t2.decl.launch.grid[0] == f"ceil_div(cols, BLOCK * fixed({width}))", t2.decl.launch.grid
+    return loaded, src, t2
+
+
+@pytest.mark.parametrize("vw", [4, 8, 16])
+def test_baked_vector_columns_width_is_not_taken_for_the_block_size(worker, tmp_path, vw):
+    """vector-columns after a round-1 winner whose 1-D block equals its width VW (a gemv_t whose spec
+    block is 16, from BLOCK=VW=16): baked, the columns per work-item (get_global_id(0) * 16) and the
+    grid (ceil_div(cols, 16 * 16)) held the width as a bare number, which round 2's launch-config
+    rewrote into KT_BLOCK beside vload16: every other block size computed other columns than it stored.
+    Every block size of round 2 verifies against the original kernel."""
+    made = _gemv_t_round_two_from_block_equal_to_width(tmp_path, vw, worker.info.subgroups, worker.info.vector_width)
+    if made is None:
+        pytest.skip(f"{worker.info.name} takes vectors of at most {worker.info.vector_width} lanes")
+    loaded, src, t2 = made
+    space2 = Space.of(t2)
+    configs = [{**space2.baseline(), "BLOCK": b} for b in space2.params["BLOCK"]]
+    assert len(configs) > 1
+    bad = wrong_configs(worker, t2, configs, loaded, tuple(verification_shapes(loaded.spec)), src, seed=5)
+    assert bad == [], [(c["BLOCK"], status, msg[:300]) for c, status, msg in bad]

@@ -330,7 +330,7 @@ def test_vector_columns_keeps_lanes_apart(tmp_path):
     assert "KT_VW_float s = (KT_VW_float)(0.0f);" in t
     assert "s += KT_VW_LOAD(0, x + (r * cols) + kt_c0) * w[r];" in t
     assert "KT_VW_STORE((KT_VW_float)(s), 0, out + kt_c0);" in t
-    assert "ceil_div(cols, BLOCK * VW)" in t
+    assert "ceil_div(cols, BLOCK * fixed(VW))" in t
 
 
 def test_hoist_moves_a_load_only_when_nothing_in_the_loop_can_write_it(tmp_path):

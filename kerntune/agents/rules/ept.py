@@ -83,13 +83,18 @@ def is_exit_guard(st: RewriteState, if_node, var: str) -> bool:
     return len(inner) == 1 and inner[0].type == "return_statement"
 
 
-def scale_grid(grid_x, param: str) -> str | None:
+def scale_grid(grid_x, param: str, fixed: bool = False) -> str | None:
+    """``ceil_div(n, B)`` times ``param``: ``ceil_div(n, B * param)``; ``fixed``: ``B * fixed(param)``, for a
+    rule whose baked code spells the value only in names (see launch.substitute_constant)."""
     tree = ast.parse(str(grid_x), mode="eval")
     call = tree.body
     if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id in ("ceil_div", "cdiv")
             and len(call.args) == 2):
         return None
-    call.args[1] = ast.BinOp(left=call.args[1], op=ast.Mult(), right=ast.Name(id=param, ctx=ast.Load()))
+    factor = ast.Name(id=param, ctx=ast.Load())
+    if fixed:
+        factor = ast.Call(func=ast.Name(id="fixed", ctx=ast.Load()), args=[factor], keywords=[])
+    call.args[1] = ast.BinOp(left=call.args[1], op=ast.Mult(), right=factor)
     return ast.unparse(tree)
 
 

@@ -16,12 +16,18 @@ BLOCK_CHOICES = (32, 64, 128, 256, 512, 1024)
 
 
 def substitute_constant(expr_text, value: int, name: str):
-    """Replace integer constants equal to ``value`` in a spec expression with ``name``."""
+    """Replace integer constants equal to ``value`` in a spec expression with ``name``; a number
+    inside ``fixed(...)`` (a rule's parameter an earlier round baked, see kerntune.spec.expr) stays."""
     if isinstance(expr_text, int):
         return name if expr_text == value else expr_text
     tree = ast.parse(str(expr_text), mode="eval")
 
     class Sub(ast.NodeTransformer):
+        def visit_Call(self, node):
+            if isinstance(node.func, ast.Name) and node.func.id == "fixed":
+                return node
+            return self.generic_visit(node)
+
         def visit_Constant(self, node):
             if isinstance(node.value, int) and not isinstance(node.value, bool) and node.value == value:
                 return ast.copy_location(ast.Name(id=name, ctx=ast.Load()), node)

@@ -4,7 +4,7 @@ global index, as one vector
     c = get_global_id(0);  if (c >= n) return;
     float acc = 0;  for (r...) acc += A[r * n + c] * x[r];  y[c] = acc;
 
-becomes, with c0 = get_global_id(0) * VW and the grid divided by VW,
+becomes, with c0 = get_global_id(0) * vec_step(floatVW) and the grid divided by VW,
 
     floatVW acc = 0;  for (r...) acc += vloadVW(0, A + r * n + c0) * x[r];  vstoreVW(acc, 0, y + c0);
 
@@ -228,15 +228,23 @@ class VectorColumns(Rule):
         original = st.raw[start:end].decode()
         body_text = st.raw[plan.body[0].start_byte:plan.body[-1].end_byte].decode()
         vec = plan.vector_body("kt_c0")
+        # the width spelled only inside a name (vec_step of the vector type, baked vec_step(float16)),
+        # never as a bare number: round 2's launch-config rewrites every literal equal to the block
+        # size into KT_BLOCK (a block of 16 beside VW = 16 once made the columns per work-item follow
+        # the block while vload16 stayed)
+        width = f"vec_step(KT_VW_{plan.ctype})"
         new = (f"\n#if KT_VW > 1\n"
-               f"{ind}const {vtype} kt_c0 = ({vtype})get_global_id(0) * KT_VW;\n"
+               f"{ind}const {vtype} kt_c0 = ({vtype})get_global_id(0) * ({vtype}){width};\n"
                f"{ind}if (kt_c0 >= {bound}) return;\n"
-               f"{ind}if (kt_c0 + KT_VW <= {bound}) {{\n{ind}    {vec}\n{ind}}} else {{\n"
+               f"{ind}if (kt_c0 + ({vtype}){width} <= {bound}) {{\n{ind}    {vec}\n{ind}}} else {{\n"
                f"{ind}    {GENERATED}\n"
                f"{ind}    for ({vtype} {var} = kt_c0; {var} < {bound}; ++{var}) {{\n{ind}        {body_text}\n"
                f"{ind}    }}\n{ind}}}\n#else\n{ind}{original}\n#endif\n{ind}")
         st.source = apply_edits(st.raw, [Edit(start, end, new)])
-        st.launch = st.launch.model_copy(update={"grid": [scale_grid(st.launch.grid[0], "VW"), *st.launch.grid[1:]]})
+        # the grid's VW inside fixed(): baked, a width equal to the block size stays the width
+        # (ceil_div(cols, 16 * fixed(16)), which launch-config leaves alone; not ceil_div(cols, BLOCK * BLOCK))
+        st.launch = st.launch.model_copy(update={"grid": [scale_grid(st.launch.grid[0], "VW", fixed=True),
+                                                          *st.launch.grid[1:]]})
         st.add_param(Param("VW", st.opencl_vector_widths(), HEADER,
                            why="consecutive global indices per work-item, as one vector; the grid divided by VW"))
         return Applied(self.name, f"{st.kernel}: VW consecutive values of {var} per work-item as a vector "
