@@ -161,6 +161,47 @@ def _unsplit_start(st: RewriteState, node) -> bool:
     return k is not None and int_literal(st, k) == 1
 
 
+def baked_split_literals(st: RewriteState, fn) -> list:
+    """The numbers K of a split an earlier round baked (SPLIT = K) in ``fn``: ``group / K``, ``group % K``,
+    and where the group is taken modulo K, the step ``block size * K`` of a block-strided loop and
+    ``v += K`` of a row loop that starts at ``group % K``. They are the split's, not the block's: a
+    later round's launch-config leaves them alone (a block of 32 beside SPLIT = 32 once made the split
+    follow the block, up to 1024 groups per item, and vectorize no longer saw the split loop)."""
+    out, ks = [], set()
+    for g in group_reads(st, fn):
+        e = _enclosing(g)
+        if e is None or st.text(e.child_by_field_name("operator")) not in ("/", "%"):
+            continue
+        k = unwrap(e.child_by_field_name("right"))
+        if k is not None and k.type == "number_literal":
+            out.append(k)
+            if st.text(e.child_by_field_name("operator")) == "%":
+                ks.add(int_literal(st, k))
+    for n in walk(fn):
+        if n.type != "for_statement" or not ks:
+            continue
+        upd = unwrap(n.child_by_field_name("update"))
+        step = unwrap(upd.child_by_field_name("right")) if upd is not None and upd.type == "assignment_expression" \
+            and st.text(upd.child_by_field_name("operator")) == "+=" else None
+        if step is None:
+            continue
+        if step.type == "number_literal" and int_literal(st, step) in ks:
+            init = n.child_by_field_name("initializer")
+            d = init.child_by_field_name("declarator") if init is not None and init.type == "declaration" else None
+            start = d.child_by_field_name("value") if d is not None and d.type == "init_declarator" else None
+            k = _group_mod(st, start) if start is not None else None
+            if k is not None and int_literal(st, k) == int_literal(st, step):
+                out.append(step)       # a row loop: v = group % K; v += K
+            continue
+        for m in walk(step):           # block size * K (inside vectorize's (block size * K) * VEC too)
+            if m.type == "binary_expression" and st.text(m.child_by_field_name("operator")) == "*" and \
+                    builtin_dim(st, m.child_by_field_name("left"), "block_dim") == "x":
+                k = unwrap(m.child_by_field_name("right"))
+                if k is not None and k.type == "number_literal" and int_literal(st, k) in ks:
+                    out.append(k)
+    return out
+
+
 def _views_of_launch(st: RewriteState, fn) -> str:
     """Text of a launch builtin other than the group, thread and block-size indices of x."""
     for n in walk(fn):
@@ -444,7 +485,10 @@ class SplitGroups(Rule):
             edits.append(Edit(start.start_byte, start.end_byte, f"({g} % KT_SPLIT)"))
             edits.append(Edit(upd.start_byte, upd.end_byte, f"{var} += KT_SPLIT"))
         st.source = apply_edits(st.raw, edits)
-        st.launch = st.launch.model_copy(update={"grid": [f"({st.launch.grid[0]}) * SPLIT", *st.launch.grid[1:]]})
+        # SPLIT inside fixed(): baked, a split equal to the block size stays the split (rows * fixed(32)),
+        # which launch-config leaves alone, as it leaves the baked code's K (baked_split_literals)
+        st.launch = st.launch.model_copy(update={"grid": [f"({st.launch.grid[0]}) * fixed(SPLIT)",
+                                                          *st.launch.grid[1:]]})
         st.add_param(Param("SPLIT", split_values(st), "#define KT_SPLIT {{ SPLIT }}",
                            why="work-groups (blocks) per item of work; the grid is multiplied by SPLIT"))
         parts = []
