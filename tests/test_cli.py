@@ -454,3 +454,12 @@ def test_bench_says_why_a_shape_in_the_caches_beats_the_copy(capsys):
     text = " ".join(capsys.readouterr().out.split())
     assert "% copy above 100 on small: each moves less than 128.0 MiB (read+write)" in text, text
     assert "the copy was timed moving 128.0 MiB through memory" in text
+
+
+def test_bench_without_the_memory_checker_does_not_say_it_checks():
+    # the progress line said "checking vector_add.cl with the memory checker" under --no-memcheck
+    r = run_cli("bench", str(EXAMPLES / "vector_add.cl"), "--no-memcheck", "--repeats", "3", "--warmup", "1")
+    assert r.returncode == 0, r.stderr
+    both = r.stdout + r.stderr
+    assert "with the memory checker" not in both
+    assert "not checking vector_add.cl for memory errors: the memory checker is off (--no-memcheck)" in both, both

@@ -159,7 +159,7 @@ class Tester:
     def check(self, inst: KernelInstance, seed: int) -> Optional[CheckReport]:
         if self.checker is None:
             return None
-        self.on_step(f"checking {inst.label} with {self.checker.tool or 'the memory checker'}")
+        self.on_step(self.checker.step(inst.label))
         return self.checker.check(inst, self.loaded.spec, str(self.loaded.base_dir),
                                   check_shapes(self.loaded.spec, self.shape_set), seed)
 

@@ -70,7 +70,7 @@ def _checked(result: EvalResult, checker: MemoryChecker | None, inst: KernelInst
              opts: BenchOptions, seed: int, step: Callable[[str], None]) -> EvalResult:
     if checker is None or result.status is not Status.OK:
         return result
-    step(f"checking {inst.label} with {checker.tool or 'the memory checker'}")
+    step(checker.step(inst.label))
     report = checker.check(inst, kf.spec, str(kf.loaded.base_dir), check_shapes(kf.spec, opts.shape_set), seed)
     update: dict = {"check": report}
     if report.failed:

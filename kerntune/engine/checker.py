@@ -369,6 +369,13 @@ class MemoryChecker:
     def disable(self, why: str) -> None:
         self.why_not = why
 
+    def step(self, label: str) -> str:
+        """What checking ``label`` is, for a progress line: "checking X with the memory checker" was
+        printed with the checker off (--no-memcheck), or without a tool."""
+        if self.available:
+            return f"checking {label} with {self.tool}"
+        return f"not checking {label} for memory errors: {self.why_not}"
+
     def key(self, inst: KernelInstance, spec: KernelSpec, shapes: Sequence[Shape]) -> str:
         launches = [resolve_launch(spec, inst, s) for s in shapes]
         return hashlib.sha256((inst.digest + json.dumps(launches)).encode()).hexdigest()[:20]

@@ -305,7 +305,7 @@ class Tuner:
             return result
         if self.settings.memcheck != "all" and not self._improves(result):
             return result
-        self.progress.phase = f"checking {inst.label} with {self.checker.tool or 'the memory checker'}"
+        self.progress.phase = self.checker.step(inst.label)
         self.on_progress(self.progress)
         report = self.checker.check(inst, self.spec, str(self.loaded.base_dir),
                                     check_shapes(self.spec, self.settings.shape_set), self.settings.seed)
