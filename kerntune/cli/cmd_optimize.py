@@ -94,7 +94,7 @@ def optimize(
     llm_calls: int = typer.Option(20, "--llm-calls", min=1, help="LLM requests allowed over the run."),
     shape_set: Optional[str] = typer.Option(None, "--shape-set", help="A named shape set of the spec."),
     run_dir: Optional[Path] = typer.Option(None, "--run-dir", help="Where to keep the run (default: runs/NAME-TIME)."),
-    resume: Optional[Path] = typer.Option(None, "--resume", help="Continue an interrupted run; nothing is redone."),
+    resume: Optional[Path] = typer.Option(None, "--resume", help="Continue an interrupted run: every evaluation measured is kept; an interrupted final test starts again."),
     warmup: int = typer.Option(20, "--warmup", min=0, help="Untimed runs per shape."),
     repeats: int = typer.Option(100, "--repeats", "-r", min=1,
                                 help="Timed runs per shape while tuning (at most, see --precision)."),
