@@ -76,6 +76,11 @@ def _open_readonly(path: Path) -> sqlite3.Connection:
     return sqlite3.connect(f"{uri}?mode=ro", uri=True, isolation_level=None, timeout=30)
 
 
+# SQLite's primary result codes of a damaged file (SQLITE_CORRUPT, SQLITE_NOTADB), spelled out: the
+# sqlite3 module names them from Python 3.11 on, and kerntune runs on 3.10
+DAMAGED_CODES = (11, 26)
+
+
 class RunStore:
     """A run's tuning database. ``readonly``: for commands that only read a run (show, report, export,
     replay, priors): nothing is written, not even the schema into an empty file, and a run on read-only
@@ -103,7 +108,7 @@ class RunStore:
                 self.db.execute("PRAGMA synchronous=NORMAL")
                 self.db.executescript(SCHEMA)
         except sqlite3.OperationalError as e:
-            if getattr(e, "sqlite_errorcode", 0) & 0xFF in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB):
+            if getattr(e, "sqlite_errorcode", 0) & 0xFF in DAMAGED_CODES:
                 raise KerntuneError(ErrorCode.RUN, f"{path} is not a readable kerntune database: {e}",
                                     hint="the file is damaged or is not kerntune's: restore it from a copy of the "
                                          "run, or run again") from None
