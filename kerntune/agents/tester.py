@@ -223,7 +223,9 @@ class Tester:
             "speedups": {k: v.ratio for k, v in per.items()}, "geomean": g, "geomean_speedup": g.ratio,
             "verdict": sp.decide(g), "confirmed": confirmed, "screening": screening,
             "session_geomeans": g_all, "session_intervals": per_all, "session_processes": processes,
-            "flags": self._plausibility(base, timings, cache_floor(self.worker.info))})
+            # a worker need not say what device it is (only evaluate and compare are asked of one): then the
+            # floor of a device of unknown kind
+            "flags": self._plausibility(base, timings, cache_floor(getattr(self.worker, "info", None)))})
 
     # --- the decision ---------------------------------------------------------------------
     def confirm(self, candidates: list[Candidate], seed: int, final_repeats: int) -> TestReport:
