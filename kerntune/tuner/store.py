@@ -107,17 +107,14 @@ class RunStore:
                 self.db.execute("PRAGMA journal_mode=WAL")
                 self.db.execute("PRAGMA synchronous=NORMAL")
                 self.db.executescript(SCHEMA)
-        except sqlite3.OperationalError as e:
-            if getattr(e, "sqlite_errorcode", 0) & 0xFF in DAMAGED_CODES:
-                raise KerntuneError(ErrorCode.RUN, f"{path} is not a readable kerntune database: {e}",
-                                    hint="the file is damaged or is not kerntune's: restore it from a copy of the "
-                                         "run, or run again") from None
-            # a read-only folder or disk, a full disk: the run is fine (a resume on read-only storage was
-            # told its database was damaged)
-            raise KerntuneError(ErrorCode.FILE, f"cannot write the run database {path}: {e}",
-                                hint="a run is written where it is: free space on its disk, or copy the run to a "
-                                     "writable folder and continue it there") from None
         except sqlite3.DatabaseError as e:
+            if isinstance(e, sqlite3.OperationalError) and \
+                    getattr(e, "sqlite_errorcode", 0) & 0xFF not in DAMAGED_CODES:
+                # a read-only folder or disk, a full disk: the run is fine (a resume on read-only storage
+                # was told its database was damaged)
+                raise KerntuneError(ErrorCode.FILE, f"cannot write the run database {path}: {e}",
+                                    hint="a run is written where it is: free space on its disk, or copy the run to "
+                                         "a writable folder and continue it there") from None
             raise KerntuneError(ErrorCode.RUN, f"{path} is not a readable kerntune database: {e}",
                                 hint="the file is damaged or is not kerntune's: restore it from a copy of the run, "
                                      "or run again") from None
