@@ -417,3 +417,83 @@ def test_baked_vector_columns_width_is_not_taken_for_the_block_size(worker, tmp_
     assert len(configs) > 1
     bad = wrong_configs(worker, t2, configs, loaded, tuple(verification_shapes(loaded.spec)), src, seed=5)
     assert bad == [], [(c["BLOCK"], status, msg[:300]) for c, status, msg in bad]
+
+
+def _vector_add_round_from_block_equal_to_ept(tmp_path, lang: str, ept: int):
+    """vector_add (elements-per-thread) with a spec block of ``ept``, after winners whose block equals
+    their EPT: round 1 from BLOCK=EPT (16, which round 1 does not offer, through round 2 from EPT=8):
+    (loaded spec, original source, the next round's template). Asserts that the next round's
+    launch-config rewrote no literal (vector_add has none of its own: a number it took for the block
+    came from EPT), that elements-per-thread takes its baked EPT again, and that the grid keeps it in
+    fixed()."""
+    folder = tmp_path / "vector_add"
+    folder.mkdir()
+    ext = EXT[lang]
+    shutil.copy(REPO / f"kernels/examples/vector_add{ext}", folder / f"vector_add{ext}")
+    spec_text = (REPO / "kernels/examples/vector_add.yaml").read_text()
+    # small shapes, none a multiple of a block times EPT (the last group's tail), for a loaded CPU
+    for old, new in (("ceil_div(n, 256)", f"ceil_div(n, {ept})"), ("block: [256]", f"block: [{ept}]"),
+                     ("reference.py", str(REPO / "kernels/examples/reference.py")),
+                     ("  - {label: small, n: 4096}\n  - {label: 1M, n: 1048576}\n  - {label: 16M, n: 16777216}",
+                      "  - {label: small, n: 4099}\n  - {label: odd, n: 70001}\nholdout_shapes: [{n: 37}]")):
+        assert old in spec_text
+        spec_text = spec_text.replace(old, new)
+    (folder / "spec.yaml").write_text(spec_text)
+    loaded = load_file(folder / "spec.yaml")
+    src = (folder / f"vector_add{ext}").read_text()
+    result = apply_catalog(src, lang, loaded.spec)
+    assert {"launch-config", "elements-per-thread"} <= set(result.applied_names), result.skipped
+    steps = [8, 16] if ept == 16 else [ept]
+    for n, k in enumerate(steps, 2):
+        t = parse_template(result.template, lang, f"vector_add round {n - 1}")
+        assert k in t.decl.params["EPT"] and ept in t.decl.params["BLOCK"], t.decl.params
+        config = {**Space.of(t).baseline(), "BLOCK": ept, "EPT": k}
+        result = apply_catalog(bake(t.render(config, loaded.spec), lang), lang, loaded.spec,
+                               launch=resolve_launch_params(t.decl.launch, config), note=f"round {n}")
+        launch = next((a for a in result.trace if a.rule == "launch-config"), None)
+        assert launch is not None, result.skipped
+        assert "literal" not in launch.summary, launch.summary
+        again = next((a for a in result.trace if a.rule == "elements-per-thread"), None)
+        assert again is not None and "earlier round" in again.summary, result.skipped
+        t = parse_template(result.template, lang, f"vector_add round {n} from BLOCK={ept}, EPT={k}")
+        assert t.decl.params["EPT"][0] == k, t.decl.params
+        assert t.decl.launch.grid[0] == "ceil_div(n, BLOCK * fixed(EPT))", t.decl.launch.grid
+    return loaded, src, t
+
+
+@pytest.mark.parametrize("ept", [2, 4, 8, 16])
+def test_baked_elements_per_thread_is_not_taken_for_the_block_size(worker, tmp_path, ept):
+    """elements-per-thread after a winner whose 1-D block equals its EPT (a vector_add whose spec block
+    is 8, from BLOCK=EPT=8): baked, kt_first = ... * 8 and kt_e < 8 and the grid ceil_div(n, 8 * 8) held
+    EPT as bare numbers, which the next round's launch-config rewrote into KT_BLOCK: the elements per
+    thread followed the block (up to 1024) and elements-per-thread no longer saw its own code. Every
+    block size of the next round verifies against the original kernel, at the baked EPT and at every
+    other EPT."""
+    loaded, src, t = _vector_add_round_from_block_equal_to_ept(tmp_path, "opencl", ept)
+    space = Space.of(t)
+    configs = [{**space.baseline(), "BLOCK": b} for b in space.params["BLOCK"]]
+    configs += [{**space.baseline(), "EPT": e} for e in space.params["EPT"][1:]]
+    assert len(configs) > 1
+    bad = wrong_configs(worker, t, configs, loaded, tuple(verification_shapes(loaded.spec)), src, seed=5)
+    assert bad == [], [(c["BLOCK"], c["EPT"], status, msg[:300]) for c, status, msg in bad]
+
+
+@pytest.mark.nvcc
+@pytest.mark.parametrize("ept", [4, 8])
+def test_baked_elements_per_thread_is_not_taken_for_the_block_size_cuda(tmp_path, ept):
+    """The same for CUDA: the next round's template keeps the baked EPT, and every block size
+    compiles with nvcc for sm_90."""
+    from kerntune.backends.base import CompileFailed
+    from kerntune.backends.nvcc import compile_offline
+
+    loaded, _, t = _vector_add_round_from_block_equal_to_ept(tmp_path, "cuda", ept)
+    space = Space.of(t)
+    failures = []
+    for b in space.params["BLOCK"]:
+        inst = t.instance({**space.baseline(), "BLOCK": b}, loaded.spec)
+        try:
+            compile_offline(inst.source, inst.name, "sm_90", inst.options)
+        except CompileFailed as e:
+            failures.append((b, str(e)[:300]))
+    assert failures == []
+

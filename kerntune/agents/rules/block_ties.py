@@ -525,13 +525,19 @@ def find_ties(st: RewriteState, dims: list[int], tunable: list[int], square: boo
                 if v in derived or v in fractions or v in a.block_values:
                     raise RuleDeclined(f"the function-like macro {st.text(n.child_by_field_name('name'))} spells "
                                        f"out {v}, the block size or a number derived from it")
+    from kerntune.agents.rules.ept import baked_ept_literals
     from kerntune.agents.rules.groupsplit import baked_split_literals
 
     related = a.related_all()
     for fn in a.functions:
         rel = related[fn.start_byte]
         split = {n.id for n in baked_split_literals(st, fn)}
+        # the numbers of elements per thread an earlier round baked: theirs, not the block's, whether
+        # equal to it or derived from it
+        baked = {n.id for n in baked_ept_literals(st, fn)}
         for node in walk(fn):
+            if node.id in baked:
+                continue
             v = int_literal(st, node)
             if v is not None and v in a.block_values:
                 if _in_generated_array(st, node) or node.id in split:

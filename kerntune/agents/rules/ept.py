@@ -101,14 +101,14 @@ def scale_grid(grid_x, param: str, fixed: bool = False) -> str | None:
 EPT_CHOICES = (1, 2, 4, 8)
 
 
-def _baked_ept(st: RewriteState):
-    """(the literals to rewrite, K) when the kernel is this rule's own output with EPT baked to K
-    (a later round): ``kt_first = (...) * K + tid`` and ``for (int kt_e = 0; kt_e < K; ++kt_e)``."""
-    kernel = next((k for k in st.parsed.kernels if k.name == st.kernel), None)
-    if kernel is None:
+def _baked_ept_in(st: RewriteState, fn):
+    """(the literals, K) when ``fn`` holds this rule's own output with EPT baked to K (a later round):
+    ``kt_first = (...) * K + tid`` and ``for (int kt_e = 0; kt_e < K; ++kt_e)``."""
+    body = fn.child_by_field_name("body") if fn is not None else None
+    if body is None:
         return None
     first = loop = None
-    for n in walk(kernel.node.child_by_field_name("body")):
+    for n in walk(body):
         if n.type == "init_declarator" and st.text(n.child_by_field_name("declarator")) == "kt_first":
             first = n.child_by_field_name("value")
         elif n.type == "for_statement" and first is not None and loop is None:
@@ -131,18 +131,40 @@ def _baked_ept(st: RewriteState):
     return [factor, bound], k
 
 
+def _baked_ept(st: RewriteState):
+    """(the literals to rewrite, K) when the kernel is this rule's own output with EPT baked to K."""
+    kernel = next((k for k in st.parsed.kernels if k.name == st.kernel), None)
+    return _baked_ept_in(st, kernel.node) if kernel is not None else None
+
+
+def baked_ept_literals(st: RewriteState, fn) -> list:
+    """The numbers K of an EPT an earlier round baked in ``fn`` (``kt_first = ... * K``, ``kt_e < K``):
+    the elements per thread, not the block's. A later round's launch-config leaves them alone (a 1-D
+    block of 8 beside EPT = 8 once made the elements per thread follow the block, and a block of 16
+    beside EPT = 8, half of it, made launch-config decline)."""
+    found = _baked_ept_in(st, fn)
+    return found[0] if found is not None else []
+
+
 def _rescale_grid(grid_x, k: int, param: str) -> str | None:
-    """``ceil_div(n, B * K)`` (a baked EPT of K) with K replaced by ``param``."""
+    """``ceil_div(n, B * fixed(K))`` (a baked EPT of K; ``B * K`` before 2026-12-05) with K replaced by
+    ``fixed(param)``."""
     tree = ast.parse(str(grid_x), mode="eval")
     call = tree.body
     if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id in ("ceil_div", "cdiv")
             and len(call.args) == 2):
         return None
     d = call.args[1]
-    if not (isinstance(d, ast.BinOp) and isinstance(d.op, ast.Mult) and isinstance(d.right, ast.Constant)
-            and d.right.value == k):
+    if not (isinstance(d, ast.BinOp) and isinstance(d.op, ast.Mult)):
         return None
-    d.right = ast.Name(id=param, ctx=ast.Load())
+    r = d.right
+    if isinstance(r, ast.Call) and isinstance(r.func, ast.Name) and r.func.id == "fixed" and len(r.args) == 1 \
+            and not r.keywords:
+        r = r.args[0]
+    if not (isinstance(r, ast.Constant) and r.value == k):
+        return None
+    d.right = ast.Call(func=ast.Name(id="fixed", ctx=ast.Load()), args=[ast.Name(id=param, ctx=ast.Load())],
+                       keywords=[])
     return ast.unparse(tree)
 
 
@@ -200,7 +222,10 @@ class ElementsPerThread(Rule):
                f"{indent}}}")
         start, end = decl.start_byte, rest[-1].end_byte
         st.source = apply_edits(st.raw, [Edit(start, end, new)])
-        st.launch = st.launch.model_copy(update={"grid": [scale_grid(st.launch.grid[0], "EPT"), *st.launch.grid[1:]]})
+        # EPT inside fixed(): baked, an EPT equal to the block size stays the EPT (ceil_div(n, 8 * fixed(8))),
+        # which launch-config leaves alone, as it leaves the baked code's K (baked_ept_literals)
+        st.launch = st.launch.model_copy(update={"grid": [scale_grid(st.launch.grid[0], "EPT", fixed=True),
+                                                          *st.launch.grid[1:]]})
         st.add_param(Param("EPT", EPT_CHOICES, "#define KT_EPT {{ EPT }}",
                            why="consecutive blocks of threads each take EPT elements, strided by the block"))
         del d
