@@ -497,3 +497,91 @@ def test_baked_elements_per_thread_is_not_taken_for_the_block_size_cuda(tmp_path
             failures.append((b, str(e)[:300]))
     assert failures == []
 
+
+FLAT_SPEC = """
+kernel: k
+args:
+  - {name: out, dtype: fp32, shape: [rows, cols], intent: out}
+  - {name: x, dtype: fp32, shape: [rows, cols], intent: in}
+  - {name: cols, dtype: int32, value: cols}
+launch: {grid: [rows], block: [BLOCK]}
+shapes: [{rows: 3, cols: 300}]
+holdout_shapes: [{rows: 2, cols: 37}]
+noalias: true
+"""
+
+FLAT_KERNEL = {
+    "opencl": """
+__kernel void k(__global float* out, __global const float* x, const int cols)
+{
+    const long base = (long)get_group_id(0) * cols;
+    for (int i = get_local_id(0); i < cols; i += get_local_size(0))
+        out[base + i] = x[base + i] * 2.0f + (float)i;
+}
+""",
+    "cuda": """
+extern "C" __global__ void k(float* out, const float* x, const int cols)
+{
+    const long base = (long)blockIdx.x * cols;
+    for (int i = threadIdx.x; i < cols; i += blockDim.x)
+        out[base + i] = x[base + i] * 2.0f + (float)i;
+}
+"""}
+
+
+def _flat_round_two(tmp_path, lang: str, block: int, vec: int):
+    """A block-strided loop (vectorize) with a spec block of ``block``, after a round-1 winner with
+    BLOCK = ``block`` and VEC = ``vec`` (a device of 2 compute units: no split-groups): (loaded spec,
+    original source, round 2's template). Asserts that round 2's launch-config applies and rewrote no
+    literal (the kernel has none of its own)."""
+    p = tmp_path / "spec.yaml"
+    p.write_text(FLAT_SPEC.replace("block: [BLOCK]", f"block: [{block}]"))
+    loaded = load_file(p)
+    src = FLAT_KERNEL[lang]
+    first = apply_catalog(src, lang, loaded.spec, compute_units=2)
+    assert {"launch-config", "vectorize"} <= set(first.applied_names), first.skipped
+    t1 = parse_template(first.template, lang, "flat round 1")
+    config = {**Space.of(t1).baseline(), "BLOCK": block, "VEC": vec}
+    second = apply_catalog(bake(t1.render(config, loaded.spec), lang), lang, loaded.spec,
+                           launch=resolve_launch_params(t1.decl.launch, config), note="round 2", compute_units=2)
+    launch = next((a for a in second.trace if a.rule == "launch-config"), None)
+    assert launch is not None, dict(second.skipped)["launch-config"]
+    assert "literal" not in launch.summary, launch.summary
+    return loaded, src, parse_template(second.template, lang, f"flat round 2 from BLOCK={block}, VEC={vec}")
+
+
+@pytest.mark.parametrize("block, vec", [(4, 4), (8, 8), (8, 4), (2, 4)])
+def test_baked_vec_is_not_taken_for_the_block_size(worker, tmp_path, block, vec):
+    """vectorize after a winner whose 1-D block equals its VEC, or is twice or half of it: baked, the
+    loop's kt_i0 = tid * 4, its step block * 4, kt_i0 + 4 <= cols and kt_v < 4 beside the arrays
+    kt_v_x[4] held VEC as bare numbers. From BLOCK=VEC=4 round 2's launch-config rewrote them into
+    KT_BLOCK (the loops over the arrays of 4 ran to the block size: writes past their end); from
+    BLOCK=8, VEC=4 it declined (4 is half the block). Every block size of round 2 verifies against the
+    original kernel."""
+    loaded, src, t2 = _flat_round_two(tmp_path, "opencl", block, vec)
+    space = Space.of(t2)
+    configs = [{**space.baseline(), "BLOCK": b} for b in space.params["BLOCK"]]
+    assert len(configs) > 1
+    bad = wrong_configs(worker, t2, configs, loaded, tuple(verification_shapes(loaded.spec)), src, seed=5)
+    assert bad == [], [(c["BLOCK"], status, msg[:300]) for c, status, msg in bad]
+
+
+@pytest.mark.nvcc
+@pytest.mark.parametrize("block, vec", [(4, 4), (8, 4)])
+def test_baked_vec_is_not_taken_for_the_block_size_cuda(tmp_path, block, vec):
+    """The same for CUDA (kt_vec<float, 4>, kt_vload<4>): every block size of round 2 compiles with
+    nvcc for sm_90 and keeps the baked VEC."""
+    from kerntune.backends.base import CompileFailed
+    from kerntune.backends.nvcc import compile_offline
+
+    loaded, _, t2 = _flat_round_two(tmp_path, "cuda", block, vec)
+    space = Space.of(t2)
+    failures = []
+    for b in space.params["BLOCK"]:
+        inst = t2.instance({**space.baseline(), "BLOCK": b}, loaded.spec)
+        assert f"kt_vec<typename kt_elem<decltype(x[0])>::type, {vec}>" in inst.source
+        try:
+            compile_offline(inst.source, inst.name, "sm_90", inst.options)
+        except CompileFailed as e:
+            failures.append((b, str(e)[:300]))
+    assert failures == []

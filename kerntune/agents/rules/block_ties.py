@@ -527,14 +527,15 @@ def find_ties(st: RewriteState, dims: list[int], tunable: list[int], square: boo
                                        f"out {v}, the block size or a number derived from it")
     from kerntune.agents.rules.ept import baked_ept_literals
     from kerntune.agents.rules.groupsplit import baked_split_literals
+    from kerntune.agents.rules.vectorize import baked_vec_literals
 
     related = a.related_all()
     for fn in a.functions:
         rel = related[fn.start_byte]
         split = {n.id for n in baked_split_literals(st, fn)}
-        # the numbers of elements per thread an earlier round baked: theirs, not the block's, whether
-        # equal to it or derived from it
-        baked = {n.id for n in baked_ept_literals(st, fn)}
+        # the numbers of elements per thread (per step) an earlier round baked: theirs, not the block's,
+        # whether equal to it or derived from it
+        baked = {n.id for n in (*baked_ept_literals(st, fn), *baked_vec_literals(st, fn))}
         for node in walk(fn):
             if node.id in baked:
                 continue

@@ -10,7 +10,7 @@ from kerntune.agents.rules.access import (
 )
 from kerntune.agents.rules.base import (
     BARRIERS, Applied, Edit, Param, RewriteState, Rule, RuleDeclined, apply_edits, builtin_x, guarded,
-    indent_before, is_block_dim_x, is_thread_x, line_indent, pragma_start, unwrap,
+    indent_before, int_literal, is_block_dim_x, is_thread_x, line_indent, pragma_start, unwrap,
 )
 from kerntune.agents.rules.generic import GENERATED, is_generated
 from kerntune.source.parse import walk
@@ -313,6 +313,54 @@ def pointee_type(st: RewriteState, fn, name: str) -> str | None:
                         t = n.child_by_field_name("type")
                         return st.text(t) if t is not None else None
     return None
+
+
+def _times_literal(st: RewriteState, node):
+    """The literal K of ``X * K``."""
+    n = unwrap(node)
+    if n is not None and n.type == "binary_expression" and st.text(n.child_by_field_name("operator")) == "*":
+        k = unwrap(n.child_by_field_name("right"))
+        return k if int_literal(st, k) is not None else None
+    return None
+
+
+def baked_vec_literals(st: RewriteState, fn) -> list:
+    """The numbers K of a VEC an earlier round baked in ``fn``, in the loops this rule wrote (known by
+    their names): ``kt_i0 = (tid) * K``, ``kt_i0 += (block) * K``, ``kt_i0 + K <= bound``, ``kt_v < K``,
+    and CUDA's ``kt_vec<T, K>``, ``kt_vload<K>``, ``kt_vstore<K>`` (the arrays' sizes are left alone
+    already: a rule's own arrays). They are the elements per step, not the block's: a later round's
+    launch-config leaves them alone (a 1-D block of 4 beside VEC = 4 once made the loops over the
+    kt_v_ arrays of 4 run to the block size, and a block of 8 beside VEC = 4, half of it, made
+    launch-config decline)."""
+    out = []
+    for loop in walk(fn):
+        if loop.type != "for_statement":
+            continue
+        init = loop.child_by_field_name("initializer")
+        d = init.child_by_field_name("declarator") if init is not None and init.type == "declaration" else None
+        if d is None or d.type != "init_declarator" or st.text(d.child_by_field_name("declarator")) != "kt_i0":
+            continue
+        upd = unwrap(loop.child_by_field_name("update"))
+        k0 = _times_literal(st, d.child_by_field_name("value"))
+        k1 = _times_literal(st, upd.child_by_field_name("right")) if upd is not None and \
+            upd.type == "assignment_expression" and st.text(upd.child_by_field_name("operator")) == "+=" else None
+        if k0 is None or k1 is None or int_literal(st, k0) != int_literal(st, k1):
+            continue
+        k = int_literal(st, k0)
+        found = [k0, k1]
+        for n in walk(loop.child_by_field_name("body")):
+            if n.type == "binary_expression" and st.text(n.child_by_field_name("operator")) in ("+", "<"):
+                left, right = unwrap(n.child_by_field_name("left")), unwrap(n.child_by_field_name("right"))
+                if left is not None and st.text(left) == ("kt_i0" if st.text(n.child_by_field_name("operator")) == "+"
+                                                          else "kt_v") and int_literal(st, right) == k:
+                    found.append(right)
+            elif n.type == "template_function" or n.type == "template_type":
+                name = n.child_by_field_name("name")
+                if name is not None and st.text(name) in ("kt_vec", "kt_vload", "kt_vstore"):
+                    args = n.child_by_field_name("arguments")
+                    found += [a for a in walk(args) if a.type == "number_literal" and int_literal(st, a) == k]
+        out += found
+    return out
 
 
 class Vectorize(Rule):
