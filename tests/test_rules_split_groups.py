@@ -361,40 +361,42 @@ def test_the_rules_read_the_devices_limits_and_a_keyword_overrides_one(tmp_path)
 
 
 @pytest.mark.runtime
-@pytest.mark.parametrize("kernel, vec", [
-    ("flat", 1), ("flat", 4),
-    ("rows", 1),
+@pytest.mark.parametrize("kernel, vec, block", [
+    ("flat", 1, 32), ("flat", 4, 32),
+    ("rows", 1, 32),
+    ("flat", 1, 64), ("rows", 1, 64),
 ])
-def test_a_baked_split_is_not_taken_for_the_block_size(worker, tmp_path, kernel, vec):
+def test_a_baked_split_is_not_taken_for_the_block_size(worker, tmp_path, kernel, vec, block):
     """Round 2 after a winner whose 1-D block of 32 equals its SPLIT: baked, the split's 32 (group / 32,
     group % 32, the step block size * 32 or a row loop's += 32, the grid rows * 32) were numbers round 2's
     launch-config took for the block and rewrote into KT_BLOCK: the split followed the block (up to 1024
-    groups per item) and vectorize no longer saw the split loop. launch-config must rewrite no literal,
-    the grid keep fixed(32), vectorize take the flat loop again, and every round-2 block size verify
-    against the original kernel."""
+    groups per item) and vectorize no longer saw the split loop. With a block of 64, twice the split,
+    launch-config declined instead ('32, a number derived from the block size 64'): round 2 lost its
+    BLOCK. launch-config must apply and rewrite no literal, the grid keep fixed(32), vectorize take the
+    flat loop again, and every round-2 block size verify against the original kernel."""
     if kernel == "flat":
         source, spec = _kernel(), SPEC
     else:
         source, spec = ROWS_KERNEL.replace("BODY", "out[pair * cols + c] = x[pair * cols + c];"), ROWS_SPEC
     p = tmp_path / "spec.yaml"
-    p.write_text(textwrap.dedent(spec).replace("block: [64]", "block: [32]"))
+    p.write_text(textwrap.dedent(spec).replace("block: [64]", f"block: [{block}]"))
     loaded = load_file(p)
     source = textwrap.dedent(source)
     first = apply_catalog(source, "opencl", loaded.spec, compute_units=132)
     assert {"launch-config", "split-groups"} <= set(first.applied_names), first.skipped
     t1 = parse_template(first.template, "opencl", "split round 1")
-    c1 = {**Space.of(t1).baseline(), "BLOCK": 32, "SPLIT": 32, **({"VEC": vec} if "VEC" in t1.decl.params else {})}
+    c1 = {**Space.of(t1).baseline(), "BLOCK": block, "SPLIT": 32, **({"VEC": vec} if "VEC" in t1.decl.params else {})}
     assert c1.get("VEC", 1) == vec
     launch = resolve_launch_params(t1.decl.launch, c1)
     second = apply_catalog(bake(t1.render(c1, loaded.spec), "opencl"), "opencl", loaded.spec, launch=launch,
                            compute_units=132)
     lc = next((a for a in second.trace if a.rule == "launch-config"), None)
-    assert lc is not None, second.skipped
+    assert lc is not None, dict(second.skipped)["launch-config"]
     assert "literal" not in lc.summary, lc.summary      # the kernel has no literal block size of its own
     assert "is split already" in dict(second.skipped)["split-groups"]
     if kernel == "flat" and vec == 1:     # (a loop vectorized in round 1 is not vectorized again)
         assert "vectorize" in second.applied_names, second.skipped
-    t2 = parse_template(second.template, "opencl", f"split round 2 from BLOCK=SPLIT=32 ({kernel}, VEC={vec})")
+    t2 = parse_template(second.template, "opencl", f"split round 2 from BLOCK={block}, SPLIT=32 ({kernel}, VEC={vec})")
     assert t2.decl.launch.grid[0] == "rows * fixed(32)", t2.decl.launch.grid
     space2 = Space.of(t2)
     configs = [{**space2.baseline(), "BLOCK": b} for b in space2.params["BLOCK"]]
@@ -403,3 +405,4 @@ def test_a_baked_split_is_not_taken_for_the_block_size(worker, tmp_path, kernel,
     shapes = (*spec_shapes(loaded.spec), *holdout_shapes(loaded.spec))
     bad = _failures(worker, loaded, t2, original, configs, shapes, seed=5)
     assert bad == [], [(c["BLOCK"], status, msg[:300]) for c, status, msg in bad]
+

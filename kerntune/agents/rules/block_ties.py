@@ -532,16 +532,16 @@ def find_ties(st: RewriteState, dims: list[int], tunable: list[int], square: boo
     related = a.related_all()
     for fn in a.functions:
         rel = related[fn.start_byte]
-        split = {n.id for n in baked_split_literals(st, fn)}
-        # the numbers of elements per thread (per step) an earlier round baked: theirs, not the block's,
-        # whether equal to it or derived from it
-        baked = {n.id for n in (*baked_ept_literals(st, fn), *baked_vec_literals(st, fn))}
+        # the numbers of another rule's parameter an earlier round baked (a split, elements per thread or
+        # per step): theirs, not the block's, whether equal to it or derived from it (half the block)
+        baked = {n.id for n in (*baked_split_literals(st, fn), *baked_ept_literals(st, fn),
+                                *baked_vec_literals(st, fn))}
         for node in walk(fn):
             if node.id in baked:
                 continue
             v = int_literal(st, node)
             if v is not None and v in a.block_values:
-                if _in_generated_array(st, node) or node.id in split:
+                if _in_generated_array(st, node):
                     continue
                 hits = axis_of(v)
                 if len(hits) > 1 and not square:
