@@ -406,3 +406,24 @@ def test_a_baked_split_is_not_taken_for_the_block_size(worker, tmp_path, kernel,
     bad = _failures(worker, loaded, t2, original, configs, shapes, seed=5)
     assert bad == [], [(c["BLOCK"], status, msg[:300]) for c, status, msg in bad]
 
+
+def test_an_original_group_modulo_the_block_size_is_still_the_blocks(tmp_path):
+    """baked_split_literals keeps a split's K from launch-config only where the file both divides the
+    group by K and takes it modulo K, as split-groups always writes: an original kernel's lone
+    get_group_id(0) % 32 beside a block of 32 is a number launch-config rewrites into KT_BLOCK, as it
+    did before baked splits were recognised (d73d44a took every group % K for a split's)."""
+    lone = _kernel(pre="    const int lane = get_group_id(0) % 32;",
+                   body="out[base + i] = x[base + i] * 2.0f + (float)lane;")
+    p = tmp_path / "spec.yaml"
+    p.write_text(textwrap.dedent(SPEC).replace("block: [64]", "block: [32]"))
+    spec = load_file(p).spec       # (2 compute units: no split-groups in this round)
+    result = apply_catalog(textwrap.dedent(lone), "opencl", spec, compute_units=2)
+    lc = next((a for a in result.trace if a.rule == "launch-config"), None)
+    assert lc is not None, dict(result.skipped)["launch-config"]
+    assert "1 literal(s) rewritten" in lc.summary, lc.summary
+    assert "get_group_id(0) % KT_BLOCK" in result.template
+    # a baked split (both group / 32 and group % 32) stays the split's: see the test above
+    both = lone.replace("(long)get_group_id(0) * cols", "(long)(get_group_id(0) / 32) * cols")
+    result = apply_catalog(textwrap.dedent(both), "opencl", spec, compute_units=2)
+    lc = next((a for a in result.trace if a.rule == "launch-config"), None)
+    assert lc is not None and "literal" not in lc.summary, (lc and lc.summary, result.skipped)

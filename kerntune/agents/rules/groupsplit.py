@@ -166,17 +166,26 @@ def baked_split_literals(st: RewriteState, fn) -> list:
     and where the group is taken modulo K, the step ``block size * K`` of a block-strided loop and
     ``v += K`` of a row loop that starts at ``group % K``. They are the split's, not the block's: a
     later round's launch-config leaves them alone (a block of 32 beside SPLIT = 32 once made the split
-    follow the block, up to 1024 groups per item, and vectorize no longer saw the split loop)."""
-    out, ks = [], set()
-    for g in group_reads(st, fn):
-        e = _enclosing(g)
-        if e is None or st.text(e.child_by_field_name("operator")) not in ("/", "%"):
-            continue
-        k = unwrap(e.child_by_field_name("right"))
-        if k is not None and k.type == "number_literal":
-            out.append(k)
-            if st.text(e.child_by_field_name("operator")) == "%":
-                ks.add(int_literal(st, k))
+    follow the block, up to 1024 groups per item, and vectorize no longer saw the split loop).
+
+    Only a K the file both divides and takes the group modulo by (``group / K`` and ``group % K``
+    anywhere in it) counts: split-groups always writes both (the item, the share of it), while an
+    original kernel's lone ``group % 32`` beside a block of 32 stays a number launch-config may take
+    for the block."""
+    def quotients(node) -> list:
+        """(operator, K node) of every ``group / K`` and ``group % K`` with a literal K in ``node``."""
+        found = []
+        for g in group_reads(st, node):
+            e = _enclosing(g)
+            op = st.text(e.child_by_field_name("operator")) if e is not None else None
+            k = unwrap(e.child_by_field_name("right")) if op in ("/", "%") else None
+            if k is not None and k.type == "number_literal":
+                found.append((op, k))
+        return found
+
+    every = quotients(st.parsed.tree.root_node)
+    ks = {int_literal(st, k) for op, k in every if op == "/"} & {int_literal(st, k) for op, k in every if op == "%"}
+    out = [k for _, k in quotients(fn) if int_literal(st, k) in ks]
     for n in walk(fn):
         if n.type != "for_statement" or not ks:
             continue
