@@ -174,6 +174,37 @@ def test_a_kernel_fast_only_on_repeated_inputs_fails_when_timed_on_changed_ones(
         assert second.timing.stats.median_ms < 0.5 * first.timing.stats.median_ms
 
 
+def test_a_kernel_that_writes_nothing_in_the_probe_fails_there(cpu_ref, monkeypatch):
+    """tests/data/rowsum_probe_skip.cl remembers its sums keyed on the output's poison (as
+    rowsum_token.cl), computes the two checked runs after timing honestly and, from the third new
+    poison after a session's repeated ones on (the probe's runs), writes nothing and takes no time: the
+    probe saw it as fast on changed inputs as on repeated ones, and it was called correct and 44x
+    faster (a tour, with the state in __local memory on PoCL). What its probe runs wrote is checked."""
+    import kerntune.engine.evaluate as evaluate
+    from kerntune.backends import open_backend
+    from kerntune.engine.evaluate import Evaluator, KernelInstance, TimingOptions
+    from kerntune.engine.timed import CompareRequest
+    from kerntune.results import Status
+    from kerntune.spec.load import load_file
+    from kerntune.spec.shapes import spec_shapes
+
+    monkeypatch.setattr(evaluate, "stateless", lambda source, lang, options=(): None)
+    loaded = load_file(REPO / "bench/proof/rowsum.yaml")
+    shape = next(s for s in spec_shapes(loaded.spec) if s.label == "r128-c4096")
+    naive, _ = _naive_and_memo_rowsum()
+    skip = KernelInstance(source=(REPO / "tests/data/rowsum_probe_skip.cl").read_text(), name="rowsum",
+                          lang="opencl", options=("-cl-std=CL2.0",), label="skip")
+    ev = Evaluator(open_backend(cpu_ref))
+    cmp = ev.timer.compare(CompareRequest(kernels=(naive, skip), spec=loaded.spec, base_dir=str(loaded.base_dir),
+                                          shape=shape, seed=5, timing=TimingOptions(warmup=2, repeats=10,
+                                                                                    measure_copy=False)))
+    first, second = cmp.kernels
+    assert first.status is Status.OK, first.message
+    assert second.status is Status.WRONG_RESULT, second.message
+    assert second.message == "r128-c4096 (timed again with its inputs changed, probe run 1): out: unwritten", \
+        second.message
+
+
 def _naive_and_memo_rowsum():
     """bench/proof's naive row_sum, and tests/data's one that keeps its results keyed on its output's poison."""
     from kerntune.engine.evaluate import KernelInstance
@@ -205,7 +236,7 @@ def test_the_repeated_inputs_probe_warms_up_like_the_timed_runs(cpu_ref, monkeyp
     counts: list[list[int]] = []
     probe = timed.Timer._probe
 
-    def counting(self, req, s, runs, host, seed):
+    def counting(self, req, s, runs, host, seed, *checks):
         n = [0] * len(runs)
 
         def counted(j):
@@ -214,7 +245,7 @@ def test_the_repeated_inputs_probe_warms_up_like_the_timed_runs(cpu_ref, monkeyp
                 return runs[j]()
             return run
         counts.append(n)
-        return probe(self, req, s, [counted(j) for j in range(len(runs))], host, seed)
+        return probe(self, req, s, [counted(j) for j in range(len(runs))], host, seed, *checks)
 
     monkeypatch.setattr(timed.Timer, "_probe", counting)
     loaded = load_file(REPO / "bench/proof/rowsum.yaml")
