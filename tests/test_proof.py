@@ -723,6 +723,46 @@ def test_a_kernel_wrong_only_on_more_rows_than_any_run_shape_fails_at_a_reach_sh
     assert r.status is Status.WRONG_RESULT and r.message.startswith("reach rows=4096: out: tolerance"), r.message
 
 
+FEWROWS = (REPO / "kernels/examples/row_sum.cl").read_text().replace(
+    """    float acc = 0.0f;
+    for (int c = t; c < cols; c += threads)
+        acc += row[c];""", """    float acc = 0.0f;
+    if (rows < 32) {              // a short batch: contiguous chunks, off by one (drops the last column)
+        const int chunk = (cols + threads - 1) / threads;
+        for (int c = t * chunk; c < min((t + 1) * chunk, cols - 1); ++c)
+            acc += row[c];
+    } else {
+        for (int c = t; c < cols; c += threads)
+            acc += row[c];
+    }""")
+
+
+def test_a_kernel_wrong_only_on_fewer_rows_than_the_runs_fails_at_a_low_shape(worker, tmp_path):
+    """The example row_sum's own shapes have at least 64 rows, and every shape the final test and
+    `score reward` verified for a run on them (held-out, fresh, reach, spread) had more; its CPU set
+    lists 16. A row_sum whose path for fewer than 32 rows drops each row's last column was called
+    correct there (adversarial tour); it fails at the CPU set's shape with 16 rows (`low wide`)."""
+    from kerntune.engine.checker import low_shapes, reach_shapes, spread_shapes
+    from kerntune.spec.shapes import extra_holdouts
+
+    assert "rows < 32" in FEWROWS
+    spec = load_file(REPO / "kernels/examples/row_sum.yaml").spec
+    assert [(s.label, s.as_dict()) for s in low_shapes(spec, None)] == [("low wide", {"rows": 16, "cols": 8192})]
+    assert low_shapes(spec, "cpu") == []           # the CPU set's sizes are the smallest listed
+    before = verification_shapes(spec) + extra_holdouts(spec, None, 2, 3) + reach_shapes(spec) + \
+        spread_shapes(spec, None, 3)
+    assert min(s.as_dict()["rows"] for s in before) >= 64
+    path = tmp_path / "row_sum.cl"
+    path.write_text(FEWROWS)
+    kf = load_kernel(path, REPO / "kernels/examples/row_sum.yaml")
+    base = EvalRequest(candidate=kf.instance(), spec=spec, base_dir=str(kf.loaded.base_dir),
+                       verify_shapes=tuple(spec_shapes(spec, "cpu")), time_shapes=(), seed=3, timing=None)
+    r = worker.evaluate(base, 300)
+    assert r.status is Status.WRONG_RESULT and r.message.startswith("wide: out: tolerance"), r.message
+    r = worker.evaluate(replace(base, verify_shapes=()).reaching(tuple(low_shapes(spec, None))), 300)
+    assert r.status is Status.WRONG_RESULT and r.message.startswith("low wide: out: tolerance"), r.message
+
+
 def test_a_kernel_wrong_only_between_the_listed_sizes_fails_at_a_spread_shape(tmp_path):
     """A vector_add wrong only for 300000 < n < 1000000 passes every listed, held-out, fresh and reach
     shape of the CPU set (adversarial tour); the final test and `score reward` also verify one shape

@@ -200,6 +200,36 @@ def reach_shapes(spec: KernelSpec, shape_set: str | None = None, limit: int = RE
     return out
 
 
+def low_shapes(spec: KernelSpec, shape_set: str | None = None, limit: int = REACH_ELEMENTS,
+               volume: int = REACH_VOLUME) -> list[Shape]:
+    """Shapes below the run's: for each size whose smallest value the spec lists anywhere (its own
+    shapes, every shape set, its held-out shapes) is below every value the run's shapes give it, the
+    smallest listed shape that holds that value ("low LABEL"), within the reach bounds.
+    :func:`reach_shapes` goes up only, and the held-out, fresh and spread shapes start at the run's
+    smallest: a row_sum wrong only for fewer than 32 rows (a short-batch path that dropped each row's
+    last column) scored reward 1.0 on the example spec's own shapes, whose rows are at least 64, though
+    its CPU set lists 16 (adversarial tour, 2026-12-05). Whole listed shapes, not the run's smallest with
+    one size lowered: a spec's sizes need not go down independently (spmv's inputs cannot fit the CPU
+    set's 262144 nonzeros in one row)."""
+    from kerntune.spec.shapes import _shape, _volume, holdout_shapes, shape_set_names
+
+    run = spec_shapes(spec, shape_set)
+    most = volume * max(_volume(s) for s in run)
+    taken = {s.key for s in run + holdout_shapes(spec, shape_set)}     # verified already
+    every = [s for name in shape_set_names(spec) for s in spec_shapes(spec, name)]
+    every += [_shape(s, True) for s in (spec.holdout_shapes or [])]
+    every = [s for s in every if s.key not in taken and _largest_array(spec, s.as_dict()) <= limit
+             and _volume(s) <= most]
+    out: dict[str, Shape] = {}
+    for name, _ in run[0].sizes:
+        least = min(s.as_dict()[name] for s in run)
+        below = [s for s in every if s.as_dict().get(name, least) < least]
+        if below:
+            pick = min(below, key=lambda s: (s.as_dict()[name], _volume(s)))
+            out.setdefault(pick.key, Shape.of(pick.as_dict(), label=f"low {pick.label or pick.key}", holdout=True))
+    return list(out.values())
+
+
 def spread_shapes(spec: KernelSpec, shape_set: str | None, seed: int, limit: int = REACH_ELEMENTS,
                   volume: int = REACH_VOLUME) -> list[Shape]:
     """Shapes between and past the run's that no list names, each within the reach bounds:

@@ -73,8 +73,8 @@ class TestReport(Record):
     threshold: float = THRESHOLD
     per_shape: list[ShapeWinner] = []
     fresh_shapes: list[dict[str, int]] = []
-    reach_shapes: list[dict[str, int]] = []  # beyond and between the run's shapes (checker: reach_shapes,
-                                             # spread_shapes), the spec's inputs only
+    reach_shapes: list[dict[str, int]] = []  # beyond, between and below the run's shapes (checker:
+                                             # reach_shapes, spread_shapes, low_shapes), the spec's inputs only
     checker: str = ""                        # the memory checker used, or why there was none
     host_load: Optional[HostLoad] = None     # other work on the host while the test timed kernels
     process_spread: Optional[Spread] = None  # how much a speedup moved between confirmation processes (log sd)

@@ -97,7 +97,7 @@ def _details(r: RunReport) -> list[str]:
                   f"Every candidate was verified again with fresh inputs (seed {r.test.seed}) on every shape, the "
                   f"spec's held-out shapes and {len(r.test.fresh_shapes)} fresh shapes no candidate saw ({fresh})"
                   + (", and on the spec's inputs at " + ", ".join(str(s) for s in r.test.reach_shapes)
-                     + ", beyond and between the run's shapes" if r.test.reach_shapes else "") + ".",
+                     + ", beyond, between and below the run's shapes" if r.test.reach_shapes else "") + ".",
                   ""] + table(tables.final_test(r))
     if r.llm.calls or r.llm.failed_attempts:
         lines += ["## LLM usage", "", llm_line(r.llm), ""]
