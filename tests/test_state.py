@@ -205,6 +205,37 @@ def test_a_kernel_that_writes_nothing_in_the_probe_fails_there(cpu_ref, monkeypa
         second.message
 
 
+def test_a_kernel_honest_only_in_its_first_session_is_probed_in_the_next(cpu_ref, monkeypatch):
+    """tests/data/rowsum_second_session.cl is honest in the first timing session it sees and keeps its
+    sums keyed on the output's poison from the second on. A kernel that passed the probe was not probed
+    again at that shape in the same worker, so its second session (the final test's second confirmation
+    block in each process) was called correct and 48x faster; every session is probed now."""
+    import kerntune.engine.evaluate as evaluate
+    from kerntune.backends import open_backend
+    from kerntune.engine.evaluate import Evaluator, KernelInstance, TimingOptions
+    from kerntune.engine.timed import CompareRequest
+    from kerntune.results import Status
+    from kerntune.spec.load import load_file
+    from kerntune.spec.shapes import spec_shapes
+
+    monkeypatch.setattr(evaluate, "stateless", lambda source, lang, options=(): None)
+    loaded = load_file(REPO / "bench/proof/rowsum.yaml")
+    shape = next(s for s in spec_shapes(loaded.spec) if s.label == "r128-c4096")
+    naive, _ = _naive_and_memo_rowsum()
+    later = KernelInstance(source=(REPO / "tests/data/rowsum_second_session.cl").read_text(), name="rowsum",
+                           lang="opencl", options=("-cl-std=CL2.0",), label="later")
+    ev = Evaluator(open_backend(cpu_ref))
+    got = []
+    for seed in (5, 6):
+        cmp = ev.timer.compare(CompareRequest(kernels=(naive, later), spec=loaded.spec,
+                                              base_dir=str(loaded.base_dir), shape=shape, seed=seed,
+                                              timing=TimingOptions(warmup=2, repeats=10, measure_copy=False)))
+        got.append(cmp.kernels[1])
+    assert got[0].status is Status.OK, got[0].message
+    assert got[1].status is Status.WRONG_RESULT, got[1].message
+    assert got[1].message.endswith("out: faster only on repeated inputs"), got[1].message
+
+
 def _naive_and_memo_rowsum():
     """bench/proof's naive row_sum, and tests/data's one that keeps its results keyed on its output's poison."""
     from kerntune.engine.evaluate import KernelInstance
