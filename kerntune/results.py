@@ -113,11 +113,15 @@ class ArgCheck(Record):
     got: Optional[int | float] = None          # int for integer outputs: exact beyond 2**53
     expected: Optional[int | float] = None
     reason: str = ""      # "", "unwritten", "nonfinite", "tolerance", "input modified", "written past its end",
-    #                       "written before its start"
+    #                       "written before its start", "less accurate"
     settled: str = ""                      # passed only by the NumPy reference's verdict: why (engine.judge.settle)
     past_end: Optional[int] = None         # written past its end: the first element changed after its last
     watched_bytes: int = 0                 # ... within this many bytes after it (engine.judge.canary_bytes)
     before_start: Optional[int] = None     # written before its start: the nearest element changed before its first
+    # less accurate (engine.judge.as_accurate): rel_l2_err is the run's against the NumPy reference, this the
+    # reference kernel's, accuracy_limit the most the run's may be
+    original_rel_l2_err: Optional[float] = None
+    accuracy_limit: Optional[float] = None
 
     @field_validator("max_abs_err", "max_rel_err", "rel_l2_err", mode="before")
     @classmethod
@@ -142,6 +146,11 @@ class ArgCheck(Record):
             # the error measures cannot take a NaN: they are over the elements finite on both sides
             nums.append(errs + (" where both are finite" if nf else ""))
             text += ": " + ", ".join(nums)
+        if self.reason == "less accurate" and self.original_rel_l2_err is not None:
+            text += (f": rel L2 err {self.rel_l2_err:.2g} against the NumPy reference, markedly more than the "
+                     f"original kernel's {self.original_rel_l2_err:.2g} (at most {self.accuracy_limit or 0:.2g} "
+                     f"passes), though within the tolerance of the original's outputs (max abs err "
+                     f"{self.max_abs_err:.3g})")
         if self.past_end is not None or self.before_start is not None:
             after = self.past_end is not None
             k = self.past_end if after else self.before_start

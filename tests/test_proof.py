@@ -938,3 +938,46 @@ def test_spread_shapes_keep_a_pinned_size(tmp_path):
     spec = load_file(tmp_path / "pinned.yaml").spec
     shapes = [s for seed in range(6) for s in spread_shapes(spec, "cpu", seed)]
     assert shapes and all(s.as_dict()["cols"] == 256 for s in shapes), [s.label for s in shapes]
+
+
+def _rmsnorm_variant(output: str) -> tuple[EvalRequest, KernelInstance]:
+    """The bf16 fused_add_rmsnorm with its normalized output computed as ``output`` (in x, r and w),
+    against the original."""
+    folder = REPO / "kernels/sglang/fused_add_rmsnorm"
+    source = (folder / "fused_add_rmsnorm.cl").read_text()
+    scaled = source.replace("in[i] = float_to_bf16(x * r * bf16_to_float(weight[i]));",
+                            f"const float w = bf16_to_float(weight[i]); in[i] = float_to_bf16({output});")
+    assert scaled != source
+    loaded = load_file(folder / "spec.yaml")
+    spec = loaded.spec
+    original = KernelInstance(source, spec.kernel, "opencl", label="original")
+    req = EvalRequest(candidate=KernelInstance(scaled, spec.kernel, "opencl", label=output), spec=spec,
+                      base_dir=str(loaded.base_dir), verify_shapes=tuple(verification_shapes(spec, "cpu")),
+                      time_shapes=(), seed=7, timing=None, reference=original)
+    return req, original
+
+
+@pytest.mark.parametrize("scale,distributions", [("0.992f", ("spec",)), ("0.994f", None)])
+def test_a_candidate_markedly_less_accurate_than_the_original_is_refused(worker, scale, distributions):
+    """Scaling every output by 0.992 (about 2 bf16 ulps) stays within bf16's tolerance of the
+    original's outputs (rel L2 1e-2) on the spec's inputs, but its error against the NumPy reference
+    is several times the original's: refused as "less accurate", with both numbers. (On `wide` inputs
+    0.992 happens to miss the tolerance too; 0.994 is within it on every distribution.)"""
+    req, _ = _rmsnorm_variant(f"x * r * w * {scale}")
+    r = worker.evaluate(replace(req, distributions=distributions), 300)
+    assert r.status is Status.WRONG_RESULT, r.message
+    assert "input: less accurate: rel L2 err" in r.message, r.message
+    assert "markedly more than the original kernel" in r.message, r.message
+    bad = next(a for s in r.verification.shapes for a in s.args if not a.ok)
+    assert bad.reason == "less accurate" and bad.rel_l2_err > 2 * bad.original_rel_l2_err
+    assert bad.rel_l2_err < 1e-2                 # within the tolerance: only the accuracy check sees it
+    # a spec that accepts any candidate within its tolerance says so
+    lenient = replace(req, spec=req.spec.model_copy(update={"accuracy_ratio": None}), distributions=distributions)
+    assert worker.evaluate(lenient, 300).status is Status.OK
+
+
+def test_an_output_as_accurate_as_the_originals_passes_the_accuracy_check(worker):
+    """The same product in another order (x * (r * w), rounded differently) passes."""
+    req, _ = _rmsnorm_variant("x * (r * w)")
+    r = worker.evaluate(req, 300)
+    assert r.status is Status.OK, r.message

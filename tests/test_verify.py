@@ -265,6 +265,42 @@ def test_nan_and_exact_agreement_are_never_sent_to_the_numpy_reference():
     assert check.ok and not check.settled and asked == 0
 
 
+# --- no markedly less accurate than the original, where a NumPy reference measures both ------------
+
+def _accuracy(candidate_scale: float, noise: float = 1e-7, ratio: float | None = 2.0, seed: int = 5):
+    """A candidate whose outputs are the truth times ``candidate_scale`` (plus fp32 rounding), judged
+    against an original ``noise`` off the truth, with the accuracy check on."""
+    from kerntune.engine.judge import Expected, judge_runs
+
+    rng = np.random.default_rng(seed)
+    truth = rng.uniform(-1.0, 1.0, 4000)
+    original = (truth * (1 + noise * rng.standard_normal(truth.size))).astype(np.float32)
+    candidate = (truth * candidate_scale).astype(np.float32)
+    spec = _fp32_spec().model_copy(update={"accuracy_ratio": ratio})
+    (check,) = judge_runs(spec, {}, [({"out": candidate}, {})], Expected({"out": original}, True,
+                                                                       lambda: {"out": truth}), accuracy=True)
+    return check
+
+
+def test_a_candidate_within_the_tolerance_but_markedly_less_accurate_fails():
+    # 4e-6 relative, everywhere: within fp32's 1e-5 of the original's outputs, 40x its 1e-7
+    check = _accuracy(1 - 4e-6)
+    assert not check.ok and check.reason == "less accurate"
+    assert 3.5e-6 < check.rel_l2_err < 4.5e-6 and 0.5e-7 < check.original_rel_l2_err < 1.5e-7
+    text = check.describe()
+    assert text.startswith("out: less accurate: rel L2 err 4e-06 against the NumPy reference, markedly more than "
+                           "the original kernel's 1e-07 (at most 2.5e-06 passes)"), text
+
+
+def test_an_error_under_the_floor_or_a_lenient_spec_passes_the_accuracy_check():
+    # 1e-6: 10x the original's, but under a quarter of fp32's 1e-5 (rounding in another order looks so)
+    assert _accuracy(1 - 1e-6).ok
+    # over the floor but within 2x the original's (3e-6 each)
+    assert _accuracy(1 - 4e-6, noise=3e-6).ok
+    # a spec with accuracy_ratio: null takes any candidate within its tolerance
+    assert _accuracy(1 - 4e-6, ratio=None).ok
+
+
 def test_the_failure_reported_is_the_plainest_of_the_runs():
     # a kernel that writes only where the output looks unwritten (NaN): its NaN-poison run misses by a
     # little, its random-poison run keeps the poison; the second is the one to show

@@ -373,7 +373,7 @@ class Evaluator:
         scales = atol_scales(spec, rms, base_rms)
         if not base_rms:
             base_rms.update(rms)
-        args = judge_runs(spec, host.arrays, runs, expected, scales)
+        args = judge_runs(spec, host.arrays, runs, expected, scales, accuracy=True)
         label = shape.label if distribution == dist.SPEC else f"{shape.label} [{distribution}]"
         return ShapeCheck(shape=shape.as_dict(), label=label, holdout=shape.holdout, seed=seed,
                           ok=all(c.ok for c in args), args=args, distribution=distribution)

@@ -152,11 +152,12 @@ def atol_scales(spec: KernelSpec, rms: dict[str, float], base: dict[str, float] 
 
 
 def judge_runs(spec: KernelSpec, inputs: Arrays, runs: list[tuple[Arrays, Poison]], expected: Expected,
-               atol_scale: dict[str, float] | None = None) -> list[ArgCheck]:
+               atol_scale: dict[str, float] | None = None, accuracy: bool = False) -> list[ArgCheck]:
     """Checks for each output (unwritten where every run left its poison; then every run
     against the expected values, or the runs against each other) and each input.
     ``atol_scale`` multiplies each output's absolute tolerance (outputs larger or smaller
-    than on the spec's own inputs)."""
+    than on the spec's own inputs). ``accuracy``: an output that passes against the reference
+    kernel is also held to :func:`as_accurate` (verification runs; not the checks of timed runs)."""
     checks: list[ArgCheck] = []
     for a in spec.outputs:
         unwritten = None
@@ -182,6 +183,9 @@ def judge_runs(spec: KernelSpec, inputs: Arrays, runs: list[tuple[Arrays, Poison
         worst = _worst(results)
         if not worst.ok and expected.truth is not None and expected.is_storage and expected.values is not None:
             worst = settle(a, tol, [got for got, _ in runs], expected, worst, unwritten)
+        elif worst.ok and accuracy and expected.truth is not None and expected.is_storage \
+                and expected.values is not None:
+            worst = as_accurate(a, tol, [got for got, _ in runs], expected, worst, unwritten, spec.accuracy_ratio)
         checks.append(worst)
     for a in spec.arrays:
         if a.intent == "in":
@@ -221,6 +225,47 @@ def settle(a, tol, outputs: list[Arrays], expected: Expected, failed: ArgCheck,
         f"{failed.max_abs_err:.3g}), but {how}")})
 
 
+# A candidate within the tolerance of the reference kernel's outputs can still be markedly less
+# accurate than that kernel: a bf16 fused_add_rmsnorm scaling every output by 0.992 has a relative
+# L2 error of 8.2e-3 against the NumPy reference where the original has 1.6e-3, inside bf16's 1e-2.
+# Where the spec has a NumPy reference, a run whose relative L2 error against it is more than the
+# spec's ``accuracy_ratio`` (default 2) times the reference kernel's AND more than ACCURACY_FLOOR times
+# the tolerance's relative L2 bound fails ("less accurate"). The floor keeps honest reorderings of
+# fp32 sums (errors of 1e-7 where the tolerance is 1e-5) from tripping the ratio; the ratio's margin
+# is measured (docs/proof.md, "No less accurate than the original").
+ACCURACY_FLOOR = 0.25
+
+
+def as_accurate(a, tol, outputs: list[Arrays], expected: Expected, passed: ArgCheck,
+                unwritten: np.ndarray | None, ratio: float | None) -> ArgCheck:
+    """``passed`` (a check within the tolerance of the reference kernel's outputs), or a failing
+    check when some run is markedly less accurate than the reference kernel against the spec's
+    NumPy reference: its relative L2 error there more than ``ratio`` times the reference kernel's
+    and more than ACCURACY_FLOOR times the tolerance's (``ratio`` None: never). Integer outputs,
+    exact tolerances, settled checks (already no less accurate), and outputs the reference kernel
+    itself is not within the tolerance of the NumPy reference on are left as they are (the
+    distribution is then the original's problem, not the candidate's)."""
+    if ratio is None or not a.dt.is_float or tol.rel_l2 <= 0 or passed.settled:
+        return passed
+    truth = expected.truth() if expected.truth is not None else None
+    if truth is None or a.name not in truth:
+        return passed
+    original = compare(a, tol, expected.values[a.name], truth[a.name], False)
+    if not original.ok or not math.isfinite(original.rel_l2_err):
+        return passed
+    floor = ACCURACY_FLOOR * tol.rel_l2
+    limit = max(ratio * original.rel_l2_err, floor)
+    for got in outputs:
+        if same_bits(got[a.name], expected.values[a.name]):
+            continue
+        run = compare(a, tol, got[a.name], truth[a.name], False, unwritten)
+        if run.rel_l2_err > limit:
+            return ArgCheck(name=a.name, ok=False, max_abs_err=passed.max_abs_err, max_rel_err=passed.max_rel_err,
+                            rel_l2_err=run.rel_l2_err, original_rel_l2_err=original.rel_l2_err,
+                            accuracy_limit=limit, reason="less accurate")
+    return passed
+
+
 def _worst(results: list[ArgCheck]) -> ArgCheck:
     """The check to report among a shape's runs: a failing one, the run that kept its poison or wrote
     NaN/Inf before one that missed by a little (the random-poison run of a kernel that writes only
@@ -247,6 +292,6 @@ def judge_single(spec: KernelSpec, inputs: Arrays, got: Arrays, poison: Poison, 
     return out
 
 
-__all__ = ["CANARY_BYTES", "CANARY_MAX_BYTES", "Arrays", "Downloaded", "Expected", "Poison", "bits_dtype",
-           "canary_bytes", "canary_pattern", "front_canary_bytes", "judge_runs", "judge_single", "settle",
-           "tolerance_for"]
+__all__ = ["ACCURACY_FLOOR", "CANARY_BYTES", "CANARY_MAX_BYTES", "Arrays", "Downloaded", "Expected", "Poison",
+           "as_accurate", "bits_dtype", "canary_bytes", "canary_pattern", "front_canary_bytes", "judge_runs",
+           "judge_single", "settle", "tolerance_for"]

@@ -163,6 +163,10 @@ class KernelSpec(_Strict):
     shape_sets: dict[str, list[dict[str, Union[int, str]]]] = {}   # extra named sets, chosen with --shape-set
     holdout_shapes: list[dict[str, Union[int, str]]] | None = None
     tolerance: ToleranceSpec | None = None
+    accuracy_ratio: float | None = Field(2.0, ge=1, description="where there is a NumPy reference, a candidate "
+                                         "whose relative L2 error against it is more than this many times the "
+                                         "original kernel's (and above a quarter of the tolerance) fails as less "
+                                         "accurate; null: any candidate within the tolerance passes")
     reference: FunctionRef | None = None
     inputs: FunctionRef | None = None
     bytes_moved: Dim | None = None
