@@ -30,7 +30,7 @@ from kerntune.record.models import (LLMUsage, Manifest, OptimizeSettings, Propos
                                     RoundStatus, RunStatus)
 from kerntune.record.audit import untrusted
 from kerntune.record.outcome import OptimizeResult, ShapeWinner, TestReport
-from kerntune.record.store import ORIGINAL, RunDir
+from kerntune.record.store import ORIGINAL, REPORT, RunDir
 from kerntune.results import EvalResult, Status
 from kerntune.spec.model import LaunchSpec
 from kerntune.spec.shapes import holdout_shapes, spec_shapes
@@ -182,18 +182,22 @@ class Optimizer:
         """The whole run. However it ends, run.json says how: done, interrupted (Ctrl-C or a
         termination signal) or failed (with the error), and --resume continues it. A finished
         run is not run again: its result is returned as it was recorded."""
+        answered = None
         if RunDir.is_run(self.run_dir.path):
             self.manifest = self.run_dir.manifest()
-            done = self.run_dir.results() if self.manifest.status is RunStatus.DONE else None
-            if done is not None:
+            answered = self.run_dir.results()
+            if answered is not None:     # the run's answer is written (results.json): nothing is measured again
                 from kerntune.reporting.load_optimize import load_optimize   # the audit, and the headline again
 
-                error = untrusted(str(self.run_dir.path), load_optimize(self.run_dir.path).record_problems)
+                error = untrusted(str(self.run_dir.path),
+                                  load_optimize(self.run_dir.path, finishing=True).record_problems)
                 if error is not None:
                     raise error
-                return done
+                if self.manifest.status is RunStatus.DONE and answered.headline and self.run_dir.has(REPORT):
+                    return answered
+                # killed (or stopped) after its answer but before its end: report.md, the headline, "done"
         try:
-            result = self._run()
+            result = self._conclude(answered if answered is not None else self._run())
         except BaseException as caught:
             e = as_interrupt(caught)        # a library may have wrapped the interrupt in an error of its own
             if isinstance(e, KeyboardInterrupt):    # Ctrl-C, or a termination signal (interrupts.Terminated)
@@ -205,11 +209,18 @@ class Optimizer:
             if e is caught:
                 raise
             raise e from caught
+        return result
+
+    def _conclude(self, result: OptimizeResult) -> OptimizeResult:
+        """The run's end, from its answer (results.json): report.md, the headline in results.json, and
+        last of all run.json's "done", so that a run killed on its way here is not taken for a finished
+        one (its --resume comes back here, and measures nothing again)."""
         from kerntune.reporting.build import write_report     # reporting owns report.md
 
-        report = write_report(self.run_dir.path)
+        report = write_report(self.run_dir.path, finishing=True)
         result = result.model_copy(update={"headline": report.headline})
         self.run_dir.save_results(result)
+        self._save(status=RunStatus.DONE, stop_reason=result.stop_reason, error="")
         return result
 
     def _stopped(self, status: RunStatus, error: str) -> None:
@@ -465,6 +476,10 @@ class Optimizer:
         cands = self._candidates()
         if not cands:
             return None
+        kept = self.run_dir.test()      # a resumed run killed after its final test: the test is not run again
+        if kept is not None and [(c.round, c.key) for c in kept.candidates] == [(c.round, c.key) for c in cands]:
+            self.notes += [n for n in kept.notes if n not in self.notes]
+            return kept
         self.event("testing", count=len(cands))
         report = self._tester().confirm(cands, self.settings.seed + 1000, self.settings.final_repeats)
         self.notes += [n for n in report.notes if n not in self.notes]     # the test's own (a busy machine)
@@ -493,8 +508,8 @@ class Optimizer:
             general_interval=g.geomean if g else None,
             per_shape=report.per_shape if report else self._original_rows(base), llm=self._llm_usage(), files=files,
             checker=self.checker.tool if self.checker.available else self.checker.why_not, notes=list(self.notes))
+        self._save(stop_reason=stop_reason)       # "done" once the run's end is written (:meth:`_conclude`)
         self.run_dir.save_results(result)
-        self._save(status=RunStatus.DONE, stop_reason=stop_reason, error="")
         return result
 
 

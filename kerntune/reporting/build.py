@@ -55,12 +55,14 @@ def _write(path: Path, data: str | bytes) -> None:
     tmp.replace(path)              # never leave a half-written report behind
 
 
-def write_report(run_dir: Path, html: bool = False, out_dir: Optional[Path] = None) -> ReportSummary:
+def write_report(run_dir: Path, html: bool = False, out_dir: Optional[Path] = None,
+                 finishing: bool = False) -> ReportSummary:
+    """``finishing``: written by an optimize run as its end (before its run.json says "done")."""
     from kerntune.reporting import html as html_report
     from kerntune.reporting import markdown
     from kerntune.reporting.plots import PLOTS, draw_all
 
-    r = load_run(run_dir)
+    r = load_run(run_dir, finishing=finishing)
     out = out_dir or run_dir
     pngs = draw_all(r)
     plots: dict[str, str] = {}

@@ -18,14 +18,15 @@ from kerntune.tuner.store import DB_NAME
 HINT = "pass the directory that `kerntune optimize` or `kerntune tune` printed (\"run directory: ...\")"
 
 
-def load_run(path: Path) -> RunReport:
-    """The report of the run in ``path``, an optimize run or a tuning run."""
+def load_run(path: Path, finishing: bool = False) -> RunReport:
+    """The report of the run in ``path``, an optimize run or a tuning run (``finishing``: an optimize
+    run writing its end, reported as the finished run it is about to be)."""
     if not path.exists():
         raise KerntuneError(ErrorCode.FILE, f"run directory not found: {path}", hint=HINT)
     if not path.is_dir():
         raise KerntuneError(ErrorCode.FILE, f"{path} is a file, not a run directory", hint=HINT)
     if RunDir.is_run(path):
-        return load_optimize(path)
+        return load_optimize(path, finishing=finishing)
     if (path / DB_NAME).exists():
         return load_tune(path)
     raise KerntuneError(ErrorCode.RUN, f"{path} holds no kerntune run: neither run.json (`kerntune optimize`) "

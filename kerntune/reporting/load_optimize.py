@@ -31,9 +31,13 @@ class Round:
     proposal: Optional[ProposalRecord]
 
 
-def load_optimize(path: Path) -> RunReport:
+def load_optimize(path: Path, finishing: bool = False) -> RunReport:
+    """``finishing``: the run's answer (results.json) is written and the run is writing its end (report.md,
+    the headline, then run.json's "done"): it is reported as finished."""
     run = RunDir.open(path)
     m = run.manifest()
+    if finishing and run.results() is not None:
+        m = m.model_copy(update={"status": RunStatus.DONE})
     base, test, result = run.baseline(), run.test(), run.results()
     rounds = []
     for rec in m.rounds:
@@ -73,8 +77,17 @@ def _notes(path: Path, m: Manifest, base, test, result, rounds: list[Round]) -> 
     notes = []
     if m.status is not RunStatus.DONE or result is None:
         why = f" ({m.error})" if m.error else ""
-        notes.append(f"The run has not finished (run.json says {m.status.value!r}{why}): it was interrupted, failed, "
-                     f"or is still running. Continue it with `kerntune optimize --resume {shell(path)}`.")
+        if result is not None:      # killed (or stopped) between its answer and its end
+            notes.append(f"The run has not finished (run.json says {m.status.value!r}{why}): it stopped after its "
+                         "answer (results.json) but before its end was written. Finish it with `kerntune optimize "
+                         f"--resume {shell(path)}` (nothing is measured again).")
+        else:
+            notes.append(f"The run has not finished (run.json says {m.status.value!r}{why}): it was interrupted, "
+                         f"failed, or is still running. Continue it with `kerntune optimize --resume {shell(path)}`.")
+    elif not result.headline:       # "done" before its end was written, as a kerntune of before this check left it
+        notes.append("The run has not finished: run.json says 'done', but results.json has no headline (the run "
+                     "stopped before its end was written). Finish it with `kerntune optimize --resume "
+                     f"{shell(path)}` (nothing is measured again).")
     if base is None:
         notes.append("The original kernel has not been measured yet (no baseline.json).")
     for r in rounds:

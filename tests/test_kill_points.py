@@ -1,0 +1,108 @@
+"""An optimize run killed outright (SIGKILL: nothing can be caught) between two of the writes at its
+end. The real CLI runs in a subprocess that kills itself the moment a named file has been written
+(every file of a run is written by an atomic rename, os.replace, so the kill lands between two
+complete writes, as a power cut or the OOM killer would). Then `show`, `report` and `--resume` must
+not claim more than the run wrote, and the resume must finish the run without measuring again.
+
+The run's last writes, in order: test.json, best.<ext>, per_shape/*, per_shape/dispatch.json,
+spec.yaml, results.json (the answer), report_plots/*.png, report.md, results.json (with its
+headline), run.json ("done": the run is finished only once every file is there)."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kerntune.record.outcome import OptimizeResult
+from tests.conftest import REPO, run_cli, vector_add_folder, vector_add_spec
+
+pytestmark = pytest.mark.host   # host-side behaviour: .ci/run's PoCL pass leaves these out
+
+# the real `kerntune`, killed by SIGKILL right after the n-th atomic write of a file whose path ends
+# with NAME and whose text holds WITH ("" for any)
+KILLED = """
+import os, signal, sys
+name, with_, nth = sys.argv[1], sys.argv[2], int(sys.argv[3])
+seen = 0
+_replace = os.replace
+
+def replace(src, dst, *args, **kwargs):
+    global seen
+    _replace(src, dst, *args, **kwargs)
+    if os.fspath(dst).endswith(name):
+        with open(dst, "rb") as f:
+            held = with_.encode() in f.read()
+        if held:
+            seen += 1
+            if seen == nth:
+                os.kill(os.getpid(), signal.SIGKILL)
+
+os.replace = replace
+from kerntune.cli.app import main
+main(sys.argv[4:])
+"""
+
+ARGS = ["--device", "cpu", "--rounds", "1", "--evaluations", "3", "--repeats", "5", "--warmup", "1",
+        "--final-repeats", "6", "--no-memcheck"]
+
+
+def killed_after(name: str, with_: str, nth: int, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", KILLED, name, with_, str(nth), *args], capture_output=True,
+                          text=True, cwd=REPO, timeout=600)
+
+
+def _files(run: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(run)): p.read_bytes() for p in sorted(run.rglob("*"))
+            if p.is_file() and p.name != ".lock" and "report_plots" not in p.parts}
+
+
+# (the file, what its text holds, which write of it): each the last write before the kill
+POINTS = {
+    "after-test": ("test.json", "", 1),
+    "after-results": ("results.json", '"headline": ""', 1),
+    "after-report": ("report.md", "", 1),
+    "after-headline": ("results.json", "faster", 1),
+}
+
+
+@pytest.mark.parametrize("point", list(POINTS))
+def test_a_run_killed_at_its_end_is_finished_by_resume_and_claims_nothing_before(tmp_path, point):
+    kernel = vector_add_folder(tmp_path, vector_add_spec({"4K": 4096, "256K": 262144}))
+    run = tmp_path / "run"
+    r = killed_after(*POINTS[point], "optimize", str(kernel), *ARGS, "--run-dir", str(run))
+    assert r.returncode == -signal.SIGKILL, r.stderr[-3000:]
+    m = json.loads((run / "run.json").read_text())
+    # the run is not finished until every file is there
+    assert m["status"] == "running", m["status"]
+    kept = _files(run)
+    # show claims no result of a run that has not finished
+    s = run_cli("show", str(run))
+    assert s.returncode == 2 and f"--resume {run}" in " ".join(s.stderr.split()), (s.stdout, s.stderr)
+    # report reports it as unfinished
+    rep = run_cli("report", str(run), "--json")
+    assert rep.returncode == 0, rep.stderr
+    summary = json.loads(rep.stdout)
+    assert summary["partial"] and any("has not finished" in n for n in summary["notes"]), summary["notes"]
+    # --resume finishes it; a final test that was written is not run again
+    r = run_cli("optimize", "--resume", str(run), "--json")
+    assert r.returncode == 0, r.stderr
+    result = OptimizeResult.model_validate(json.loads(r.stdout))
+    assert result.headline
+    assert json.loads((run / "run.json").read_text())["status"] == "done"
+    assert (run / "report.md").exists() and result.headline in (run / "report.md").read_text()
+    assert OptimizeResult.model_validate_json((run / "results.json").read_text()).headline == result.headline
+    now = _files(run)
+    for rel in ("baseline.json", "test.json", "best.cl", "per_shape/dispatch.json", "spec.yaml"):
+        if rel in kept:
+            assert now[rel] == kept[rel], f"{rel} was written again: measured again"
+    s = run_cli("show", str(run))
+    assert s.returncode == 0 and result.headline in " ".join(s.stdout.split()), (s.stdout, s.stderr)
+    # a resume of the finished run changes nothing
+    r = run_cli("optimize", "--resume", str(run), "--json")
+    assert r.returncode == 0 and OptimizeResult.model_validate(json.loads(r.stdout)).headline == result.headline
+    assert _files(run) == now
