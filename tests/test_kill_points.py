@@ -106,3 +106,31 @@ def test_a_run_killed_at_its_end_is_finished_by_resume_and_claims_nothing_before
     r = run_cli("optimize", "--resume", str(run), "--json")
     assert r.returncode == 0 and OptimizeResult.model_validate(json.loads(r.stdout)).headline == result.headline
     assert _files(run) == now
+
+
+def test_a_run_left_done_without_its_end_is_finished_by_resume(tmp_path):
+    """What a kerntune that wrote run.json's "done" before report.md and the headline left when killed
+    between them: show printed it as finished (no headline, report.md named but missing) and --resume
+    returned it as it was, report.md never written."""
+    kernel = vector_add_folder(tmp_path, vector_add_spec({"4K": 4096, "256K": 262144}))
+    run = tmp_path / "run"
+    r = run_cli("optimize", str(kernel), *ARGS, "--run-dir", str(run), "--json")
+    assert r.returncode == 0, r.stderr
+    headline = json.loads(r.stdout)["headline"]
+    data = json.loads((run / "results.json").read_text())
+    (run / "results.json").write_text(json.dumps({**data, "headline": ""}, indent=2) + "\n")
+    (run / "report.md").unlink()
+    kept = _files(run)
+    s = run_cli("show", str(run))
+    said = " ".join(s.stderr.split())
+    assert s.returncode == 2 and "results.json has no headline" in said and f"--resume {run}" in said, (s.stdout, said)
+    rep = run_cli("report", str(run), "--json", "--out-dir", str(tmp_path / "elsewhere"))
+    assert rep.returncode == 0 and any("no headline" in n for n in json.loads(rep.stdout)["notes"]), rep.stdout
+    r = run_cli("optimize", "--resume", str(run), "--json")
+    assert r.returncode == 0 and json.loads(r.stdout)["headline"] == headline, r.stderr
+    assert headline in (run / "report.md").read_text()
+    assert json.loads((run / "results.json").read_text())["headline"] == headline
+    now = _files(run)
+    for rel in ("baseline.json", "test.json", "best.cl", "per_shape/dispatch.json", "spec.yaml", "run.json"):
+        assert now[rel] == kept[rel], f"{rel} was written again"
+    assert run_cli("show", str(run)).returncode == 0
