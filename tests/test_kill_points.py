@@ -23,8 +23,8 @@ from tests.conftest import REPO, run_cli, vector_add_folder, vector_add_spec
 
 pytestmark = pytest.mark.host   # host-side behaviour: .ci/run's PoCL pass leaves these out
 
-# the real `kerntune`, killed by SIGKILL right after the n-th atomic write of a file whose path ends
-# with NAME and whose text holds WITH ("" for any)
+# the real `kerntune`, killed by SIGKILL right after (or, WITH "-", right before) the n-th atomic write
+# of a file whose path ends with NAME and whose text holds WITH ("" for any)
 KILLED = """
 import os, signal, sys
 name, with_, nth = sys.argv[1], sys.argv[2], int(sys.argv[3])
@@ -33,14 +33,17 @@ _replace = os.replace
 
 def replace(src, dst, *args, **kwargs):
     global seen
-    _replace(src, dst, *args, **kwargs)
+    if with_ != "-":
+        _replace(src, dst, *args, **kwargs)
     if os.fspath(dst).endswith(name):
-        with open(dst, "rb") as f:
-            held = with_.encode() in f.read()
+        with open(src if with_ == "-" else dst, "rb") as f:
+            held = with_ == "-" or with_.encode() in f.read()
         if held:
             seen += 1
             if seen == nth:
                 os.kill(os.getpid(), signal.SIGKILL)
+    if with_ == "-":
+        _replace(src, dst, *args, **kwargs)
 
 os.replace = replace
 from kerntune.cli.app import main
@@ -134,3 +137,27 @@ def test_a_run_left_done_without_its_end_is_finished_by_resume(tmp_path):
     for rel in ("baseline.json", "test.json", "best.cl", "per_shape/dispatch.json", "spec.yaml", "run.json"):
         assert now[rel] == kept[rel], f"{rel} was written again"
     assert run_cli("show", str(run)).returncode == 0
+
+
+def test_a_tune_run_killed_before_its_kernels_is_not_taken_for_finished(tmp_path):
+    """`kerntune tune` records its search's stop, runs its final test (kept in tuning.db), then writes
+    best.<ext>, per_shape/ and kernels.json and their digests. Killed before the kernels, show printed
+    the run as finished (exit 0) and report did not say that its kernels were never written."""
+    kernel = vector_add_folder(tmp_path, vector_add_spec({"4K": 4096, "256K": 262144}))
+    run = tmp_path / "run"
+    r = killed_after("best.cl", "-", 1, "tune", str(REPO / "templates/examples/vector_add.cl.j2"), "--spec",
+                     str(kernel.with_suffix(".yaml")), "--device", "cpu", "--budget", "3", "--repeats", "5",
+                     "--warmup", "1", "--final-repeats", "6", "--no-memcheck", "--run-dir", str(run))
+    assert r.returncode == -signal.SIGKILL, r.stderr[-3000:]
+    assert not (run / "best.cl").exists()
+    s = run_cli("show", str(run))
+    said = " ".join(s.stderr.split())
+    assert s.returncode == 2 and f"kerntune tune --resume {run}" in said, (s.stdout, said)
+    rep = run_cli("report", str(run), "--json")
+    summary = json.loads(rep.stdout)
+    assert rep.returncode == 0 and summary["partial"] and any("has not finished" in n for n in summary["notes"])
+    r = run_cli("tune", "--resume", str(run), "--json")
+    assert r.returncode == 0, r.stderr
+    assert (run / "best.cl").exists() and (run / "kernels.json").exists()
+    assert run_cli("show", str(run)).returncode == 0
+    assert not json.loads(run_cli("report", str(run), "--json").stdout)["partial"]

@@ -217,6 +217,7 @@ def tune(
     del lock      # held until here: the run is written
 
 
+ENDING_KEY = "ending"      # meta: True from the search's stop until the final test and the kernels are written
 CONFIRM_KEY = "confirm_settings"       # meta: --final-repeats, --top-k, --memcheck of the run, kept on resume
 CONFIRM_DEFAULTS = {"final_repeats": 100, "top_k": 3, "memcheck": True}
 
@@ -325,6 +326,7 @@ def _run(template, loaded, store, settings, original, device, compile_workers, r
     finally:
         evaluator.close()
     store.set("stop_reason", reason)
+    store.set(ENDING_KEY, True)     # until the final test and the kernels are written (a kill in between)
     summary = summarize(store, str(run_path), reason)      # the one summary of this run
     try:
         with stopped(f"while confirming the winners; continue with `kerntune tune --resume {shell(run_path)}`"):
@@ -341,6 +343,7 @@ def _run(template, loaded, store, settings, original, device, compile_workers, r
 
         store.set(TUNE_DIGESTS, {rel: digest((Path(run_path) / rel).read_bytes())
                                  for rel in written + ["kernels.json"]})
+    store.set(ENDING_KEY, False)
     summary = summary.model_copy(update={"kernels": written})
     if not json:
         render_summary(summary)
@@ -444,6 +447,16 @@ def show(
         return
     store = RunStore.in_dir(run_dir, readonly=True)
     summary = summarize(store, str(run_dir))
+    if store.get(ENDING_KEY) and summary.stop_reason not in ("", "interrupted"):
+        pid = RunDir(run_dir).holder()
+        if pid is not None:
+            raise KerntuneError(ErrorCode.RUN, f"{run_dir} is a `kerntune tune` run still writing its end (its final "
+                                               f"test and kernels), in another kerntune process"
+                                               f"{f' (pid {pid})' if pid else ''}", hint="wait for it to finish")
+        raise KerntuneError(ErrorCode.RUN, f"{run_dir} is a `kerntune tune` run that stopped after its search but "
+                                           "before its end was written (its final test and kernels)",
+                            hint=f"finish it with `kerntune tune --resume {shell(run_dir)}` (the search's "
+                                 "evaluations are kept)")
     from kerntune.record.audit import TUNE_DIGESTS, audit_tune, untrusted
 
     # the final test, and the kernel files against their digests

@@ -24,13 +24,17 @@ def load_tune(path: Path) -> RunReport:
     notes: list[str] = []
     stop = s.stop_reason
     imported = s.strategy == IMPORTED
-    partial = (stop in ("", "interrupted") and not imported) or not data.evals
+    ending = bool(meta.get("ending")) and stop not in ("", "interrupted")    # killed before its end was written
+    partial = (stop in ("", "interrupted") and not imported) or not data.evals or ending
     if imported:
         notes.append("Imported from a Kernel Tuner cache (`kerntune kt-cache import`): the recorded timings only, "
                      "with no baseline and no kernel source.")
     elif stop in ("", "interrupted"):
         notes.append(f"The run has not finished ({'interrupted' if stop else 'no stop reason recorded'}: it was "
                      f"interrupted, or is still running). Continue it with `kerntune tune --resume {shell(path)}`.")
+    if ending:
+        notes.append(f"The run has not finished: its search stopped ({stop}), but the run stopped before its final "
+                     f"test and its kernels were written. Finish it with `kerntune tune --resume {shell(path)}`.")
     if not data.evals:
         notes.append("No configuration has been evaluated yet.")
     if base is None and not imported:

@@ -18,7 +18,7 @@ from kerntune.tuner.summary import TuneSummary, summarize
 DAMAGED = "the run directory is damaged: restore the file, or rerun"
 
 META = ("template_text", "template_lang", "template_path", "spec_text", "spec_path", "spec_inline", "original",
-        "device", "settings", "space_size", "stop_reason", "created", TUNE_DIGESTS)
+        "device", "settings", "space_size", "stop_reason", "created", TUNE_DIGESTS, "ending")
 
 
 @dataclass
