@@ -44,7 +44,7 @@ def load_optimize(path: Path, finishing: bool = False) -> RunReport:
         d = run.file(run.round_rel(rec.round))
         store = read_store(d, run.summary(rec.round)) if (d / DB_NAME).exists() else None
         rounds.append(Round(rec=rec, store=store, proposal=run.proposal(rec.round)))
-    notes = _notes(path, m, base, test, result, rounds)
+    notes = _notes(path, m, base, test, result, rounds, finishing)
     partial = bool(notes)
     said = list(test.notes) if test is not None else []         # the test's own notes (a busy host, a general
     said += list(result.notes) if result is not None else []     # kernel ahead of a shape's pick) and the run's
@@ -73,7 +73,7 @@ def load_optimize(path: Path, finishing: bool = False) -> RunReport:
     return report.model_copy(update={"winner": winner, "winner_note": note, "record_problems": problems})
 
 
-def _notes(path: Path, m: Manifest, base, test, result, rounds: list[Round]) -> list[str]:
+def _notes(path: Path, m: Manifest, base, test, result, rounds: list[Round], finishing: bool = False) -> list[str]:
     notes = []
     if m.status is not RunStatus.DONE or result is None:
         why = f" ({m.error})" if m.error else ""
@@ -84,7 +84,7 @@ def _notes(path: Path, m: Manifest, base, test, result, rounds: list[Round]) -> 
         else:
             notes.append(f"The run has not finished (run.json says {m.status.value!r}{why}): it was interrupted, "
                          f"failed, or is still running. Continue it with `kerntune optimize --resume {shell(path)}`.")
-    elif not result.headline:       # "done" before its end was written, as a kerntune of before this check left it
+    elif not result.headline and not finishing:    # "done" before its end was written (an earlier kerntune)
         notes.append("The run has not finished: run.json says 'done', but results.json has no headline (the run "
                      "stopped before its end was written). Finish it with `kerntune optimize --resume "
                      f"{shell(path)}` (nothing is measured again).")
