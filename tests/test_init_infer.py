@@ -251,6 +251,43 @@ __global__ void rsum(float* out, const float* x, int rows)
     assert inf.block == [128]
 
 
+def test_a_local_array_indexed_past_the_thread_bounds_the_block():
+    """A bitonic sort per segment: `__local uint s[SEG]` with SEG 256, each work-item holding s[lid] and
+    s[lid + SEG / 2]: the block is 128. init guessed 256 from s[lid] alone, and the keys' extent from it
+    (256 * n_segments + 128); the kernel wrote past s and Intel's runtime crashed (a newcomer's tour).
+    An access guarded by an `if` on the local id (a reduction's s[t + 32]) bounds nothing."""
+    src = """
+#define SEG 256
+__kernel void segment_sort(__global const uint* keys_in, __global uint* keys_out, const int n_segments)
+{ __local uint s[SEG]; const int seg = get_group_id(0); const int lid = get_local_id(0);
+  if (seg >= n_segments) return;
+  __global const uint* src = keys_in + (long)seg * SEG;
+  s[lid] = src[lid]; s[lid + SEG / 2] = src[lid + SEG / 2]; barrier(CLK_LOCAL_MEM_FENCE);
+  for (int size = 2; size <= SEG; size <<= 1)
+    for (int stride = size / 2; stride > 0; stride >>= 1) {
+      const int pos = 2 * lid - (lid & (stride - 1));
+      uint a = s[pos], b = s[pos + stride];
+      if ((a > b) == ((pos & size) == 0)) { s[pos] = b; s[pos + stride] = a; }
+      barrier(CLK_LOCAL_MEM_FENCE); }
+  keys_out[(long)seg * SEG + lid] = s[lid]; keys_out[(long)seg * SEG + lid + SEG / 2] = s[lid + SEG / 2]; }
+"""
+    inf, a = _infer(src, "segment_sort", "opencl")
+    assert inf.block == [128] and "lid+SEG/2" in inf.launch_why
+    assert a["keys_in"].shape == a["keys_out"].shape == ["256 * n_segments"]
+    pairs = src.replace("s[lid + SEG / 2]", "s[2 * lid + 1]").replace("s[lid] =", "s[2 * lid] =")
+    assert _infer(pairs, "segment_sort", "opencl")[0].block == [128]
+    guarded = """
+__global__ void rsum(float* out, const float* x, int rows)
+{ __shared__ float s[256]; int t = threadIdx.x;
+  s[t] = x[blockIdx.x * 256 + t]; __syncthreads();
+  if (t < 128) s[t] += s[t + 128]; __syncthreads();
+  if (t < 64) { s[t] += s[t + 64]; }
+  __syncthreads();
+  if (t == 0) out[blockIdx.x] = s[0]; }
+"""
+    assert _infer(guarded, "rsum")[0].block == [256]
+
+
 def test_compare_counts_edits_by_meaning():
     truth = load_file(CORPUS / "expected/silu_and_mul_kernel.yaml").spec
     written = {"kernel": "ext::silu_and_mul_kernel<nv_bfloat16, 1>",       # aliases of the same instantiation

@@ -123,13 +123,58 @@ def _local_array_block(body: str, consts: dict[str, str]) -> tuple[tuple[int, ..
         name, size = m.group(1), evaluate(m.group(2), consts, {})
         if not isinstance(size, int) or isinstance(size, bool) or not 0 < size <= 1024:
             continue
-        for idx in re.finditer(re.escape(name) + r"\s*\[\s*([^\]]+?)\s*\]", body):
-            if re.sub(r"\s+", "", idx.group(1)) in ids:
-                why = f"the kernel's {name}[{m.group(2)}] holds one element per thread (indexed by the local id)"
-                if re.search(r"threadIdx\.y|get_local_id\s*\(\s*1", body):
-                    return None     # a 2-D block shares it: the defaults and the index arithmetic decide
-                return (size,), why
+        accesses = [(re.sub(r"\s+", "", idx.group(1)), idx.start())
+                    for idx in re.finditer(re.escape(name) + r"\s*\[\s*([^\]]+?)\s*\]", body)]
+        if any(i in ids for i, _ in accesses):
+            why = f"the kernel's {name}[{m.group(2)}] holds one element per thread (indexed by the local id)"
+            if re.search(r"threadIdx\.y|get_local_id\s*\(\s*1", body):
+                return None     # a 2-D block shares it: the defaults and the index arithmetic decide
+            # an index a * id + b with constants a and b (s[lid + SEG / 2], s[2 * tid + 1]) that no `if` on the
+            # local id guards must stay below the size too: a bitonic sort's s[lid + 128] of a
+            # `__local uint s[256]` holds two elements per work-item, and the block of 256 guessed from s[lid]
+            # alone wrote past it (Intel's runtime crashed); a reduction's `if (tid < 32) s[tid] += s[tid + 32]`
+            # is guarded and bounds nothing
+            block = size
+            for i, at in accesses:
+                if i in ids or _guarded_by_local_id(body, at, ids):
+                    continue
+                for lid in ids:
+                    own = r"(?<![\w.])" + re.escape(lid) + r"(?![\w(])"
+                    if not re.search(own, i):
+                        continue
+                    v = [evaluate(re.sub(own, f"({k})", i), consts, {}) for k in (0, 1, 2)]
+                    if not all(isinstance(x, int) and not isinstance(x, bool) for x in v):
+                        continue
+                    a, b = v[1] - v[0], v[0]
+                    if a > 0 and b >= 0 and v[2] - v[1] == a and b < size and (size - 1 - b) // a + 1 < block:
+                        block = (size - 1 - b) // a + 1
+                        why = (f"the kernel's {name}[{m.group(2)}] holds {size} elements and is indexed by "
+                               f"{i}: {block} threads reach its end")
+            return (block,), why
     return None
+
+
+def _guarded_by_local_id(body: str, pos: int, ids: set[str]) -> bool:
+    """Whether the statement at ``pos`` sits under an ``if`` whose condition names a local id (by the
+    text: the headers of the blocks open at ``pos`` and the statement's own start)."""
+    headers: list[str] = []
+    last = 0
+    for k, c in enumerate(body[:pos]):
+        if c == "{":
+            headers.append(body[last:k])
+            last = k + 1
+        elif c == "}":
+            if headers:
+                headers.pop()
+            last = k + 1
+        elif c == ";":
+            last = k + 1
+    for text in headers + [body[last:pos]]:
+        for cond in re.finditer(r"\bif\s*\(([^{;]*)", text):
+            if any(re.search(r"(?<![\w.])" + re.escape(lid) + r"(?![\w(])", re.sub(r"\s+", "", cond.group(1)))
+                   for lid in ids):
+                return True
+    return False
 
 
 def _typical(name: str) -> int:
