@@ -154,6 +154,24 @@ def _local_array_block(body: str, consts: dict[str, str]) -> tuple[tuple[int, ..
     return None
 
 
+def _guessed_block_notes(kernel: KernelFunction, source: str, block: tuple[int, ...], why: str) -> list[str]:
+    """A note when the block is a default guess and the kernel keeps a fixed-size local array: such an
+    array is sized for the block the kernel was written for (a 3x3 convolution's 16x16 work-groups loading
+    an 18x18 `__local float tile[TS + 2][TS + 2]` got the 2-D default 32x8, and bench then called the
+    kernel WRONG: the spec's guess, not the kernel, was wrong)."""
+    if not why.startswith("default"):
+        return []
+    body = source[kernel.node.start_byte:kernel.node.end_byte] if kernel.node is not None else source
+    m = re.search(r"(?:__local|__shared__)\s+(?:volatile\s+)?[\w:]+\s+(\w+)\s*((?:\[[^\]]+\]\s*)+);", body)
+    if m is None:
+        return []
+    array = m.group(1) + re.sub(r"\s*(\[)\s*|\s*(\])\s*", lambda x: x.group(1) or x.group(2), m.group(2))
+    return [f"launch.block [{', '.join(map(str, block))}] is a default guess, and the kernel keeps a local array "
+            f"{array}, often sized for the work-group it was written for: check block (and grid) against it; "
+            "launched with another work-group size, such a kernel reads or writes past the array or leaves part "
+            "of it unset, and bench calls it wrong"]
+
+
 def _guarded_by_local_id(body: str, pos: int, ids: set[str]) -> bool:
     """Whether the statement at ``pos`` sits under an ``if`` whose condition names a local id (by the
     text: the headers of the blocks open at ``pos`` and the statement's own start)."""
@@ -385,11 +403,13 @@ def infer(source: str, kernel: KernelFunction, bindings: dict[str, str], lang: s
                  "if these hold bf16, make the dtype bf16 (as uint16 the inputs are drawn as integers, whose bits "
                  "read as bf16 include NaNs and infinities)"] if ushorts else []
     launch_why = f"block: {block_why}" + ("; " + "; ".join(launch_notes) if launch_notes else "")
+    launch_notes_out = _guessed_block_notes(kernel, source, block, block_why)
     pointers = [p for p in params if p.pointer and p.space != "local"]
     return Inference(kernel=kernel.qualified_name, args=args, sizes={s: multiples.get(s, 1) for s in order},
                      size_min=size_min, noalias=bool(pointers) and all(p.restrict for p in pointers),
                      extra_sizes=extra, grid=grid_exprs, block=list(block), shared_mem=shared_mem, shapes=shapes,
-                     launch_why=launch_why, todos=todos, notes=sorted(set(facts.notes)) + arg_notes)
+                     launch_why=launch_why, todos=todos,
+                     notes=sorted(set(facts.notes)) + arg_notes + launch_notes_out)
 
 
 def _vector_lanes(ctype: str) -> tuple[str, int] | None:
