@@ -333,6 +333,19 @@ __kernel void rsum(__global float* out, __global const float* x, const int rows)
 """
     assert not [n for n in _infer(found, "rsum", "opencl")[0].notes if "default guess" in n]
 
+def test_a_warp_per_token_grid_covers_every_token():
+    """One warp per token, 4 warps a block (token = blockIdx.x * 4 + threadIdx.x / 32, as vLLM's MoE
+    top-k gating): init wrote grid ceil_div((32 * num_tokens - 31) // 32, 4), i.e. ceil((n - 1) / 4)
+    blocks, which never launched the last token when n % 4 == 1 (check's held-out num_tokens=65 got 16
+    blocks for 65 tokens; a newcomer's tour). The grid is ceil_div(num_tokens, 4)."""
+    for token in ("blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32", "blockIdx.x * 4 + threadIdx.x / 32",
+                  "(blockIdx.x * blockDim.x + threadIdx.x) / 32"):
+        src = ("__global__ void __launch_bounds__(128) k(float* out, int num_tokens) {"
+               f"const int token = {token}; if (token >= num_tokens) return; out[token] = 1.f; }}")
+        inf, a = _infer(src, "k")
+        assert inf.grid == ["ceil_div(num_tokens, 4)"], token
+        assert a["out"].shape == ["num_tokens"]
+
 def test_compare_counts_edits_by_meaning():
     truth = load_file(CORPUS / "expected/silu_and_mul_kernel.yaml").spec
     written = {"kernel": "ext::silu_and_mul_kernel<nv_bfloat16, 1>",       # aliases of the same instantiation

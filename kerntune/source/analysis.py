@@ -16,6 +16,8 @@ reason, never guessed.
 
 from __future__ import annotations
 
+import math
+
 import re
 from dataclasses import replace
 from fractions import Fraction
@@ -699,9 +701,19 @@ class _Ceil:
         return self.num.scale(Fraction(1, self.k)) if self.k != 1 else self.num
 
     def to_expr(self, order: list[str]) -> str:
-        if self.k == 1:
-            return self.num.to_expr(order)
-        return f"ceil_div({self.num.to_expr(order)}, {self.k})"
+        """``ceil(num / k)`` in the spec language. ``num`` may be rational (a thread's largest token
+        ``(128 * G - 1) / 32`` bounds its floor by ``4 * G - 1 / 32``): printed as ``(32 * n - 31) // 32``
+        it was floored before the ceiling, and a warp-per-token kernel's grid ``ceil_div((32 * n - 31) //
+        32, 4)`` left its last token unlaunched when n % 4 == 1. With an integral body, ``k * G >= body + c``
+        holds exactly when ``k * G >= body + ceil(c)`` (a rational body, ``(n) // 4`` of a kernel taking 4
+        elements a thread, comes with a multiple_of constraint that makes it exact, and stays)."""
+        num, k = self.num, self.k
+        body, c = num.split_const()
+        if body.integral() and c.denominator != 1:
+            num = body + Poly.const(math.ceil(c))
+        if k == 1:
+            return num.to_expr(order)
+        return f"ceil_div({num.to_expr(order)}, {k})"
 
 
 def _has_grid(p: Poly | None) -> bool:
