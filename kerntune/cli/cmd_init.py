@@ -146,7 +146,7 @@ def init(
         print_json({"kernel": choice.name, "written": str(dest), "spec": text, "todos": inf.todos})
         return
     err.print(f"wrote the spec for [bold]{choice.name}[/] to {dest}"
-              + (f" ({len(inf.todos)} TODOs to fill in)" if inf.todos else ""), highlight=False)
+              + (f" ({len(inf.todos)} TODO{'s' if len(inf.todos) > 1 else ''} to fill in)" if inf.todos else ""), highlight=False)
     for t in inf.todos:
         err.print(f"  TODO {t}", markup=False)
     for note in inf.notes:       # also in the spec's comments; said here too, since a note can change a dtype
