@@ -981,3 +981,27 @@ def test_an_output_as_accurate_as_the_originals_passes_the_accuracy_check(worker
     req, _ = _rmsnorm_variant("x * (r * w)")
     r = worker.evaluate(req, 300)
     assert r.status is Status.OK, r.message
+
+
+def test_a_candidate_identical_to_the_original_is_a_step_of_the_final_test():
+    """optimize's progress went 'verifying candidate 1/3', then '3/3': the second was the original kernel
+    itself, skipped without a word (a newcomer's tour of an int8 GEMV). It is a step of its own now."""
+    from kerntune.agents.tester import Candidate, Tester
+
+    original = KernelInstance(NAIVE, SPEC.spec.kernel, "opencl", label="original")
+    steps: list[str] = []
+
+    class Timed(Exception):
+        pass
+
+    class NoTiming:                 # the test stops where the original alone would be timed
+        def compare(self, *a, **k):
+            raise Timed
+
+    tester = Tester(NoTiming(), SPEC, original, None, 1, 6, 120, on_step=steps.append)
+    with pytest.raises(Timed):
+        tester.confirm([Candidate(round=1, key="same", config={}, instance=original, baked=original)],
+                       seed=3, final_repeats=6)
+    assert steps[:1] == ["candidate 1/1 is the original kernel itself (same source, options and launch): 1.00x, "
+                         "nothing to verify or time"], steps
+    assert steps[1].startswith("timing the original: 1 kernel at ") and "interleaved" not in steps[1], steps

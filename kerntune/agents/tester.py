@@ -168,8 +168,9 @@ class Tester:
         """shape key -> Comparison of ``kernels`` (the original first), interleaved run by run."""
         out = {}
         for i, sh in enumerate(self.shapes):
-            self.on_step(f"{what}: {len(kernels)} kernels at {sh.label}, interleaved ({repeats} runs each, "
-                         f"{i + 1}/{len(self.shapes)})")
+            many = f"{len(kernels)} kernels at {sh.label}, interleaved ({repeats} runs each, " if len(kernels) > 1 \
+                else f"1 kernel at {sh.label} ({repeats} runs, "
+            self.on_step(f"{what}: {many}{i + 1}/{len(self.shapes)})")
             req = CompareRequest(kernels=tuple(kernels), spec=self.loaded.spec, base_dir=str(self.loaded.base_dir),
                                  shape=sh, seed=seed + i, timing=TimingOptions(warmup=self.warmup, repeats=repeats),
                                  reference=self.original)
@@ -244,6 +245,9 @@ class Tester:
                     "intervals": {sh.label: sp.identical() for sh in self.shapes},
                     "speedups": {sh.label: 1.0 for sh in self.shapes},
                     "message": "the original kernel itself (same source, options and launch)"}))
+                # said, so that the steps do not jump from candidate 1/3 to 3/3 (an optimize run's progress)
+                self.on_step(f"candidate {i + 1}/{len(candidates)} is the original kernel itself (same source, "
+                             "options and launch): 1.00x, nothing to verify or time")
                 continue
             self.on_step(f"verifying candidate {i + 1}/{len(candidates)} on {len(verify) + len(reach)} shapes "
                          f"({len(fresh)} fresh" + (f", {len(reach)} beyond or between the run's" if reach else "")
