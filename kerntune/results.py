@@ -132,8 +132,8 @@ class ArgCheck(Record):
         return math.inf if v is None else v
 
     def describe(self) -> str:
-        """The failure with its numbers: ``out: tolerance: 2 element(s) out of bounds, max abs err
-        1, rel L2 err 3.1e-07; first at [12, 40]: got 12, expected 11``."""
+        """The failure with its numbers: ``out: tolerance: 2 element(s) off by more than atol + rtol *
+        |expected|, max abs err 1, rel L2 err 3.1e-07; first at [12, 40]: got 12, expected 11``."""
         text = f"{self.name}: {self.reason or 'mismatch'}"
         if self.ok:
             return text
@@ -141,7 +141,8 @@ class ArgCheck(Record):
             nf = self.nonfinite_elements
             nums = [f"{nf} element(s) NaN or Inf unlike the reference"] if nf else []
             if self.bad_elements > nf:
-                nums.append(f"{self.bad_elements - nf} element(s) out of bounds")
+                # not "out of bounds", which reads as a memory access past an array (a newcomer's tour)
+                nums.append(f"{self.bad_elements - nf} element(s) off by more than atol + rtol * |expected|")
             errs = f"max abs err {self.max_abs_err:.3g}, rel L2 err {self.rel_l2_err:.3g}"
             # the error measures cannot take a NaN: they are over the elements finite on both sides
             nums.append(errs + (" where both are finite" if nf else ""))

@@ -179,16 +179,17 @@ def test_a_wrong_result_says_by_how_much():
     v = Verification(ok=False, reference="numpy", seed=1, shapes=[
         ShapeCheck(shape={"n": 4}, label="n4", seed=1, ok=True),
         ShapeCheck(shape={"n": 8}, label="n8", seed=1, ok=False, distribution="shifted", args=[bad])])
-    assert v.first_failure() == ("n8 (inputs: shifted): q: tolerance: 2 element(s) out of bounds, max abs err 2, "
-                                 "rel L2 err 0.00031; first at [12, 40]: got 13, expected 11")
+    assert v.first_failure() == ("n8 (inputs: shifted): q: tolerance: 2 element(s) off by more than atol + rtol * "
+                                 "|expected|, max abs err 2, rel L2 err 0.00031; first at [12, 40]: got 13, "
+                                 "expected 11")
     # NaN where the reference is finite, beside elements out of bounds: each counted as what it is, and the
     # error measures (which cannot take a NaN) said to be over the elements finite on both sides
     mixed = compare(ArgSpec(name="y", dtype="fp32", shape=["n"], intent="out"), Tolerance(1e-5, 1e-5, 1e-4),
                     np.array([1.0, np.nan, 3.5, 4.0, np.inf], np.float32), np.array([1.0, 2.0, 3.0, 4.0, 5.0]), False)
     assert (mixed.reason, mixed.bad_elements, mixed.nonfinite_elements) == ("nonfinite", 3, 2)
-    assert mixed.describe() == ("y: nonfinite: 2 element(s) NaN or Inf unlike the reference, 1 element(s) out of "
-                                "bounds, max abs err 0.5, rel L2 err 0.0981 where both are finite; first at [1]: "
-                                "got nan, expected 2")
+    assert mixed.describe() == ("y: nonfinite: 2 element(s) NaN or Inf unlike the reference, 1 element(s) off by "
+                                "more than atol + rtol * |expected|, max abs err 0.5, rel L2 err 0.0981 where both "
+                                "are finite; first at [1]: got nan, expected 2")
     unwritten = ArgCheck(name="y", ok=False, first_bad_index=[3], got=float("nan"), expected=1.0, reason="unwritten")
     assert unwritten.describe() == "y: unwritten; first at [3]"
 
