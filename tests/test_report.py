@@ -541,3 +541,24 @@ def test_kt_cache_import_into_an_optimize_run_is_refused(tune_run, opt_run, tmp_
         r = run_cli("kt-cache", "import", str(cache), "--run-dir", str(target))
         assert r.returncode == 2 and needle in r.stderr and f"{run}-kt" in r.stderr, r.stderr
     assert not (run / "tuning.db").exists() and not (run / "sub").exists()
+
+
+def test_the_headline_names_per_shape_kernels_when_the_original_stays_general():
+    """A confirmed run whose general candidate missed the margin but whose per-shape kernel for one shape
+    cleared it hands that kernel back (per_shape/, dispatch.json); its headline said only 'the original
+    kernel stays' (a newcomer's tour of an int8 GEMV: large 1.66x [1.07, 2.56])."""
+    from kerntune.reporting.model import RunReport, ShapeRow, headline
+    from kerntune.speedup import Interval
+
+    rows = [ShapeRow(label="small", shape={"n": 64}, baseline_ms=1.0, best_ms=1.0, best_winner="original",
+                     best_speedup=1.0),
+            ShapeRow(label="large", shape={"n": 4096}, baseline_ms=3.09, best_ms=2.71, best_winner="BLOCK=64",
+                     best_round=1, best_speedup=1.66, best_interval=Interval(ratio=1.66, lo=1.07, hi=2.56))]
+    r = RunReport(kind="optimize", run_dir="run", kernel="w8_gemv", device="AMD EPYC (cpu)", status="done",
+                  confirmed=True, improved=False, general_speedup=1.01, shapes=rows)
+    text = headline(r)
+    assert "on 1 of 2 shapes a per-shape kernel is faster (large 1.66x [1.07, 2.56])" in text, text
+    assert "the original stays the general kernel" in text, text
+    # with no per-shape kernel either, the original stays, and the headline says only that
+    r.shapes[1] = rows[1].model_copy(update={"best_winner": "original", "best_interval": None})
+    assert headline(r).startswith("No candidate made w8_gemv faster on AMD EPYC by the required margin"), headline(r)

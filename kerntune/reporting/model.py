@@ -168,6 +168,20 @@ def _xi(r: "RunReport") -> str:
     return interval(r.general_interval) if r.general_interval is not None else _x(r.general_speedup)
 
 
+def _per_shape_winners(r: RunReport) -> list[ShapeRow]:
+    """The shapes whose confirmed best kernel is a candidate, not the original."""
+    return [s for s in r.shapes if s.best_winner not in ("", "original") and s.best_speedup]
+
+
+def faster_list(rows: list[ShapeRow], most: int = 3) -> str:
+    """'large 1.66x [1.07, 2.56], ...': each shape's per-shape speedup, with its interval where it has one."""
+    from kerntune.fmt import interval
+
+    out = [f"{s.label} {interval(s.best_interval) if s.best_interval is not None else _x(s.best_speedup or 0)}"
+           for s in rows[:most]]
+    return ", ".join(out) + (f" and {len(rows) - most} more" if len(rows) > most else "")
+
+
 def headline(r: RunReport) -> str:
     """The result in one sentence."""
     n = len(r.shapes)
@@ -189,6 +203,13 @@ def headline(r: RunReport) -> str:
                         f"confidence interval, one general configuration{best}), verified again on fresh inputs "
                         "and unseen shapes.")
             near = f" (the best candidate measured {_xi(r)})" if r.general_speedup else ""
+            faster = _per_shape_winners(r)
+            if faster:
+                # the run hands back kernels for these shapes (per_shape/, dispatch.json): a headline saying only
+                # that the original stays read as if nothing had been found (a newcomer's tour of an int8 GEMV)
+                return (f"No single candidate made {r.kernel} faster{on} on every shape by the required margin{near}, "
+                        f"so the original stays the general kernel; on {len(faster)} of {shapes} a per-shape kernel "
+                        f"is faster ({faster_list(faster)}): see per_shape/ and dispatch.json.")
             return f"No candidate made {r.kernel} faster{on} by the required margin{near}: the original kernel stays."
         if r.general_speedup:
             return (f"Partial run: tuning estimates so far put {r.kernel} at {_x(r.general_speedup)} faster{on} "
