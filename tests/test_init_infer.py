@@ -293,30 +293,7 @@ def test_a_default_block_beside_a_local_array_is_called_a_guess(tmp_path):
     default 32x8 with the comment `block: default` alone, and bench then called the kernel WRONG (5592
     elements off) where the spec's guess was wrong (a newcomer's tour). The spec and stderr now say that
     the block is a guess beside a local array; a block init found (s[t] of s[64]) gets no such note."""
-    src = """
-#define TS 16
-__kernel void conv3x3(__global const float* img, __constant float* filt, __global float* out,
-                      const int height, const int width)
-{
-    __local float tile[TS + 2][TS + 2];
-    const int gx = get_global_id(0), gy = get_global_id(1);
-    const int lx = get_local_id(0), ly = get_local_id(1);
-    const int x0 = get_group_id(0) * TS - 1, y0 = get_group_id(1) * TS - 1;
-    for (int ty = ly; ty < TS + 2; ty += TS)
-        for (int tx = lx; tx < TS + 2; tx += TS) {
-            const int ix = x0 + tx, iy = y0 + ty;
-            tile[ty][tx] = (ix >= 0 && ix < width && iy >= 0 && iy < height) ? img[iy * width + ix] : 0.0f;
-        }
-    barrier(CLK_LOCAL_MEM_FENCE);
-    if (gx < width && gy < height) {
-        float acc = 0.0f;
-        for (int dy = 0; dy < 3; ++dy)
-            for (int dx = 0; dx < 3; ++dx)
-                acc += filt[dy * 3 + dx] * tile[ly + dy][lx + dx];
-        out[gy * width + gx] = acc;
-    }
-}
-"""
+    src = (REPO / "tests/data/conv3x3.cl").read_text()
     inf, _ = _infer(src, "conv3x3", "opencl")
     guess = [n for n in inf.notes if "default guess" in n]
     assert len(guess) == 1 and "launch.block [32, 8]" in guess[0] and "tile[TS + 2][TS + 2]" in guess[0]
@@ -332,6 +309,7 @@ __kernel void rsum(__global float* out, __global const float* x, const int rows)
   if (t == 0) out[r] = s[0]; }
 """
     assert not [n for n in _infer(found, "rsum", "opencl")[0].notes if "default guess" in n]
+
 
 def test_a_warp_per_token_grid_covers_every_token():
     """One warp per token, 4 warps a block (token = blockIdx.x * 4 + threadIdx.x / 32, as vLLM's MoE

@@ -350,22 +350,11 @@ def test_baked_vector_width_is_not_taken_for_the_block_size_cuda(vacc):
     """The same for CUDA, whose partial sums are an array sized by the width (the array kept its
     size while the loops over it followed the block: writes past its end); where the width equals a
     block size, every block size of round 2 compiles with nvcc for sm_90."""
-    from kerntune.backends.base import CompileFailed
-    from kerntune.backends.nvcc import compile_offline
-
     made = _round_two_from_block_equal_to_width("cuda", vacc)
     if made is None:
         pytest.skip(f"VACC={vacc} is not offered for CUDA")
     loaded, src, second, t2 = made
-    space2 = Space.of(t2)
-    failures = []
-    for b in space2.params["BLOCK"]:
-        inst = t2.instance({**space2.baseline(), "BLOCK": b}, loaded.spec)
-        try:
-            compile_offline(inst.source, inst.name, "sm_90", inst.options)
-        except CompileFailed as e:
-            failures.append((b, str(e)[:300]))
-    assert failures == []
+    assert _block_sizes_nvcc_refuses(t2, loaded.spec) == []
 
 
 def _gemv_t_round_two_from_block_equal_to_width(tmp_path, width: int, subgroups: bool, vector_width: int):
@@ -483,19 +472,8 @@ def test_baked_elements_per_thread_is_not_taken_for_the_block_size(worker, tmp_p
 def test_baked_elements_per_thread_is_not_taken_for_the_block_size_cuda(tmp_path, ept):
     """The same for CUDA: the next round's template keeps the baked EPT, and every block size
     compiles with nvcc for sm_90."""
-    from kerntune.backends.base import CompileFailed
-    from kerntune.backends.nvcc import compile_offline
-
     loaded, _, t = _vector_add_round_from_block_equal_to_ept(tmp_path, "cuda", ept)
-    space = Space.of(t)
-    failures = []
-    for b in space.params["BLOCK"]:
-        inst = t.instance({**space.baseline(), "BLOCK": b}, loaded.spec)
-        try:
-            compile_offline(inst.source, inst.name, "sm_90", inst.options)
-        except CompileFailed as e:
-            failures.append((b, str(e)[:300]))
-    assert failures == []
+    assert _block_sizes_nvcc_refuses(t, loaded.spec) == []
 
 
 FLAT_SPEC = """
@@ -571,17 +549,23 @@ def test_baked_vec_is_not_taken_for_the_block_size(worker, tmp_path, block, vec)
 def test_baked_vec_is_not_taken_for_the_block_size_cuda(tmp_path, block, vec):
     """The same for CUDA (kt_vec<float, 4>, kt_vload<4>): every block size of round 2 compiles with
     nvcc for sm_90 and keeps the baked VEC."""
+    loaded, _, t2 = _flat_round_two(tmp_path, "cuda", block, vec)
+    assert _block_sizes_nvcc_refuses(t2, loaded.spec, f"kt_vec<typename kt_elem<decltype(x[0])>::type, {vec}>") == []
+
+
+def _block_sizes_nvcc_refuses(t, spec, keeps: str = "") -> list:
+    """Each block size of template ``t`` (the rest at its baseline) whose instance nvcc refuses for sm_90,
+    with the error; each instance must also contain ``keeps``."""
     from kerntune.backends.base import CompileFailed
     from kerntune.backends.nvcc import compile_offline
 
-    loaded, _, t2 = _flat_round_two(tmp_path, "cuda", block, vec)
-    space = Space.of(t2)
+    space = Space.of(t)
     failures = []
     for b in space.params["BLOCK"]:
-        inst = t2.instance({**space.baseline(), "BLOCK": b}, loaded.spec)
-        assert f"kt_vec<typename kt_elem<decltype(x[0])>::type, {vec}>" in inst.source
+        inst = t.instance({**space.baseline(), "BLOCK": b}, spec)
+        assert keeps in inst.source, (b, keeps)
         try:
             compile_offline(inst.source, inst.name, "sm_90", inst.options)
         except CompileFailed as e:
             failures.append((b, str(e)[:300]))
-    assert failures == []
+    return failures
