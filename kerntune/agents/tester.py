@@ -29,7 +29,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Callable, Optional
 
 from kerntune import speedup as sp
-from kerntune.engine.checker import MemoryChecker, check_shapes, low_shapes, reach_shapes, spread_shapes
+from kerntune.engine.checker import MemoryChecker, check_shapes, off_run_shapes
 from kerntune.engine.evaluate import EvalRequest, KernelInstance, TimingOptions
 from kerntune.engine.hostload import LoadMeter
 from kerntune.engine.supervisor import DeviceWorker
@@ -233,8 +233,7 @@ class Tester:
         spec = self.loaded.spec
         fresh = tuple(extra_holdouts(spec, self.shape_set, 2, seed))
         verify = self.shapes + self.holdouts + fresh
-        reach = tuple(reach_shapes(spec, self.shape_set) + spread_shapes(spec, self.shape_set, seed)
-                      + low_shapes(spec, self.shape_set))
+        reach = off_run_shapes(spec, self.shape_set, seed)
         results: list[CandidateResult] = []
         live: list[tuple[Candidate, int]] = []
         for i, c in enumerate(candidates):

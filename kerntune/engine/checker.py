@@ -316,6 +316,13 @@ def spread_shapes(spec: KernelSpec, shape_set: str | None, seed: int, limit: int
     return out
 
 
+def off_run_shapes(spec: KernelSpec, shape_set: str | None, seed: int) -> tuple[Shape, ...]:
+    """The shapes the final test and `score reward` verify on the spec's inputs beyond the run's own: above
+    them (:func:`reach_shapes`), between and past them (:func:`spread_shapes`, drawn by ``seed``) and below
+    them (:func:`low_shapes`)."""
+    return tuple(reach_shapes(spec, shape_set) + spread_shapes(spec, shape_set, seed) + low_shapes(spec, shape_set))
+
+
 # --- reading the tools' logs ----------------------------------------------------------------
 def oclgrind_findings(log: str) -> list[str]:
     """Oclgrind's error reports: blocks separated by blank lines."""
@@ -531,5 +538,5 @@ class MemoryChecker:
         return DeviceWorker(ref, prefix=prefix, exact_alloc=True)
 
 
-__all__ = ["CheckReport", "CheckStatus", "MemoryChecker", "check_shapes", "compute_sanitizer", "oclgrind_findings",
-           "oclgrind_library", "sanitizer_findings"]
+__all__ = ["CheckReport", "CheckStatus", "MemoryChecker", "check_shapes", "compute_sanitizer", "off_run_shapes",
+           "oclgrind_findings", "oclgrind_library", "sanitizer_findings"]

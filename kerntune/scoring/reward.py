@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any, Optional, Union
 
 from kerntune import speedup as sp
-from kerntune.engine.checker import MemoryChecker, check_shapes, low_shapes, reach_shapes, spread_shapes
+from kerntune.engine.checker import MemoryChecker, check_shapes, off_run_shapes
 from kerntune.engine.evaluate import EvalRequest, KernelInstance, TimingOptions
 from kerntune.engine.supervisor import DeviceWorker
 from kerntune.engine.timed import CompareRequest
@@ -118,9 +118,8 @@ def score_instances(worker: DeviceWorker, loaded: LoadedSpec, candidate: KernelI
     if r.status is not Status.OK:
         return _done(t0, seed, False, False, False, r, "compile")
     # 2. correct: same outputs as the baseline kernel on every shape, with fresh inputs
-    reach = tuple(reach_shapes(spec, s.shape_set) + spread_shapes(spec, s.shape_set, seed)   # beyond and between,
-                  + low_shapes(spec, s.shape_set))                                           # and below
-    # these, the spec's inputs only
+    # and beyond, between and below the run's shapes, on the spec's inputs only
+    reach = off_run_shapes(spec, s.shape_set, seed)
     r = worker.evaluate(_with(base, verify_shapes=verify, reference=baseline).reaching(reach),
                         s.timeout_s * (2 if reach else 1))
     if r.status is not Status.OK:
