@@ -180,25 +180,10 @@ def test_a_kernel_that_writes_nothing_in_the_probe_fails_there(cpu_ref, monkeypa
     poison after a session's repeated ones on (the probe's runs), writes nothing and takes no time: the
     probe saw it as fast on changed inputs as on repeated ones, and it was called correct and 44x
     faster (a tour, with the state in __local memory on PoCL). What its probe runs wrote is checked."""
-    import kerntune.engine.evaluate as evaluate
-    from kerntune.backends import open_backend
-    from kerntune.engine.evaluate import Evaluator, KernelInstance, TimingOptions
-    from kerntune.engine.timed import CompareRequest
     from kerntune.results import Status
-    from kerntune.spec.load import load_file
-    from kerntune.spec.shapes import spec_shapes
 
-    monkeypatch.setattr(evaluate, "stateless", lambda source, lang, options=(): None)
-    loaded = load_file(REPO / "bench/proof/rowsum.yaml")
-    shape = next(s for s in spec_shapes(loaded.spec) if s.label == "r128-c4096")
-    naive, _ = _naive_and_memo_rowsum()
-    skip = KernelInstance(source=(REPO / "tests/data/rowsum_probe_skip.cl").read_text(), name="rowsum",
-                          lang="opencl", options=("-cl-std=CL2.0",), label="skip")
-    ev = Evaluator(open_backend(cpu_ref))
-    cmp = ev.timer.compare(CompareRequest(kernels=(naive, skip), spec=loaded.spec, base_dir=str(loaded.base_dir),
-                                          shape=shape, seed=5, timing=TimingOptions(warmup=2, repeats=10,
-                                                                                    measure_copy=False)))
-    first, second = cmp.kernels
+    compare = _rowsum_against_naive(cpu_ref, monkeypatch, "tests/data/rowsum_probe_skip.cl", "skip")
+    first, second = compare(5)
     assert first.status is Status.OK, first.message
     assert second.status is Status.WRONG_RESULT, second.message
     assert second.message == "r128-c4096 (timed again with its inputs changed, probe run 1): out: unwritten", \
@@ -210,27 +195,10 @@ def test_a_kernel_honest_only_in_its_first_session_is_probed_in_the_next(cpu_ref
     sums keyed on the output's poison from the second on. A kernel that passed the probe was not probed
     again at that shape in the same worker, so its second session (the final test's second confirmation
     block in each process) was called correct and 48x faster; every session is probed now."""
-    import kerntune.engine.evaluate as evaluate
-    from kerntune.backends import open_backend
-    from kerntune.engine.evaluate import Evaluator, KernelInstance, TimingOptions
-    from kerntune.engine.timed import CompareRequest
     from kerntune.results import Status
-    from kerntune.spec.load import load_file
-    from kerntune.spec.shapes import spec_shapes
 
-    monkeypatch.setattr(evaluate, "stateless", lambda source, lang, options=(): None)
-    loaded = load_file(REPO / "bench/proof/rowsum.yaml")
-    shape = next(s for s in spec_shapes(loaded.spec) if s.label == "r128-c4096")
-    naive, _ = _naive_and_memo_rowsum()
-    later = KernelInstance(source=(REPO / "tests/data/rowsum_second_session.cl").read_text(), name="rowsum",
-                           lang="opencl", options=("-cl-std=CL2.0",), label="later")
-    ev = Evaluator(open_backend(cpu_ref))
-    got = []
-    for seed in (5, 6):
-        cmp = ev.timer.compare(CompareRequest(kernels=(naive, later), spec=loaded.spec,
-                                              base_dir=str(loaded.base_dir), shape=shape, seed=seed,
-                                              timing=TimingOptions(warmup=2, repeats=10, measure_copy=False)))
-        got.append(cmp.kernels[1])
+    compare = _rowsum_against_naive(cpu_ref, monkeypatch, "tests/data/rowsum_second_session.cl", "later")
+    got = [compare(seed)[1] for seed in (5, 6)]      # two timing sessions in one worker
     assert got[0].status is Status.OK, got[0].message
     assert got[1].status is Status.WRONG_RESULT, got[1].message
     assert got[1].message.endswith("out: faster only on repeated inputs"), got[1].message
@@ -245,6 +213,32 @@ def _naive_and_memo_rowsum():
     token = KernelInstance(source=(REPO / "tests/data/rowsum_token.cl").read_text(), name="rowsum", lang="opencl",
                            options=("-cl-std=CL2.0",), label="token")
     return naive, token
+
+
+def _rowsum_against_naive(cpu_ref, monkeypatch, path: str, label: str):
+    """A function of a seed that times bench/proof's naive row_sum against the kernel in ``path`` (program-scope
+    state allowed: the state scan is off) at r128-c4096, in one evaluator, and returns both kernels' results."""
+    import kerntune.engine.evaluate as evaluate
+    from kerntune.backends import open_backend
+    from kerntune.engine.evaluate import Evaluator, KernelInstance, TimingOptions
+    from kerntune.engine.timed import CompareRequest
+    from kerntune.spec.load import load_file
+    from kerntune.spec.shapes import spec_shapes
+
+    monkeypatch.setattr(evaluate, "stateless", lambda source, lang, options=(): None)
+    loaded = load_file(REPO / "bench/proof/rowsum.yaml")
+    shape = next(s for s in spec_shapes(loaded.spec) if s.label == "r128-c4096")
+    naive, _ = _naive_and_memo_rowsum()
+    other = KernelInstance(source=(REPO / path).read_text(), name="rowsum", lang="opencl", options=("-cl-std=CL2.0",),
+                           label=label)
+    ev = Evaluator(open_backend(cpu_ref))
+
+    def compare(seed: int):
+        cmp = ev.timer.compare(CompareRequest(kernels=(naive, other), spec=loaded.spec, base_dir=str(loaded.base_dir),
+                                              shape=shape, seed=seed,
+                                              timing=TimingOptions(warmup=2, repeats=10, measure_copy=False)))
+        return cmp.kernels
+    return compare
 
 
 @pytest.mark.parametrize("warmup", [2, 0])
