@@ -112,6 +112,10 @@ def choose_block(kernel: KernelFunction, source: str, consts: dict[str, int],
     return (DEFAULT_BLOCK,), default
 
 
+# a __local/__shared__ array's declaration up to its name (group 1) and the first bracket
+_LOCAL_ARRAY = r"(?:__local|__shared__)\s+(?:volatile\s+)?[\w:]+\s+(\w+)\s*"
+
+
 def _local_array_block(body: str, consts: dict[str, str]) -> tuple[tuple[int, ...], str] | None:
     """A fixed-size __local/__shared__ array indexed by the thread's own local id (``s[tid]``) holds one
     element per thread: the block is its size (a larger one writes past it; a guessed 256 for
@@ -119,7 +123,7 @@ def _local_array_block(body: str, consts: dict[str, str]) -> tuple[tuple[int, ..
     ids = {"threadIdx.x", "get_local_id(0)"} | {
         m.group(1) for m in re.finditer(r"(\w+)\s*=\s*(?:\(\s*\w+\s*\)\s*)?(?:get_local_id\s*\(\s*0\s*\)|threadIdx\.x\b)",
                                         body)}
-    for m in re.finditer(r"(?:__local|__shared__)\s+(?:volatile\s+)?[\w:]+\s+(\w+)\s*\[\s*(\w+)\s*\]\s*;", body):
+    for m in re.finditer(_LOCAL_ARRAY + r"\[\s*(\w+)\s*\]\s*;", body):
         name, size = m.group(1), evaluate(m.group(2), consts, {})
         if not isinstance(size, int) or isinstance(size, bool) or not 0 < size <= 1024:
             continue
@@ -139,7 +143,7 @@ def _local_array_block(body: str, consts: dict[str, str]) -> tuple[tuple[int, ..
                 if i in ids or _guarded_by_local_id(body, at, ids):
                     continue
                 for lid in ids:
-                    own = r"(?<![\w.])" + re.escape(lid) + r"(?![\w(])"
+                    own = _use_of(lid)
                     if not re.search(own, i):
                         continue
                     v = [evaluate(re.sub(own, f"({k})", i), consts, {}) for k in (0, 1, 2)]
@@ -162,7 +166,7 @@ def _guessed_block_notes(kernel: KernelFunction, source: str, block: tuple[int, 
     if not why.startswith("default"):
         return []
     body = source[kernel.node.start_byte:kernel.node.end_byte] if kernel.node is not None else source
-    m = re.search(r"(?:__local|__shared__)\s+(?:volatile\s+)?[\w:]+\s+(\w+)\s*((?:\[[^\]]+\]\s*)+);", body)
+    m = re.search(_LOCAL_ARRAY + r"((?:\[[^\]]+\]\s*)+);", body)
     if m is None:
         return []
     array = m.group(1) + re.sub(r"\s*(\[)\s*|\s*(\])\s*", lambda x: x.group(1) or x.group(2), m.group(2))
@@ -170,6 +174,11 @@ def _guessed_block_notes(kernel: KernelFunction, source: str, block: tuple[int, 
             f"{array}, often sized for the work-group it was written for: check block (and grid) against it; "
             "launched with another work-group size, such a kernel reads or writes past the array or leaves part "
             "of it unset, and bench calls it wrong"]
+
+
+def _use_of(name: str) -> str:
+    """A pattern for ``name`` used as a whole name (not a part of another, a member or a call)."""
+    return r"(?<![\w.])" + re.escape(name) + r"(?![\w(])"
 
 
 def _guarded_by_local_id(body: str, pos: int, ids: set[str]) -> bool:
@@ -189,8 +198,7 @@ def _guarded_by_local_id(body: str, pos: int, ids: set[str]) -> bool:
             last = k + 1
     for text in headers + [body[last:pos]]:
         for cond in re.finditer(r"\bif\s*\(([^{;]*)", text):
-            if any(re.search(r"(?<![\w.])" + re.escape(lid) + r"(?![\w(])", re.sub(r"\s+", "", cond.group(1)))
-                   for lid in ids):
+            if any(re.search(_use_of(lid), re.sub(r"\s+", "", cond.group(1))) for lid in ids):
                 return True
     return False
 
