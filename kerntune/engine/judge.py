@@ -195,6 +195,15 @@ def judge_runs(spec: KernelSpec, inputs: Arrays, runs: list[tuple[Arrays, Poison
     return [overrun.get(c.name, c) for c in checks] if overrun else checks
 
 
+def _original_against_truth(a, tol, expected: Expected) -> tuple[Arrays, ArgCheck] | None:
+    """The spec's NumPy reference outputs, and the reference kernel's check of output ``a`` against them
+    (None: no NumPy reference, or none for ``a``)."""
+    truth = expected.truth() if expected.truth is not None else None
+    if truth is None or a.name not in truth:
+        return None
+    return truth, compare(a, tol, expected.values[a.name], truth[a.name], False)
+
+
 def settle(a, tol, outputs: list[Arrays], expected: Expected, failed: ArgCheck,
            unwritten: np.ndarray | None) -> ArgCheck:
     """A candidate that missed the tolerance against the reference kernel's outputs (``expected``),
@@ -206,12 +215,10 @@ def settle(a, tol, outputs: list[Arrays], expected: Expected, failed: ArgCheck,
     never settled. Otherwise ``failed`` stands."""
     if failed.reason != "tolerance" or failed.nonfinite_elements:
         return failed
-    truth = expected.truth() if expected.truth is not None else None
-    if truth is None or a.name not in truth:
+    found = _original_against_truth(a, tol, expected)
+    if found is None or not found[1].ok:
         return failed
-    original = compare(a, tol, expected.values[a.name], truth[a.name], False)
-    if not original.ok:
-        return failed
+    truth, original = found
     runs = [compare(a, tol, got[a.name], truth[a.name], False, unwritten) for got in outputs]
     if not all(r.ok and r.rel_l2_err <= original.rel_l2_err for r in runs):
         return failed
@@ -247,12 +254,10 @@ def as_accurate(a, tol, outputs: list[Arrays], expected: Expected, passed: ArgCh
     distribution is then the original's problem, not the candidate's)."""
     if ratio is None or not a.dt.is_float or tol.rel_l2 <= 0 or passed.settled:
         return passed
-    truth = expected.truth() if expected.truth is not None else None
-    if truth is None or a.name not in truth:
+    found = _original_against_truth(a, tol, expected)
+    if found is None or not found[1].ok or not math.isfinite(found[1].rel_l2_err):
         return passed
-    original = compare(a, tol, expected.values[a.name], truth[a.name], False)
-    if not original.ok or not math.isfinite(original.rel_l2_err):
-        return passed
+    truth, original = found
     floor = ACCURACY_FLOOR * tol.rel_l2
     limit = max(ratio * original.rel_l2_err, floor)
     for got in outputs:
