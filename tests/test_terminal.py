@@ -146,3 +146,26 @@ def test_an_error_after_progress_is_on_its_own_line(tmp_path):
                 "--budget", "2", "--repeats", "3", "--warmup", "1", "--run-dir", str(tmp_path / "run2"), columns=80)
     assert s.returncode == 2 and any(line.startswith("error: ") for line in s.lines), s.text
     assert not any("evaluations" in line for line in s.lines), s.text
+
+
+@pytest.mark.host   # host-side behaviour: .ci/run's PoCL pass leaves it out
+@pytest.mark.parametrize("width", [72, 100, 120])
+def test_a_record_too_long_for_the_width_breaks_between_values_never_inside_one(width):
+    """A piped table too wide for $COLUMNS falls back to one record per row; a record longer than the
+    width continues on the next line, and every value (a configuration key with no spaces, a phrase
+    with spaces) stays whole on one line."""
+    from io import StringIO
+
+    from kerntune.cli.output import _Console, grid, print_table
+
+    key = "round 1: BLOCK=1024,EPT=1,RESTRICT=False,FAST_MATH=True"
+    phrase = "the best configuration of round two"
+    rows = [[f"shape-{i}", "519.5 µs", "106.8 µs", "4.66x [4.06, 5.35]", "248%", key, phrase] for i in range(3)]
+    g = grid(["shape", "original", "best", "speedup [95% CI]", "% of copy", "winner", "note"], rows)
+    buf = StringIO()
+    print_table(g, _Console(file=buf, width=width, highlight=False, soft_wrap=True))
+    lines = buf.getvalue().splitlines()
+    assert all(len(line) <= width for line in lines), lines
+    for value in ("4.66x [4.06, 5.35]", key, phrase):
+        assert sum(value in line for line in lines) == 3, (value, lines)     # whole, once per record
+    assert sum(line.startswith("  shape-") for line in lines) == 3

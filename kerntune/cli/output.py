@@ -154,8 +154,10 @@ class Grid:
             t.add_row(*(_text(c) for c in row))
         return t
 
-    def records(self) -> Group:
-        """One line per row: the first cell, then every other column as 'header value'."""
+    def records(self, width: Optional[int] = None) -> Group:
+        """One record per row: the first cell, then every other column as 'header value'. Given a
+        ``width``, a record longer than it breaks between values (continued, indented, on the next
+        line), never inside one: a value wider than the whole width alone is folded."""
         lines: list[Text] = [Text(self.title, style="italic")] if self.title else []
         for row in self.rows:
             line = Text("  ").append_text(_text(row[0]))
@@ -163,8 +165,13 @@ class Grid:
                       .replace("- ", "-"), _text(c))
                      for i, c in enumerate(row) if i and _text(c).plain]
             for j, (h, v) in enumerate(parts):
-                line.append(": " if j == 0 else ", ").append(f"{h} " if self.show_header else "", style="dim")
-                line.append_text(v)
+                piece = Text(h + " " if self.show_header else "", style="dim").append_text(v)
+                sep = ": " if j == 0 else ", "
+                if width is not None and j and len(line) + len(sep) + len(piece) > width:
+                    lines.append(line.append(sep.rstrip()))
+                    line = Text("      ").append_text(piece)
+                else:
+                    line.append(sep).append_text(piece)
             lines.append(line)
         return Group(*lines)
 
@@ -188,7 +195,7 @@ def print_table(g: Grid, console: Optional[Console] = None) -> None:
     if Measurement.get(console, console.options.update(width=10**6), t).maximum <= console.width:
         console.print(t, soft_wrap=False)
     else:
-        console.print(g.records(), soft_wrap=False, overflow="fold")   # wrapped between values, never cut
+        console.print(g.records(console.width), soft_wrap=False, overflow="fold")   # broken between values
 
 
 # --- progress --------------------------------------------------------------------------------------
