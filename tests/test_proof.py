@@ -567,6 +567,28 @@ def test_the_confirmation_span_comes_from_the_environment_and_a_bad_value_is_an_
     assert "Traceback" not in r.stderr
 
 
+def test_medians_far_from_the_paired_speedup_are_explained():
+    """A confirmed row showed 3.09 ms -> 2.71 ms (1.14x) beside a speedup of 1.66x [1.07, 2.56] and nothing
+    said which to believe (a newcomer's tour, 2026-12-05): the medians pool every confirmation session's
+    runs, the speedup pairs each run with the original's timed next to it. The final test now says so."""
+    from kerntune.agents.tester import _medians_apart
+    from kerntune.record.outcome import ShapeWinner
+    from kerntune.speedup import Interval
+
+    def win(label, base_ms, best_ms, ratio, lo, hi, winner="r1"):
+        return ShapeWinner(label=label, shape={"N": 1}, baseline_ms=base_ms, winner=winner, round=1,
+                           best_ms=best_ms, speedup=ratio,
+                           interval=Interval(ratio=ratio, lo=lo, hi=hi, n=40, method="sign-test"))
+
+    (note,) = _medians_apart([win("large", 3.09, 2.71, 1.66, 1.07, 2.56), win("small", 1.0, 0.5, 2.05, 1.9, 2.2)])
+    assert "on 1 shape" in note and "large: 3.09 ms -> 2.71 ms, 1.14x, beside 1.66x [1.07, 2.56]" in note
+    assert "small" not in note and "Believe the speedup" in note
+    assert _medians_apart([win("small", 1.0, 0.5, 2.05, 1.9, 2.2)]) == []                  # 2.00x beside 2.05x
+    assert _medians_apart([win("x", 1.0, 1.0, 1.0, 1.0, 1.0, winner="original")]) == []    # the original kept
+    (both,) = _medians_apart([win("a", 2.0, 1.0, 1.5, 1.2, 1.8), win("b", 1.0, 1.0, 1.3, 1.1, 1.5)])
+    assert both.startswith("on 2 shapes")
+
+
 def test_a_general_kernel_ahead_of_a_shapes_pick_is_explained():
     """The picks are made on screening and reported with confirmation's numbers (no winner's curse), so
     a shape's pick can come out behind the general kernel: the report says so instead of leaving a

@@ -28,6 +28,7 @@ import time
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Optional
 
+from kerntune import fmt
 from kerntune import speedup as sp
 from kerntune.engine.checker import MemoryChecker, check_shapes, off_run_shapes
 from kerntune.engine.evaluate import EvalRequest, KernelInstance, TimingOptions
@@ -316,7 +317,7 @@ class Tester:
                           reach_shapes=[s.as_dict() for s in reach], checker=checker,
                           host_load=load, process_spread=spread,
                           notes=([load.note()] if load is not None and load.busy else []) +
-                          _general_ahead(general, winners))
+                          _general_ahead(general, winners) + _medians_apart(winners))
 
     def _blocks(self, kernels: list[KernelInstance], seed: int, final_repeats: int):
         """The confirmation sessions (blocks), each timing every kernel on every shape: at least
@@ -421,6 +422,27 @@ class Tester:
 def _failure_of(check) -> str:
     bad = next((a for a in check.args if not a.ok), None)
     return f"{check.label}: {bad.name}: {bad.reason}" if bad else check.label
+
+
+MEDIANS_APART = 1.1   # a shape's two medians' ratio this far (either way) from its paired speedup gets a note
+
+
+def _medians_apart(winners: list[ShapeWinner]) -> list[str]:
+    """A note for the shapes whose two medians (the original's and the winner's, each over every
+    confirmation session's runs) give a ratio well away from the paired speedup shown beside them. The
+    speedup compares each of the winner's runs with the original's runs of the same session; the medians
+    pool sessions, so a host whose speed moved between sessions moves them apart (a user read 3.09 ms ->
+    2.71 ms beside 1.66x and could not tell which to believe)."""
+    apart = [w for w in winners if w.winner != "original" and w.interval is not None and w.best_ms > 0
+             and max(r := w.baseline_ms / w.best_ms / w.interval.ratio, 1 / r) > MEDIANS_APART]
+    if not apart:
+        return []
+    shown = "; ".join(f"{w.label}: {fmt.ms(w.baseline_ms)} -> {fmt.ms(w.best_ms)}, "
+                      f"{w.baseline_ms / w.best_ms:.2f}x, beside {w.interval.text()}" for w in apart)
+    return [f"on {len(apart)} shape{'s' if len(apart) > 1 else ''} the ratio of the two medians is far from the "
+            f"speedup shown ({shown}). Believe the speedup: it compares each of the winner's runs with the "
+            "original's run timed next to it, so the host's speed moving between timing sessions cancels out; each "
+            "median pools the runs of every session, so that movement stays in them"]
 
 
 def _general_ahead(general: Optional[CandidateResult], winners: list[ShapeWinner]) -> list[str]:
