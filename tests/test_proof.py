@@ -55,6 +55,17 @@ def test_the_honest_variant_passes_everything(worker):
     assert r.verification.distributions == ["spec", "shifted", "negative", "large", "small", "ties", "wide"]
 
 
+def test_the_naive_original_is_correct_on_rows_shorter_than_its_work_group(worker):
+    """The original of the proof bench read past a row's end when cols < 64 (its backward pass started at
+    a work-item's own index however short the row; Oclgrind reported it, and at rows=8, cols=10 its
+    sums were wrong by 1e37)."""
+    inst = KernelInstance(NAIVE, "rowsum", "opencl", label="original")
+    short = (Shape.of({"rows": 8, "cols": 10}, "short"), Shape.of({"rows": 3, "cols": 1}, "one"))
+    r = worker.evaluate(EvalRequest(candidate=inst, spec=SPEC.spec, base_dir=str(PROOF), verify_shapes=short,
+                                    time_shapes=(), seed=5), 120)
+    assert r.status is Status.OK, r.message
+
+
 def test_a_finite_random_poison_catches_a_write_only_where_nan(worker):
     r = worker.evaluate(request(variant("conditional_write_nan")), 120)
     assert r.status is Status.WRONG_RESULT and "out" in r.message

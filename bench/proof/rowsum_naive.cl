@@ -10,9 +10,11 @@ __kernel void rowsum(__global float* out, __global const float* x, const int row
     float forward = 0.0f, backward = 0.0f;
     for (int c = t; c < cols; c += 64)
         forward += row[c];
-    const int last = t + (cols - 1 - t) / 64 * 64;
-    for (int c = last; c >= t; c -= 64)
-        backward += row[c];
+    if (t < cols) {      // a row shorter than the work-group: the work-items past its end add nothing
+        const int last = t + (cols - 1 - t) / 64 * 64;
+        for (int c = last; c >= t; c -= 64)
+            backward += row[c];
+    }
     partial[t] = 0.5f * (forward + backward);
     barrier(CLK_LOCAL_MEM_FENCE);
     if (t == 0) {
