@@ -122,6 +122,7 @@ class ArgCheck(Record):
     # reference kernel's, accuracy_limit the most the run's may be
     original_rel_l2_err: Optional[float] = None
     accuracy_limit: Optional[float] = None
+    atol: Optional[float] = None           # elements out of bounds: the absolute bound they missed (engine.verify)
 
     @field_validator("max_abs_err", "max_rel_err", "rel_l2_err", mode="before")
     @classmethod
@@ -142,7 +143,8 @@ class ArgCheck(Record):
             nums = [f"{nf} element(s) NaN or Inf unlike the reference"] if nf else []
             if self.bad_elements > nf:
                 # not "out of bounds", which reads as a memory access past an array (a newcomer's tour)
-                nums.append(f"{self.bad_elements - nf} element(s) off by more than atol + rtol * |expected|")
+                bound = "atol + rtol * |expected|" + (f" (atol {self.atol:.3g})" if self.atol is not None else "")
+                nums.append(f"{self.bad_elements - nf} element(s) off by more than {bound}")
             errs = f"max abs err {self.max_abs_err:.3g}, rel L2 err {self.rel_l2_err:.3g}"
             # the error measures cannot take a NaN: they are over the elements finite on both sides
             nums.append(errs + (" where both are finite" if nf else ""))

@@ -150,7 +150,8 @@ def test_64_bit_integer_tolerance_counts_the_exact_difference():
 def test_an_integer_outputs_atol_is_a_count_that_never_scales():
     """atol_scales widens or narrows a float output's absolute tolerance with its magnitude; an integer
     output's atol (codes, counts, indices) stays as written: `atol: 1` on int8 codes passes an error of
-    exactly 1 on inputs whose codes are 0.1% smaller in RMS than on the spec's own."""
+    exactly 1 on inputs whose codes are 0.1% smaller in RMS than on the spec's own; nor is it counted in
+    units of the output's largest value (127 here), as a float output's is."""
     from kerntune.engine.judge import Expected, atol_scales, judge_runs
 
     spec = KernelSpec.model_validate({
@@ -158,10 +159,10 @@ def test_an_integer_outputs_atol_is_a_count_that_never_scales():
         "args": [{"name": "q", "dtype": "int8", "shape": ["n"], "intent": "out",
                   "tolerance": {"atol": 1, "rtol": 0, "rel_l2": 1.0}},
                  {"name": "y", "dtype": "fp32", "shape": ["n"], "intent": "out"}]})
-    scales = atol_scales(spec, {"q": 99.9, "y": 2.0}, {"q": 100.0, "y": 1.0})
-    assert scales == {"y": 2.0}
-    ref = {"q": np.array([11, -3, 0, 127], dtype=np.int8), "y": np.ones(4, dtype=np.float32)}
-    got = {"q": np.array([12, -3, 0, 127], dtype=np.int8), "y": np.ones(4, dtype=np.float32)}
+    scales = atol_scales(spec, {"q": 0.999, "y": 0.5}, {"q": 1.0, "y": 1.0})
+    assert scales == {"y": 0.5}
+    ref = {"q": np.array([11, -3, 0, 127], dtype=np.int8), "y": np.full(4, 0.5, dtype=np.float32)}
+    got = {"q": np.array([12, -3, 0, 127], dtype=np.int8), "y": np.full(4, 0.5, dtype=np.float32)}
     checks = judge_runs(spec, {}, [(got, {})], Expected(ref), scales)
     assert all(c.ok for c in checks), checks
     # and two off is still wrong
@@ -188,7 +189,7 @@ def test_a_wrong_result_says_by_how_much():
                     np.array([1.0, np.nan, 3.5, 4.0, np.inf], np.float32), np.array([1.0, 2.0, 3.0, 4.0, 5.0]), False)
     assert (mixed.reason, mixed.bad_elements, mixed.nonfinite_elements) == ("nonfinite", 3, 2)
     assert mixed.describe() == ("y: nonfinite: 2 element(s) NaN or Inf unlike the reference, 1 element(s) off by "
-                                "more than atol + rtol * |expected|, max abs err 0.5, rel L2 err 0.0981 where both "
+                                "more than atol + rtol * |expected| (atol 5e-05), max abs err 0.5, rel L2 err 0.0981 where both "
                                 "are finite; first at [1]: got nan, expected 2")
     unwritten = ArgCheck(name="y", ok=False, first_bad_index=[3], got=float("nan"), expected=1.0, reason="unwritten")
     assert unwritten.describe() == "y: unwritten; first at [3]"

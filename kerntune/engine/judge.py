@@ -143,11 +143,13 @@ def atol_scales(spec: KernelSpec, rms: dict[str, float], base: dict[str, float] 
     """How much larger each output is than on the spec's own inputs (``base``): the absolute
     tolerance grows with it, as rounding errors (and their cancellation) do. Not an integer
     output's: its values are counts, indices or codes, and its ``atol`` a number of them (a
-    quantized code off by one is off by one at any magnitude; scaled by 0.999 it was off by too many)."""
+    quantized code off by one is off by one at any magnitude; scaled by 0.999 it was off by too many).
+    Only sizes below 1 count: above 1, ``verify.compare`` already measures ``atol`` in units of the
+    output's largest value, and scaling here too would count a `large` output's size twice."""
     if not base:
         return {}
     integer = {a.name for a in spec.outputs if not a.dt.is_float}
-    return {name: (v / base[name]) if base.get(name) else 1.0 for name, v in rms.items()
+    return {name: (min(v, 1.0) / min(base[name], 1.0)) if base.get(name) else 1.0 for name, v in rms.items()
             if v > 0 and name not in integer}
 
 

@@ -1,8 +1,10 @@
 """Element-wise comparison of a kernel's outputs against expected values.
 
 Every check reports both the normalized error ||out - ref|| / ||ref|| and the
-element-wise bound |out - ref| <= atol + rtol * |ref|; NaN or Inf where the
-reference is finite always fails; outputs still holding the poison pattern are
+element-wise bound |out - ref| <= atol * max(1, max |ref|) + rtol * |ref| (a float
+output's atol is in units of its largest value, once that is above 1: rounding
+errors grow with the values, and where large terms cancel an element near zero
+carries them); NaN or Inf where the reference is finite always fails; outputs still holding the poison pattern are
 reported as unwritten.
 """
 
@@ -11,6 +13,7 @@ from __future__ import annotations
 import functools
 import math
 import os
+from dataclasses import replace
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -134,10 +137,37 @@ def _scalar(v: np.generic) -> float | int:
     return int(v) if isinstance(v, np.integer) else float(v)
 
 
+def magnitude(dt: DType, expected: np.ndarray, expected_is_storage: bool) -> float:
+    """The largest finite |expected| of a float output: the unit its absolute tolerance is in, once above
+    1 (``compare``). The rounding error of a sum grows with the terms, not with the result: where large
+    terms cancel, an element near zero carries the error of the large ones."""
+    size = 0.0
+    for s in range(0, expected.size, CHUNK):
+        part = expected[s:s + CHUNK]
+        v = np.abs((decode(dt, part) if expected_is_storage else part).astype(np.float64))
+        v = v[np.isfinite(v)]
+        if v.size:
+            size = max(size, float(v.max()))
+    return size
+
+
+def _parts(dt: DType, g_flat: np.ndarray, e_flat: np.ndarray, expected_is_storage: bool, tol: Tolerance,
+           starts: range) -> list[tuple]:
+    """Each chunk's ``_chunk`` answer, in order."""
+    def one(s: int):
+        with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+            return _chunk(dt, g_flat[s:s + CHUNK], e_flat[s:s + CHUNK], expected_is_storage, tol)
+    # NumPy releases the GIL in its loops: large outputs are compared a chunk per thread (in order)
+    return list(_pool().map(one, starts)) if len(starts) > 1 and _threads() > 1 else [one(s) for s in starts]
+
+
 def compare(arg: ArgSpec, tol: Tolerance, got: np.ndarray, expected: np.ndarray, expected_is_storage: bool,
             unwritten: np.ndarray | None = None) -> ArgCheck:
     """Compare ``got`` (storage dtype) with ``expected`` (storage dtype when
-    ``expected_is_storage``, else values in any numeric dtype)."""
+    ``expected_is_storage``, else values in any numeric dtype). A float output's ``atol`` is in units
+    of its :func:`magnitude` where that is above 1: the element bound is
+    |out - ref| <= atol * max(1, max |ref|) + rtol * |ref|. (Compared at ``atol`` first; the
+    magnitude is read only where an element misses that, which the larger bound can only pass.)"""
     dt = arg.dt
     g_flat = got.reshape(-1)
     e_flat = expected.reshape(-1)
@@ -146,17 +176,19 @@ def compare(arg: ArgSpec, tol: Tolerance, got: np.ndarray, expected: np.ndarray,
         idx = np.unravel_index(int(np.flatnonzero(unwritten.reshape(-1))[0]), got.shape)
         return ArgCheck(name=arg.name, ok=False, bad_elements=int(unwritten.sum()),
                         first_bad_index=[int(i) for i in idx], reason="unwritten")
+    starts = range(0, n, CHUNK)
+    parts = _parts(dt, g_flat, e_flat, expected_is_storage, tol, starts)
+    atol = tol.atol
+    if dt.is_float and any(p[4] > p[7] for p in parts):       # elements out of bounds: at this size's atol?
+        size = magnitude(dt, e_flat, expected_is_storage)
+        if size > 1.0:
+            atol = tol.atol * size
+            parts = _parts(dt, g_flat, e_flat, expected_is_storage, replace(tol, atol=atol), starts)
     sq_diff = sq_ref = 0.0
     max_abs = max_rel = 0.0
     bad = nonfinite = 0
     first_bad: int | None = None
     first_kind = ""
-    def one(s: int):
-        with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
-            return _chunk(dt, g_flat[s:s + CHUNK], e_flat[s:s + CHUNK], expected_is_storage, tol)
-    starts = range(0, n, CHUNK)
-    # NumPy releases the GIL in its loops: large outputs are compared a chunk per thread (in order)
-    parts = list(_pool().map(one, starts)) if len(starts) > 1 and _threads() > 1 else [one(s) for s in starts]
     for s, part in zip(starts, parts):
         c_sq_diff, c_sq_ref, c_max_abs, c_max_rel, c_bad, c_first, c_kind, c_nonfinite = part
         sq_diff += c_sq_diff
@@ -179,7 +211,7 @@ def compare(arg: ArgSpec, tol: Tolerance, got: np.ndarray, expected: np.ndarray,
         exp_v = _scalar((decode(dt, ev) if expected_is_storage else ev)[0])
     return ArgCheck(name=arg.name, ok=ok, max_abs_err=max_abs, max_rel_err=max_rel, rel_l2_err=rel_l2,
                     bad_elements=bad, nonfinite_elements=nonfinite, first_bad_index=idx, got=got_v, expected=exp_v,
-                    reason=reason)
+                    reason=reason, atol=atol if bad > nonfinite else None)
 
 
 def same_bits(a: np.ndarray, b: np.ndarray) -> bool:
