@@ -78,6 +78,7 @@ def skeleton(inf: Inference, kernel_name: str, source_name: str, origin_note: st
     lines += [
         "# Optional:",
         "# reference: reference.py:my_function   # NumPy reference (file relative to this spec)",
-        "# tolerance: {rel_l2: 1e-5, atol: 1e-5, rtol: 1e-4}",
+        "# tolerance: {rel_l2: 1e-5, atol: 1e-5, rtol: 1e-4}   # fp32's defaults; every element must satisfy",
+        "#   |out - ref| <= atol * max(1, max |ref|) + rtol * |ref| (atol: in units of the output's largest value)",
     ]
     return "\n".join(lines) + "\n"
