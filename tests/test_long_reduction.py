@@ -5,9 +5,10 @@ by the terms, not by itself. The default tolerance must pass that, and still ref
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from conftest import run_cli
-from kerntune.dtypes import DTYPES
+from kerntune.dtypes import DTYPES, decode, encode
 from kerntune.engine.judge import Expected, atol_scales, judge_runs
 from kerntune.engine.verify import compare
 from kerntune.spec.model import ArgSpec, KernelSpec
@@ -59,3 +60,19 @@ def test_a_real_error_at_an_element_near_zero_is_still_refused():
     big_wrong[j] += np.float32(2e5)
     check = judge_runs(spec, {}, [({"y": big_wrong}, {})], Expected({"y": big_ref}, True), scales)[0]
     assert not check.ok and check.first_bad_index == [j], check
+
+
+@pytest.mark.parametrize("dtype", ["fp16", "bf16"])
+def test_half_precision_outputs_measure_atol_the_same_way(dtype):
+    """fp16 and bf16 outputs (the GEMV's sums stored in the narrow type): the honest reordering passes,
+    and the element nearest zero off by 4 * atol * max |ref| is refused though rel L2 does not see it."""
+    out = ArgSpec(name="y", dtype=dtype, shape=["m"], intent="out")
+    dt = DTYPES[dtype]
+    ref32, honest32 = _rows(m=2048)
+    ref, honest = encode(dt, ref32), encode(dt, honest32)
+    assert compare(out, dt.tolerance, honest, ref, True).ok
+    values = decode(dt, honest).astype(np.float32)
+    i = int(np.argmin(np.abs(values)))
+    values[i] += np.float32(4 * dt.tolerance.atol * np.abs(decode(dt, ref)).max())
+    c = compare(out, dt.tolerance, encode(dt, values), ref, True)
+    assert not c.ok and c.bad_elements == 1 and c.first_bad_index == [i] and c.rel_l2_err < dt.tolerance.rel_l2, c
