@@ -311,6 +311,30 @@ __kernel void rsum(__global float* out, __global const float* x, const int rows)
     assert not [n for n in _infer(found, "rsum", "opencl")[0].notes if "default guess" in n]
 
 
+def test_a_ternary_comparing_with_less_than_is_a_comparison_and_bounds_its_read():
+    """`(ix >= 0 && ix < width && iy >= 0 && iy < height) ? img[iy * width + ix] : 0.0f` in the 3x3
+    convolution: the grammar read `ix<width && iy>` as a template argument list, and the branches of
+    a ternary were read without its condition, so img's shape was [TODO] (a newcomer's tour). A name
+    that is a template still reads as one."""
+    from kerntune.source.parse import parse, walk
+
+    src = (REPO / "tests/data/conv3x3.cl").read_text()
+    tree = parse(src, "opencl").tree
+    assert not [n for n in walk(tree.root_node) if n.type == "template_function"]
+    _, a = _infer(src, "conv3x3", "opencl")
+    assert a["img"].shape == ["height", "width"] and a["out"].shape == ["height", "width"]
+    blur = """
+__global__ void blur(const float* img, float* out, int h, int w) {
+    int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y;
+    float v = (x < w && y > 0) ? img[(y - 1) * w + x] : 0.0f;
+    if (x < w && y < h) out[y * w + x] = clamp<float>(v, 0.0f, 1.0f);
+}"""
+    tree = parse(blur, "cuda").tree
+    assert [n.text for n in walk(tree.root_node) if n.type == "template_function"] == [b"clamp<float>"]
+    _, a = _infer(blur, "blur")
+    assert a["img"].shape == ["h * w - w"]           # rows 0 .. h - 2: y > 0 reads row y - 1
+
+
 def test_a_warp_per_token_grid_covers_every_token():
     """One warp per token, 4 warps a block (token = blockIdx.x * 4 + threadIdx.x / 32, as vLLM's MoE
     top-k gating): init wrote grid ceil_div((32 * num_tokens - 31) // 32, 4), i.e. ceil((n - 1) / 4)

@@ -163,18 +163,21 @@ class Analyzer(Calls):
         for _ in range(pushed):
             self.guards.pop()
 
-    def stmt_guarded(self, n, cond, truth: bool, data: bool, keep: bool = False) -> None:
-        """Run ``n`` where ``cond`` is ``truth``; the narrowed variables do not outlive it
-        (with ``keep``, assignments it makes do: the caller merges them)."""
+    def stmt_guarded(self, n, cond, truth: bool, data: bool, keep: bool = False, run=None):
+        """Run ``n`` (a statement, or with ``run=self.ev`` an expression: its value is returned) where
+        ``cond`` is ``truth``; the narrowed variables do not outlive it (with ``keep``, or an
+        expression, assignments it makes do: the caller merges them)."""
         saved = dict(self.env)
         self.guards.append(data)
         self.refine(cond, truth)
-        self.stmt(n)
+        value = (run or self.stmt)(n)
         self.guards.pop()
+        keep = keep or run is not None
         if keep:
             self.env = {k: (self.env.get(k, v) if self._assigned(n, k) else v) for k, v in saved.items()}
         else:
             self.env = saved
+        return value
 
     def _assigned(self, n, name: str) -> bool:
         for c in walk(n):
@@ -447,9 +450,11 @@ class Analyzer(Calls):
                 return old if isinstance(old, (Val, Ptr)) else UNKNOWN
             return self.ev(arg, "rw")
         if t == "conditional_expression":
-            self.ev(n.child_by_field_name("condition"))
-            a = self.ev(n.child_by_field_name("consequence"))
-            b = self.ev(n.child_by_field_name("alternative"))
+            # each branch runs where the condition is true or false (`(x < w) ? img[x] : 0` reads in bounds)
+            cond = _unwrap_cond(n.child_by_field_name("condition"))
+            data = _data(self.ev(cond))
+            a = self.stmt_guarded(n.child_by_field_name("consequence"), cond, True, data, run=self.ev)
+            b = self.stmt_guarded(n.child_by_field_name("alternative"), cond, False, data, run=self.ev)
             return self.join(a, b)
         if t == "cast_expression":
             typ = self.t(n.child_by_field_name("type"))

@@ -201,7 +201,7 @@ def parse(text: str, lang: str) -> ParsedSource:
     if lang == "opencl":
         src, keywords = _blank_opencl(src)
     data = src.encode()
-    tree = _parser().parse(data)
+    tree = _parse_comparisons(data)
     kernels = []
     for node in walk(tree.root_node):
         if node.type != "function_definition":
@@ -210,6 +210,43 @@ def parse(text: str, lang: str) -> ParsedSource:
         if k is not None:
             kernels.append(k)
     return ParsedSource(lang, text, data, tree, kernels, keywords, macro_kernels)
+
+
+_DECLARATORS = ("init_declarator", "declaration", "parameter_declaration", "pointer_declarator",
+                "reference_declarator")
+
+
+def _parse_comparisons(data: bytes):
+    """The tree of ``data``, with a comparison the grammar read as a template argument list read as
+    a comparison: in ``(ix >= 0 && ix < width && iy >= 0)`` it took ``ix<width && iy>`` for a template
+    (a tour: the convolution's input lost its shape). Where the name before the ``<`` is a variable of
+    the file and no template, that ``<`` is parsed as ``>`` (same precedence, same length, so the tree
+    has the comparison's shape and every offset); readers take the operator's text from the source."""
+    tree = _parser().parse(data)
+    text = lambda n: data[n.start_byte:n.end_byte]  # noqa: E731
+    variables, templates = set(), set()
+    for n in walk(tree.root_node):
+        if n.type in _DECLARATORS:
+            d = n.child_by_field_name("declarator")
+            if d is not None and d.type == "identifier":
+                variables.add(text(d))
+        elif n.type == "template_declaration":
+            for d in walk(n):
+                if d.type in ("function_declarator", "class_specifier", "struct_specifier"):
+                    name = d.child_by_field_name("declarator") or d.child_by_field_name("name")
+                    if name is not None:
+                        templates.add(text(name))
+    parsed = bytearray(data)
+    for _ in range(data.count(b"<")):
+        wrong = [n.child_by_field_name("arguments").start_byte for n in walk(tree.root_node)
+                 if n.type == "template_function" and n.child_by_field_name("name").type == "identifier"
+                 and text(n.child_by_field_name("name")) in variables - templates]
+        if not wrong:
+            break
+        for at in wrong:
+            parsed[at:at + 1] = b">"
+        tree = _parser().parse(bytes(parsed))
+    return tree
 
 
 def _kernel_of(node, data: bytes, keywords: dict[int, str], lang: str) -> KernelFunction | None:
