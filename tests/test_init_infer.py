@@ -335,6 +335,32 @@ __global__ void blur(const float* img, float* out, int h, int w) {
     assert a["img"].shape == ["h * w - w"]           # rows 0 .. h - 2: y > 0 reads row y - 1
 
 
+def test_a_moe_topk_gating_extension_gets_its_bounds_and_intents(tmp_path):
+    """A vLLM-style top-k gating extension (one block per token): its arg-max reads the logits in
+    chunks of the block, `e < num_experts ? gating_output[token * num_experts + e] : -INFINITY`, and
+    its renormalisation reads back the weights it wrote. init gave gating_output the extent
+    `num_tokens * num_experts + 255` (the block of 256 leaking into it: a ternary's branch was read
+    without its condition) and topk_weights `inout` (read and written), though the kernel never reads
+    what the caller put there."""
+    r = run_cli("init", str(CORPUS / "csrc/moe/topk_gating.cu"), "--stdout")
+    assert r.returncode == 0, r.stderr
+    a = {x["name"]: x for x in yaml.safe_load(r.stdout)["args"]}
+    assert a["gating_output"]["shape"] == ["num_tokens", "num_experts"]
+    assert a["topk_weights"]["intent"] == "out" and a["topk_weights"]["shape"] == ["num_tokens", "k"]
+    assert "written, and read only where it was written first" in r.stdout
+    # a read where the write may not have run still reads what the array held
+    src = """
+__global__ void k(float* out, float* upd, const float* x, int n, int flag) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    if (flag > 0) { out[i] = x[i]; upd[i] = x[i]; }
+    out[i] *= 2.0f;
+    if (flag > 0) upd[i] *= 2.0f;
+}"""
+    _, a = _infer(src, "k")
+    assert a["out"].intent == "inout" and a["upd"].intent == "out"
+
+
 def test_a_warp_per_token_grid_covers_every_token():
     """One warp per token, 4 warps a block (token = blockIdx.x * 4 + threadIdx.x / 32, as vLLM's MoE
     top-k gating): init wrote grid ceil_div((32 * num_tokens - 31) // 32, 4), i.e. ceil((n - 1) / 4)
@@ -606,6 +632,12 @@ def test_a_mode_parameter_is_not_a_size_and_a_guessed_instantiation_says_so(tmp_
     assert "mode:" not in r.stdout.split("shapes:")[1], r.stdout
     assert "instantiation guessed: the file never launches it; scalar_t chosen" in r.stdout, r.stdout
     assert "dispatches over types" not in r.stdout
+    # the mode in an `if` (or, since a ternary's branches are read under its condition, in a ternary): the
+    # analysis compared `mode` with its sizes and init failed with "unexpected KeyError: 'mode'"
+    write(tmp_path, "k.cu", (tmp_path / "k.cu").read_text().replace(
+        "if (i < n) y[i] = mode == 2 ? x[i] * (scalar_t)2 : x[i];", "if (i < n) { if (mode == 2) y[i] = x[i]; }"))
+    r = run_cli("init", str(tmp_path / "k.cu"), "--stdout")
+    assert r.returncode == 0 and "{name: mode, dtype: int32, value: 2}" in r.stdout, r.stderr
 
 
 def test_a_struct_field_declaration_with_several_names_counts_each(tmp_path):

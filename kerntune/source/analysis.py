@@ -75,6 +75,10 @@ class Analyzer(Calls):
         self.facts = Facts()
         self.env: dict[str, object] = {}
         self.guards: list[bool] = []
+        self.conds: list[str] = []       # the conditions (conjuncts, as written) the code at hand runs under
+        # elements written (root, first, last, under conds) in the order the code runs: a later read of
+        # exactly those elements under the same conditions reads back what the kernel wrote, not its input
+        self.written: list[tuple[str, Poly, Poly, frozenset[str]]] = []
         self.quotients: dict[str, tuple[str, str]] = {}     # q -> (i, d) for q = i / d
         self.functions: dict[str, list] = {}
         self.stack: list = []
@@ -148,7 +152,7 @@ class Analyzer(Calls):
                     self.ev(c)
 
     def block_(self, children) -> None:
-        pushed = 0
+        pushed: list[int] = []
         for c in children:
             if c.type == "if_statement" and c.child_by_field_name("alternative") is None and \
                     _exits(c.child_by_field_name("consequence")):
@@ -157,11 +161,14 @@ class Analyzer(Calls):
                 self.stmt_guarded(c.child_by_field_name("consequence"), cond, True, _data(value))
                 self.refine(cond, False)             # the rest of the block runs when the condition is false
                 self.guards.append(_data(value))
-                pushed += 1
+                conds = self._conjuncts(cond, False)
+                self.conds.extend(conds)
+                pushed.append(len(conds))
                 continue
             self.stmt(c)
-        for _ in range(pushed):
+        for n_conds in pushed:
             self.guards.pop()
+            del self.conds[len(self.conds) - n_conds:]
 
     def stmt_guarded(self, n, cond, truth: bool, data: bool, keep: bool = False, run=None):
         """Run ``n`` (a statement, or with ``run=self.ev`` an expression: its value is returned) where
@@ -169,15 +176,31 @@ class Analyzer(Calls):
         expression, assignments it makes do: the caller merges them)."""
         saved = dict(self.env)
         self.guards.append(data)
+        conds = self._conjuncts(cond, truth)
+        self.conds.extend(conds)
         self.refine(cond, truth)
         value = (run or self.stmt)(n)
         self.guards.pop()
+        del self.conds[len(self.conds) - len(conds):]
         keep = keep or run is not None
         if keep:
             self.env = {k: (self.env.get(k, v) if self._assigned(n, k) else v) for k, v in saved.items()}
         else:
             self.env = saved
         return value
+
+    def _conjuncts(self, cond, truth: bool) -> list[str]:
+        """What ``cond`` being ``truth`` says, as the texts of the conditions that all hold then."""
+        cond = _strip_parens(cond)
+        if cond is None:
+            return []
+        if cond.type == "binary_expression":
+            op = self.t(cond.child_by_field_name("operator"))
+            if (op == "&&" and truth) or (op == "||" and not truth):
+                return self._conjuncts(cond.child_by_field_name("left"), truth) + \
+                    self._conjuncts(cond.child_by_field_name("right"), truth)
+        text = " ".join(self.t(cond).split())
+        return [text if truth else f"!({text})"]
 
     def _assigned(self, n, name: str) -> bool:
         for c in walk(n):
@@ -370,6 +393,10 @@ class Analyzer(Calls):
         return isinstance(v, Val) and v.hi is not None and _has_grid(v.hi)
 
     def _smaller(self, a: Poly, b: Poly) -> bool:
+        """Whether ``a <= b`` at every sample (False where either names an int the samples leave out:
+        a mode parameter, compared only with constants; `if (mode == 2)` raised a KeyError)."""
+        if self.samples and not (a.symbols() | b.symbols()) <= self.samples[0].keys():
+            return False
         return all(a.evaluate(s) <= b.evaluate(s) for s in self.samples)
 
     def _coverage(self, hi: Poly | None, need_hi: Poly) -> None:
@@ -566,9 +593,19 @@ class Analyzer(Calls):
             why = "an index the analysis cannot bound"
         if ctx == "addr":
             return q
-        self.facts.accesses.append(Access(q.root, lo, hi, read=ctx in ("r", "rw", "atomic"),
+        reread = False
+        if lo is not None and hi is not None and q.root in self.params:
+            if ctx in ("r", "rw"):
+                # a read of exactly the elements an earlier write stored, wherever that write ran: the
+                # kernel reads back its own results (a renormalisation), not what the array held
+                conds = set(self.conds)
+                reread = any((root, first, last) == (q.root, lo, hi) and c <= conds
+                             for root, first, last, c in self.written)
+            elif ctx == "w" and not partial:
+                self.written.append((q.root, lo, hi, frozenset(self.conds)))
+        self.facts.accesses.append(Access(q.root, lo, hi, read=ctx in ("r", "rw", "atomic") and not reread,
                                           write=ctx in ("w", "rw", "atomic"), atomic=ctx == "atomic",
-                                          partial=partial, why=why))
+                                          partial=partial, why=why, reread=reread))
         if q.root in self.load_bounds and ctx == "r":
             return Val(Poly.const(0), self.load_bounds[q.root] - 1, True, q.root)
         return Val(data=True, src=q.root if q.root != "@shared" else None)

@@ -158,6 +158,7 @@ class Access:
     atomic: bool = False
     partial: bool = False    # under a data-dependent condition
     why: str = ""            # when the extent is unknown: the reason
+    reread: bool = False     # a read of elements the kernel wrote before (not counted as a read)
 
 
 @dataclass

@@ -514,6 +514,8 @@ def _intent(p, acc: list[Access]) -> tuple[str, str]:
         if any(a.partial for a in acc if a.write):
             return "inout", ("written only where loaded data says (a condition or an index from memory): the "
                              "other elements keep their values")
+        if any(a.reread for a in acc):
+            return "out", "written, and read only where it was written first"
         return "out", "only written"
     return "in", "const" if p.const else "only read"
 
