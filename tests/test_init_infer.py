@@ -361,6 +361,27 @@ __global__ void k(float* out, float* upd, const float* x, int n, int flag) {
     assert a["out"].intent == "inout" and a["upd"].intent == "out"
 
 
+def test_a_local_array_indexed_in_a_helper_sets_the_block():
+    """fused_add_rmsnorm.cl keeps `__local float partial[THREADS]` (128) and indexes it by the local id
+    only inside row_scale(partial, ...): init read no use of the array and gave the default block 256
+    (a newcomer's tour). The array is followed into the helper; where the helper's indexing says
+    nothing (an index it is given), the block stays a default, and is called a guess."""
+    src = (REPO / "kernels/sglang/fused_add_rmsnorm/fused_add_rmsnorm.cl").read_text()
+    for entry in ("fused_add_rmsnorm_fp32", "fused_add_rmsnorm_fp16", "fused_add_rmsnorm_bf16"):
+        inf, _ = _infer(src, entry, "opencl")
+        assert inf.block == [128] and "partial[THREADS]" in inf.launch_why and "row_scale()" in inf.launch_why
+    opaque = """
+#define N 64
+inline void put(__local float* s, int at, float v) { s[at] = v; }
+__kernel void k(__global float* out, __global const float* x)
+{ __local float s[N]; int t = get_local_id(0);
+  put(s, t, x[get_global_id(0)]); barrier(CLK_LOCAL_MEM_FENCE);
+  out[get_global_id(0)] = s[N - 1 - t]; }
+"""
+    inf, _ = _infer(opaque, "k", "opencl")
+    assert inf.block == [256] and any("default guess" in n and "s[N]" in n for n in inf.notes)
+
+
 def test_a_warp_per_token_grid_covers_every_token():
     """One warp per token, 4 warps a block (token = blockIdx.x * 4 + threadIdx.x / 32, as vLLM's MoE
     top-k gating): init wrote grid ceil_div((32 * num_tokens - 31) // 32, 4), i.e. ceil((n - 1) / 4)

@@ -90,7 +90,7 @@ def choose_block(kernel: KernelFunction, source: str, consts: dict[str, int],
             return (v,), "__launch_bounds__"
     if launcher is not None and launcher[0] is not None:
         return launcher[0], launcher[1]
-    sized = _local_array_block(body, cs)
+    sized = _local_array_block(body, cs, _helpers(kernel, source))
     if sized is not None:
         return sized
     for pat in (r"blockIdx\.x\s*\*\s*([A-Za-z_]\w*|\d+)", r"([A-Za-z_]\w*|\d+)\s*\*\s*blockIdx\.x",
@@ -116,46 +116,99 @@ def choose_block(kernel: KernelFunction, source: str, consts: dict[str, int],
 _LOCAL_ARRAY = r"(?:__local|__shared__)\s+(?:volatile\s+)?[\w:]+\s+(\w+)\s*"
 
 
-def _local_array_block(body: str, consts: dict[str, str]) -> tuple[tuple[int, ...], str] | None:
+def _local_array_block(body: str, consts: dict[str, str],
+                       helpers: dict[str, tuple[list[str], str]] | None = None) -> tuple[tuple[int, ...], str] | None:
     """A fixed-size __local/__shared__ array indexed by the thread's own local id (``s[tid]``) holds one
     element per thread: the block is its size (a larger one writes past it; a guessed 256 for
-    ``__local float s[64]`` crashed Intel's runtime)."""
-    ids = {"threadIdx.x", "get_local_id(0)"} | {
-        m.group(1) for m in re.finditer(r"(\w+)\s*=\s*(?:\(\s*\w+\s*\)\s*)?(?:get_local_id\s*\(\s*0\s*\)|threadIdx\.x\b)",
-                                        body)}
+    ``__local float s[64]`` crashed Intel's runtime). An array passed to a helper of the file
+    (``helpers``: name -> parameter names and body) is followed into it: fused_add_rmsnorm.cl's
+    `partial[THREADS]`, indexed by the local id in row_scale(partial, ...), got the default 256 for 128."""
     for m in re.finditer(_LOCAL_ARRAY + r"\[\s*(\w+)\s*\]\s*;", body):
         name, size = m.group(1), evaluate(m.group(2), consts, {})
         if not isinstance(size, int) or isinstance(size, bool) or not 0 < size <= 1024:
             continue
-        accesses = [(re.sub(r"\s+", "", idx.group(1)), idx.start())
-                    for idx in re.finditer(re.escape(name) + r"\s*\[\s*([^\]]+?)\s*\]", body)]
-        if any(i in ids for i, _ in accesses):
-            why = f"the kernel's {name}[{m.group(2)}] holds one element per thread (indexed by the local id)"
-            if re.search(r"threadIdx\.y|get_local_id\s*\(\s*1", body):
-                return None     # a 2-D block shares it: the defaults and the index arithmetic decide
-            # an index a * id + b with constants a and b (s[lid + SEG / 2], s[2 * tid + 1]) that no `if` on the
-            # local id guards must stay below the size too: a bitonic sort's s[lid + 128] of a
-            # `__local uint s[256]` holds two elements per work-item, and the block of 256 guessed from s[lid]
-            # alone wrote past it (Intel's runtime crashed); a reduction's `if (tid < 32) s[tid] += s[tid + 32]`
-            # is guarded and bounds nothing
-            block = size
-            for i, at in accesses:
-                if i in ids or _guarded_by_local_id(body, at, ids):
-                    continue
-                for lid in ids:
-                    own = _use_of(lid)
-                    if not re.search(own, i):
-                        continue
-                    v = [evaluate(re.sub(own, f"({k})", i), consts, {}) for k in (0, 1, 2)]
-                    if not all(isinstance(x, int) and not isinstance(x, bool) for x in v):
-                        continue
-                    a, b = v[1] - v[0], v[0]
-                    if a > 0 and b >= 0 and v[2] - v[1] == a and b < size and (size - 1 - b) // a + 1 < block:
-                        block = (size - 1 - b) // a + 1
-                        why = (f"the kernel's {name}[{m.group(2)}] holds {size} elements and is indexed by "
-                               f"{i}: {block} threads reach its end")
-            return (block,), why
+        found = _block_of_array(name, m.group(2), size, body, consts, "")
+        for call in re.finditer(r"(?<![\w.])(\w+)\s*\(([^;{}]*)\)", body) if found is None else ():
+            params, helper = (helpers or {}).get(call.group(1), ([], ""))
+            args = [a.strip() for a in _top_level_split(call.group(2))]
+            if name in args and args.index(name) < len(params):
+                found = _block_of_array(params[args.index(name)], m.group(2), size, helper, consts,
+                                        f" in {call.group(1)}()", shown=name)
+                if found is not None:
+                    break
+        if found is not None:
+            return None if found == "2-D" else found
     return None
+
+
+def _top_level_split(args: str) -> list[str]:
+    """A call's arguments, split at the commas outside parentheses and brackets."""
+    out, depth, cur = [], 0, ""
+    for c in args:
+        depth += (c in "([") - (c in ")]")
+        if c == "," and depth == 0:
+            out.append(cur)
+            cur = ""
+        else:
+            cur += c
+    return out + [cur]
+
+
+def _block_of_array(name: str, size_text: str, size: int, body: str, consts: dict[str, str], where: str,
+                    shown: str = "") -> tuple[tuple[int, ...], str] | str | None:
+    """The block a local array ``name`` of ``size`` elements sets by how ``body`` indexes it: None when
+    no access uses the local id, "2-D" when a 2-D block shares it."""
+    ids = {"threadIdx.x", "get_local_id(0)"} | {
+        m.group(1) for m in re.finditer(r"(\w+)\s*=\s*(?:\(\s*\w+\s*\)\s*)?(?:get_local_id\s*\(\s*0\s*\)|threadIdx\.x\b)",
+                                        body)}
+    accesses = [(re.sub(r"\s+", "", idx.group(1)), idx.start())
+                for idx in re.finditer(r"(?<![\w.])" + re.escape(name) + r"\s*\[\s*([^\]]+?)\s*\]", body)]
+    if not any(i in ids for i, _ in accesses):
+        return None
+    array = f"{shown or name}[{size_text}]"
+    why = f"the kernel's {array} holds one element per thread (indexed by the local id{where})"
+    if re.search(r"threadIdx\.y|get_local_id\s*\(\s*1", body):
+        return "2-D"     # a 2-D block shares it: the defaults and the index arithmetic decide
+    # an index a * id + b with constants a and b (s[lid + SEG / 2], s[2 * tid + 1]) that no `if` on the
+    # local id guards must stay below the size too: a bitonic sort's s[lid + 128] of a
+    # `__local uint s[256]` holds two elements per work-item, and the block of 256 guessed from s[lid]
+    # alone wrote past it (Intel's runtime crashed); a reduction's `if (tid < 32) s[tid] += s[tid + 32]`
+    # is guarded and bounds nothing
+    block = size
+    for i, at in accesses:
+        if i in ids or _guarded_by_local_id(body, at, ids):
+            continue
+        for lid in ids:
+            own = _use_of(lid)
+            if not re.search(own, i):
+                continue
+            v = [evaluate(re.sub(own, f"({k})", i), consts, {}) for k in (0, 1, 2)]
+            if not all(isinstance(x, int) and not isinstance(x, bool) for x in v):
+                continue
+            a, b = v[1] - v[0], v[0]
+            if a > 0 and b >= 0 and v[2] - v[1] == a and b < size and (size - 1 - b) // a + 1 < block:
+                block = (size - 1 - b) // a + 1
+                why = (f"the kernel's {array} holds {size} elements and is indexed by {i}{where}: "
+                       f"{block} threads reach its end")
+    return (block,), why
+
+
+def _helpers(kernel: KernelFunction, source: str) -> dict[str, tuple[list[str], str]]:
+    """The other functions of the kernel's file: name -> (parameter names, body)."""
+    from kerntune.source.calls import _params, function_name
+    from kerntune.source.parse import walk
+
+    if kernel.node is None:
+        return {}
+    root, data, out = kernel.node, source.encode(), {}
+    while root.parent is not None:
+        root = root.parent
+    for n in walk(root):
+        b = n.child_by_field_name("body") if n.type == "function_definition" and n is not kernel.node else None
+        if b is not None:
+            out.setdefault(function_name(n, data), ([p[0] for p in _params(n, data)],
+                                                    data[b.start_byte:b.end_byte].decode()))
+    return out
 
 
 def _guessed_block_notes(kernel: KernelFunction, source: str, block: tuple[int, ...], why: str) -> list[str]:
