@@ -742,7 +742,30 @@ shapes:
     r = run_cli("check", str(kernel), "--spec", str(tmp_path / "spec.yaml"))
     assert r.returncode == 2 and "Traceback" not in r.stderr
     spec = tmp_path / "spec.yaml"
-    assert f"invalid kernel spec (4 problems)\n  {spec}:3: args[0].dtype: expected one of" in r.stderr, r.stderr
+    assert f"invalid kernel spec (4 problems)\n  {spec}:3: args[0].dtype: the dtype is still TODO: write one of" \
+        in r.stderr, r.stderr
     assert f"{spec}:4: args[1].intent: expected 'in', 'out' or 'inout', found 'inn'" in r.stderr
-    assert f"{spec}:4: args[1].shape[0]: 'TODO' is not a declared size (sizes: n)" in r.stderr
-    assert f"{spec}:7: args[4].value: 'TODO' is not a declared size (sizes: n)" in r.stderr
+    assert f"{spec}:4: args[1].shape[0]: in's shape is still TODO: write the array's dimensions" in r.stderr
+    assert f"{spec}:7: args[4].value: s's value is still TODO: write the value to pass" in r.stderr
+    assert "hint: `kerntune init` marks TODO what it could not infer" in r.stderr
+
+
+def test_a_leftover_todo_is_reported_as_one_to_fill_in(tmp_path):
+    """A user who left init's `shape: [TODO]` in the spec got "'TODO' is not a declared size (sizes: n)"
+    from bench, as if TODO were a misspelt size (a newcomer's tour): the error now says the spec still
+    has a TODO to fill in, names the argument and the line, and hints at what to do."""
+    kernel = write(tmp_path, "scale4.cl", VECTORS_CL)
+    init = run_cli("init", str(kernel), "--stdout")
+    assert init.returncode == 0, init.stderr
+    text = init.stdout.replace("{name: in, dtype: fp32, shape: [n, 4]", "{name: in, dtype: fp32, shape: [TODO]")
+    assert "shape: [TODO]" in text
+    spec = write(tmp_path, "scale4.yaml", text)
+    line = text[:text.index("shape: [TODO]")].count("\n") + 1
+    for command in ("bench", "check"):
+        r = run_cli(command, str(kernel), "--spec", str(spec))
+        assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+        assert f"error: the spec still has a TODO to fill in\n  {spec}:{line}: args[1].shape[0]: in's shape is " \
+               "still TODO: write the array's dimensions" in r.stderr, r.stderr
+        assert "not a declared size" not in r.stderr
+        assert "hint: `kerntune init` marks TODO what it could not infer (the comment on the line says why): " \
+               "replace each TODO, then run `kerntune check`" in r.stderr

@@ -192,12 +192,21 @@ def problems_error(loaded: LoadedSpec, problems: list[Problem], head: str, hint:
 def _spec_error(where: str, problems: list[Problem], lines: dict[tuple, int], offset: int,
                 head: str = "invalid kernel spec",
                 hint: str = "the spec format is documented in the README (section 'The kernel spec')") -> KerntuneError:
+    from kerntune.spec.model import STILL_TODO
+
+    todos = sum(STILL_TODO in p.message for p in problems)
+    if todos:
+        if todos == len(problems) and head == "invalid kernel spec":
+            head = "the spec still has " + ("a TODO" if todos == 1 else f"{todos} TODOs") + " to fill in"
+        hint = ("`kerntune init` marks TODO what it could not infer (the comment on the line says why): replace "
+                "each TODO, then run `kerntune check`")
     rows = []
     for p in problems:
         line = _line_for(p.path, lines)
         loc = f"{where}:{line + offset}" if line else where
         rows.append(f"{loc}: {format_path(p.path)}: {p.message}")
-    head = head + (f" ({len(rows)} problems)" if len(rows) > 1 else "")
+    if not head.startswith("the spec still has"):
+        head = head + (f" ({len(rows)} problems)" if len(rows) > 1 else "")
     return KerntuneError(ErrorCode.SPEC, head + "\n  " + "\n  ".join(rows), hint=hint)
 
 

@@ -18,6 +18,10 @@ from kerntune.dtypes import DTYPE_NAMES, DTYPES, DType
 from kerntune.source.names import KernelName, KernelNameError, parse_kernel_name
 from kerntune.spec import expr
 
+# what `kerntune init` writes where it could not infer a field; a problem that names it says STILL_TODO
+TODO = "TODO"
+STILL_TODO = "is still TODO"
+
 IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 Intent = Literal["in", "out", "inout"]
 Dim = Union[int, str]
@@ -61,6 +65,8 @@ class ArgSpec(_Strict):
     @field_validator("dtype")
     @classmethod
     def _dtype(cls, v: str) -> str:
+        if v == TODO:
+            raise ValueError(f"the dtype {STILL_TODO}: write one of {', '.join(DTYPE_NAMES)}")
         if v not in DTYPES:
             raise ValueError(f"expected one of {', '.join(DTYPE_NAMES)}; found {v!r}")
         return v
@@ -289,10 +295,23 @@ class _Checker:
         except expr.ExprError as e:
             self.problems.append(Problem(path, str(e)))
             return
-        unknown = sorted(used - allowed)
+        if TODO in used - allowed:
+            self.problems.append(Problem(path, self._still_todo(path)))
+        unknown = sorted(used - allowed - {TODO})
         if unknown:
             self.problems.append(Problem(path, f"{', '.join(map(repr, unknown))} is not a declared size "
                                                f"(sizes: {', '.join(sorted(allowed)) or 'none'})"))
+
+    def _still_todo(self, path: tuple) -> str:
+        """A TODO `kerntune init` left in the field at ``path`` (a user who did not fill it in got "'TODO'
+        is not a declared size" from bench): what to write there."""
+        if path[0] == "args" and len(path) > 2:
+            a = self.spec.args[path[1]]
+            if path[2] == "shape":
+                return (f"{a.name}'s shape {STILL_TODO}: write the array's dimensions, as numbers or "
+                        "expressions of the sizes (e.g. [rows, cols])")
+            return f"{a.name}'s {path[2]} {STILL_TODO}: write the value to pass, a number or an expression of the sizes"
+        return f"{STILL_TODO}: write a number or an expression of the sizes"
 
     def launch_names(self, where: tuple, launch: LaunchSpec, sizes: set[str]) -> None:
         for key in ("grid", "block"):
