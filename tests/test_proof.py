@@ -1038,3 +1038,25 @@ def test_a_candidate_identical_to_the_original_is_a_step_of_the_final_test():
     assert steps[:1] == ["candidate 1/1 is the original kernel itself (same source, options and launch): 1.00x, "
                          "nothing to verify or time"], steps
     assert steps[1].startswith("timing the original: 1 kernel at ") and "interleaved" not in steps[1], steps
+
+
+def test_a_kernel_that_ignores_its_scalar_arguments_fails_at_other_values(worker):
+    """A spec gives each scalar one value (scale_add_clamp: alpha 0.75, beta -1.25, lo -2, hi 2), so a
+    candidate that wrote those numbers into its code and ignored its arguments matched the original on
+    every shape and distribution, and `bench --against` and `score reward` called it correct (adversarial
+    tour, 2026-12-05). A candidate is now also verified against the original with the spec's nonzero
+    float scalars moved, by a factor drawn from the seed, at the run's held-out shape."""
+    yaml = REPO / "kernels/heldout/scale_add_clamp/spec.yaml"
+    loaded = load_file(yaml)
+    spec = loaded.spec
+    original = load_kernel(yaml.parent / "scale_add_clamp.cl", yaml).instance()
+    baked = load_kernel(REPO / "tests/data/scale_add_clamp_baked_scalars.cl", yaml).instance(label="baked")
+    req = EvalRequest(candidate=baked, spec=spec, base_dir=str(loaded.base_dir), reference=original,
+                      verify_shapes=tuple(spec_shapes(spec, "cpu") + holdout_shapes(spec, "cpu")), time_shapes=(),
+                      seed=5, timing=None)
+    r = worker.evaluate(req, 120)
+    assert r.status is Status.WRONG_RESULT, r.message
+    assert "other scalar values" in r.message and "out: tolerance" in r.message, r.message
+    # the original against itself, and an honest copy, pass the same check
+    r = worker.evaluate(replace(req, candidate=replace(original, label="copy")), 120)
+    assert r.status is Status.OK, r.message

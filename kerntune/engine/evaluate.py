@@ -7,7 +7,7 @@ from __future__ import annotations
 import hashlib
 import time
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +26,7 @@ from kerntune.hardware import launch_problems
 from kerntune.results import EvalResult, ShapeCheck, ShapeTiming, Status, Verification
 from kerntune.spec import expr
 from kerntune.spec.model import KernelSpec, LaunchSpec, Shape
+from kerntune.spec.scalars import moved_scalars, scalar_summary
 
 
 @dataclass(frozen=True)
@@ -90,8 +91,6 @@ class EvalRequest:
         spec's inputs only, its own shapes on every distribution as before."""
         if not shapes:
             return self
-        from dataclasses import replace
-
         return replace(self, verify_shapes=self.verify_shapes + shapes,
                        all_distributions_on=tuple(s.key for s in self.verify_shapes))
 
@@ -346,8 +345,20 @@ class Evaluator:
             everything = req.all_distributions_on is None or shape.key in req.all_distributions_on
             for d in names if everything else names[:1]:
                 checks.append(self._verify_one(req, kernel, ref_kernel, shape, d, cache, base_rms))
+        checks += self._verify_moved_scalars(req, kernel, ref_kernel)
         return Verification(ok=all(c.ok for c in checks), reference=self.mode(req), seed=req.seed, shapes=checks,
                             distributions=list(names))
+
+    def _verify_moved_scalars(self, req: EvalRequest, kernel: Any, ref_kernel: Any) -> list[ShapeCheck]:
+        """Against the original kernel, one more check at the first held-out shape (else the first) with
+        the spec's float scalars moved (kerntune.spec.scalars): a kernel that wrote the spec's values into
+        its code and ignored its arguments matched on every shape and distribution."""
+        moved = moved_scalars(req.spec, req.seed) if ref_kernel is not None and req.verify_shapes else None
+        if moved is None:
+            return []
+        shape = next((s for s in req.verify_shapes if s.holdout), req.verify_shapes[0])
+        check = self._verify_one(replace(req, spec=moved), kernel, ref_kernel, shape, dist.SPEC, {}, {})
+        return [check.model_copy(update={"stage": f"other scalar values: {scalar_summary(req.spec, moved)}"})]
 
     def _verify_one(self, req: EvalRequest, kernel: Any, ref_kernel: Any, shape: Shape, distribution: str,
                     cache: dict[tuple[str, int], Expected], base_rms: dict[str, float]) -> ShapeCheck:
