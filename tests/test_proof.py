@@ -1060,3 +1060,22 @@ def test_a_kernel_that_ignores_its_scalar_arguments_fails_at_other_values(worker
     # the original against itself, and an honest copy, pass the same check
     r = worker.evaluate(replace(req, candidate=replace(original, label="copy")), 120)
     assert r.status is Status.OK, r.message
+
+
+def test_a_kernel_that_skips_a_zeroed_output_fails_verification(worker):
+    """Outputs were poisoned with NaN, then with a random finite value that is never 0, so a vector_add
+    that computes only where its output is not already 0 was called correct by `bench --against` and
+    `score reward` (adversarial tour, 2026-12-05), and hands a user's zeroed buffer back unchanged. A third
+    verification run now starts from outputs filled with zeros."""
+    yaml = REPO / "kernels/examples/vector_add.yaml"
+    loaded = load_file(yaml)
+    spec = loaded.spec
+    original = load_kernel(yaml.parent / "vector_add.cl", yaml).instance()
+    cheat = load_kernel(REPO / "tests/data/vector_add_skips_zeroed_output.cl", yaml).instance(label="cheat")
+    req = EvalRequest(candidate=cheat, spec=spec, base_dir=str(loaded.base_dir), reference=original,
+                      verify_shapes=tuple(holdout_shapes(spec, "cpu")), time_shapes=(), seed=5, timing=None)
+    r = worker.evaluate(req, 120)
+    assert r.status is Status.WRONG_RESULT, r.message
+    assert "c: tolerance" in r.message, r.message
+    r = worker.evaluate(replace(req, candidate=replace(original, label="copy")), 120)
+    assert r.status is Status.OK, r.message

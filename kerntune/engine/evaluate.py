@@ -119,6 +119,13 @@ def random_poison(spec: KernelSpec, rng: np.random.Generator) -> Poison:
     return {a.name: finite_poison(a.dt, rng) for a in spec.outputs}
 
 
+def zero_poison(spec: KernelSpec) -> Poison:
+    """Every output filled with zeros, as a fresh allocation or a user's zeroed buffer holds it: the third
+    verification run, after NaN and a finite value that is never 0 (a kernel computing only where its
+    output was not already 0 passed both)."""
+    return {a.name: 0 for a in spec.outputs}
+
+
 class Buffers(dict):
     """The device buffer each array argument is passed as, by name; with canaries (see
     :mod:`kerntune.engine.judge`), each is a view into an allocation (``whole``, by name) that holds
@@ -362,9 +369,9 @@ class Evaluator:
 
     def _verify_one(self, req: EvalRequest, kernel: Any, ref_kernel: Any, shape: Shape, distribution: str,
                     cache: dict[tuple[str, int], Expected], base_rms: dict[str, float]) -> ShapeCheck:
-        """Two runs on fresh inputs: outputs poisoned with NaN, then with a random finite
-        value; both must match the reference, and an element that kept its poison in
-        both is unwritten. The absolute tolerance follows the outputs' size relative to
+        """Three runs on fresh inputs: outputs poisoned with NaN, then with a random finite
+        value, then filled with zeros; each must match the reference, and an element that kept its
+        poison in every run is unwritten. The absolute tolerance follows the outputs' size relative to
         the shape's first distribution (``base_rms``, filled by the first call)."""
         spec = req.spec
         seed = shape_seed(req.seed, shape, distribution)
@@ -375,7 +382,7 @@ class Evaluator:
         launch = resolve_launch(spec, req.candidate, shape)
         rng = np.random.default_rng(seed ^ 0x5EED)
         runs = []
-        for poison in (nan_poison(spec), random_poison(spec, rng)):
+        for poison in (nan_poison(spec), random_poison(spec, rng), zero_poison(spec)):
             runs.append((self.run_once(spec, kernel, launch, host, poison), poison))
         if expected.values is None:       # no reference: the first run's outputs set the size
             rms = output_rms(spec, runs[0][0], True)
