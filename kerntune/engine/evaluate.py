@@ -357,15 +357,17 @@ class Evaluator:
                             distributions=list(names))
 
     def _verify_moved_scalars(self, req: EvalRequest, kernel: Any, ref_kernel: Any) -> list[ShapeCheck]:
-        """Against the original kernel, one more check at the first held-out shape (else the first) with
-        the spec's float scalars moved (kerntune.spec.scalars): a kernel that wrote the spec's values into
-        its code and ignored its arguments matched on every shape and distribution."""
-        moved = moved_scalars(req.spec, req.seed) if ref_kernel is not None and req.verify_shapes else None
+        """Against the original kernel, one more check on the spec's own inputs at each shape verified on
+        every distribution, with the spec's float scalars moved (kerntune.spec.scalars): a kernel that wrote
+        the spec's values into its code and ignored its arguments matched on every shape and distribution,
+        and one doing so only where n is even passed a check at the (odd) held-out shape alone."""
+        moved = moved_scalars(req.spec, req.seed) if ref_kernel is not None else None
         if moved is None:
             return []
-        shape = next((s for s in req.verify_shapes if s.holdout), req.verify_shapes[0])
-        check = self._verify_one(replace(req, spec=moved), kernel, ref_kernel, shape, dist.SPEC, {}, {})
-        return [check.model_copy(update={"stage": f"other scalar values: {scalar_summary(req.spec, moved)}"})]
+        stage = f"other scalar values: {scalar_summary(req.spec, moved)}"
+        shapes = [s for s in req.verify_shapes if req.all_distributions_on is None or s.key in req.all_distributions_on]
+        return [self._verify_one(replace(req, spec=moved), kernel, ref_kernel, s, dist.SPEC, {}, {})
+                .model_copy(update={"stage": stage}) for s in shapes]
 
     def _verify_one(self, req: EvalRequest, kernel: Any, ref_kernel: Any, shape: Shape, distribution: str,
                     cache: dict[tuple[str, int], Expected], base_rms: dict[str, float]) -> ShapeCheck:
