@@ -46,8 +46,8 @@ def bench(
     Verification uses fresh seeded random inputs from several distributions
     (the spec's range, shifted, all-negative, large and small magnitudes,
     values that repeat),
-    outputs poisoned twice (NaN, then a random finite value: every element
-    must be written), unchanged inputs, and tolerances by dtype; the
+    outputs filled three times (NaN, a random finite value, zeros: every
+    element must be written), unchanged inputs, and tolerances by dtype; the
     reference is the spec's NumPy function, or with --against, KERNEL's own
     outputs. Each kernel then runs under the memory and race checker.
     Timing uses device events, warm-up, repeats, an L2 flush between runs and
