@@ -1067,8 +1067,10 @@ def test_a_kernel_that_ignores_its_scalar_arguments_fails_at_other_values(worker
 def test_a_kernel_that_skips_a_zeroed_output_fails_verification(worker):
     """Outputs were poisoned with NaN, then with a random finite value that is never 0, so a vector_add
     that computes only where its output is not already 0 was called correct by `bench --against` and
-    `score reward` (adversarial tour, 2026-12-05), and hands a user's zeroed buffer back unchanged. A third
-    verification run now starts from outputs filled with zeros."""
+    `score reward` (adversarial tour, 2026-12-05), and hands a user's zeroed buffer back unchanged. The
+    second verification run now starts from zeros on the spec's own inputs and about half of the other
+    distributions, and from the random finite value on the rest, so a kernel writing only where its
+    output is NaN or 0 fails too."""
     yaml = REPO / "kernels/examples/vector_add.yaml"
     loaded = load_file(yaml)
     spec = loaded.spec
@@ -1079,5 +1081,10 @@ def test_a_kernel_that_skips_a_zeroed_output_fails_verification(worker):
     r = worker.evaluate(req, 120)
     assert r.status is Status.WRONG_RESULT, r.message
     assert "c: tolerance" in r.message, r.message
+    nan_or_zero = replace(original, label="nan-or-zero", source=original.source.replace(
+        "if (i < n)", "if (i < n && (isnan(c[i]) || c[i] == 0.0f))"))
+    assert "isnan" in nan_or_zero.source
+    r = worker.evaluate(replace(req, candidate=nan_or_zero), 120)
+    assert r.status is Status.WRONG_RESULT and "c: tolerance" in r.message, r.message
     r = worker.evaluate(replace(req, candidate=replace(original, label="copy")), 120)
     assert r.status is Status.OK, r.message

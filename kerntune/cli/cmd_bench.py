@@ -46,7 +46,7 @@ def bench(
     Verification uses fresh seeded random inputs from several distributions
     (the spec's range, shifted, all-negative, large and small magnitudes,
     values that repeat),
-    outputs filled three times (NaN, a random finite value, zeros: every
+    outputs poisoned twice (NaN, then zeros or a random finite value: every
     element must be written), unchanged inputs, and tolerances by dtype; the
     reference is the spec's NumPy function, or with --against, KERNEL's own
     outputs. Each kernel then runs under the memory and race checker.
