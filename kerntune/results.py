@@ -113,7 +113,7 @@ class ArgCheck(Record):
     got: Optional[int | float] = None          # int for integer outputs: exact beyond 2**53
     expected: Optional[int | float] = None
     reason: str = ""      # "", "unwritten", "nonfinite", "tolerance", "input modified", "written past its end",
-    #                       "written before its start", "less accurate"
+    #                       "written before its start", "less accurate", "biased"
     settled: str = ""                      # passed only by the NumPy reference's verdict: why (engine.judge.settle)
     past_end: Optional[int] = None         # written past its end: the first element changed after its last
     watched_bytes: int = 0                 # ... within this many bytes after it (engine.judge.canary_bytes)
@@ -123,6 +123,13 @@ class ArgCheck(Record):
     original_rel_l2_err: Optional[float] = None
     accuracy_limit: Optional[float] = None
     atol: Optional[float] = None           # elements out of bounds: the absolute bound they missed (engine.verify)
+    # biased (engine.judge._biased, engine.bias): the run's systematic error against the NumPy reference, a
+    # relative "scale" (outputs times 1 + bias) or "offset" (over the reference's RMS), the reference kernel's,
+    # and how many standard errors the difference is; accuracy_limit is then the most the difference may be
+    bias_kind: str = ""
+    bias: Optional[float] = None
+    original_bias: Optional[float] = None
+    bias_z: Optional[float] = None
 
     @field_validator("max_abs_err", "max_rel_err", "rel_l2_err", mode="before")
     @classmethod
@@ -154,6 +161,15 @@ class ArgCheck(Record):
                      f"original kernel's {self.original_rel_l2_err:.2g} (at most {self.accuracy_limit or 0:.2g} "
                      f"passes), though within the tolerance of the original's outputs (max abs err "
                      f"{self.max_abs_err:.3g})")
+        if self.reason == "biased" and self.bias is not None:
+            from kerntune.engine.bias import describe
+
+            z = f"{self.bias_z:.0f} standard errors" if self.bias_z is not None and math.isfinite(self.bias_z) \
+                else "no random error"
+            text += (f": {describe(self.bias_kind, self.bias, self.original_bias or 0.0)}, a systematic error "
+                     f"({z}) more than {(self.accuracy_limit or 0) * 100:.2g}% beyond the original's, though within "
+                     f"the tolerance of the original's outputs (rel L2 err {self.rel_l2_err:.2g}, the original's "
+                     f"{self.original_rel_l2_err or 0:.2g})")
         if self.past_end is not None or self.before_start is not None:
             after = self.past_end is not None
             k = self.past_end if after else self.before_start

@@ -297,10 +297,69 @@ def test_a_candidate_within_the_tolerance_but_markedly_less_accurate_fails():
 def test_an_error_under_the_floor_or_a_lenient_spec_passes_the_accuracy_check():
     # 1e-6: 10x the original's, but under a quarter of fp32's 1e-5 (rounding in another order looks so)
     assert _accuracy(1 - 1e-6).ok
-    # over the floor but within 2x the original's (3e-6 each)
-    assert _accuracy(1 - 4e-6, noise=3e-6).ok
+    # over the floor but within 2x the original's (3e-6 each): not less accurate, but a scale of one sign
+    # everywhere, so biased (engine.bias)
+    check = _accuracy(1 - 4e-6, noise=3e-6)
+    assert not check.ok and check.reason == "biased", check
     # a spec with accuracy_ratio: null takes any candidate within its tolerance
     assert _accuracy(1 - 4e-6, ratio=None).ok
+
+
+# --- no systematic error the original does not make (engine.bias) ------------------------------------
+
+def _biased(scale: float = 1.0, offset: float = 0.0, noise: float = 3e-6, seed: int = 5,
+            ratio: float | None = 2.0, candidate_noise: float | None = None):
+    """A candidate ``truth * scale + offset`` with random relative errors of ``candidate_noise``
+    (default ``noise``) against an original with random errors of ``noise``: both as far from the truth
+    (rel L2), so only the systematic part can tell them apart."""
+    from kerntune.engine.judge import Expected, judge_runs
+
+    rng = np.random.default_rng(seed)
+    truth = rng.uniform(-1.0, 1.0, 4000)
+    original = (truth * (1 + noise * rng.standard_normal(truth.size))).astype(np.float32)
+    spread = noise if candidate_noise is None else candidate_noise
+    candidate = ((truth * scale + offset) * (1 + spread * rng.standard_normal(truth.size))).astype(np.float32)
+    spec = _fp32_spec().model_copy(update={"accuracy_ratio": ratio})
+    (check,) = judge_runs(spec, {}, [({"out": candidate}, {})], Expected({"out": original}, True,
+                                                                       lambda: {"out": truth}), accuracy=True)
+    return check
+
+
+def test_a_candidate_scaled_within_the_accuracy_ratio_is_refused_as_biased():
+    # every output 3e-6 smaller (with rounding noise of 1e-6): rel L2 3.2e-6 against the original's
+    # 3e-6 (within 2x, within fp32's 1e-5), but the same sign everywhere
+    check = _biased(scale=1 - 3e-6, candidate_noise=1e-6)
+    assert not check.ok and check.reason == "biased" and check.bias_kind == "scale", check
+    assert check.rel_l2_err < 2 * check.original_rel_l2_err
+    assert -3.2e-6 < check.bias < -2.8e-6 and abs(check.original_bias) < 3e-7 and check.bias_z > 8
+    text = check.describe()
+    assert text.startswith("out: biased: outputs 0.0003% smaller than the NumPy reference on average (original: "), \
+        text
+    assert "beyond the original's, though within the tolerance of the original's outputs" in text, text
+
+
+def test_a_candidate_shifted_within_the_accuracy_ratio_is_refused_as_biased():
+    # 2e-6 added to every output (RMS 0.58): 3.4e-6 of the RMS, within 2x the original's error
+    check = _biased(offset=2e-6, candidate_noise=1e-6)
+    assert not check.ok and check.reason == "biased" and check.bias_kind == "offset", check
+    assert check.rel_l2_err < 2 * check.original_rel_l2_err
+    assert check.describe().startswith("out: biased: outputs shifted above the NumPy reference by 0.00035% of its "
+                                       "RMS on average"), check.describe()
+
+
+def test_random_errors_a_small_bias_or_a_lenient_spec_pass_the_bias_check():
+    # errors of random sign, as large as the original's, on many draws: never biased
+    for seed in range(20):
+        assert _biased(seed=seed).ok, seed
+    # a scale of 5e-7: highly significant, but under a tenth of fp32's 1e-5
+    assert _biased(scale=1 - 5e-7, candidate_noise=1e-7).ok
+    # as biased as the original is: not refused (the original's own bias is its problem)
+    from kerntune.engine import bias
+    truth = np.random.default_rng(1).uniform(-1, 1, 4000)
+    run = bias.measure(_fp32_spec().args[0].dt, (truth * (1 - 3e-6)).astype(np.float32), truth)
+    assert bias.worse(run, run, 1e-6) is None
+    # a spec with accuracy_ratio: null takes any candidate within its tolerance
+    assert _biased(scale=1 - 3e-6, candidate_noise=1e-6, ratio=None).ok
 
 
 def test_the_failure_reported_is_the_plainest_of_the_runs():

@@ -12,6 +12,7 @@ from typing import Callable, Optional
 import numpy as np
 
 from kerntune.dtypes import bits_dtype
+from kerntune.engine import bias
 from kerntune.engine.verify import CHUNK, compare, same_bits, tolerance_for, unchanged
 from kerntune.results import ArgCheck
 from kerntune.spec.model import KernelSpec
@@ -270,7 +271,28 @@ def as_accurate(a, tol, outputs: list[Arrays], expected: Expected, passed: ArgCh
             return ArgCheck(name=a.name, ok=False, max_abs_err=passed.max_abs_err, max_rel_err=passed.max_rel_err,
                             rel_l2_err=run.rel_l2_err, original_rel_l2_err=original.rel_l2_err,
                             accuracy_limit=limit, reason="less accurate")
+        biased = _biased(a, tol, got[a.name], truth[a.name], expected.values[a.name], unwritten)
+        if biased is not None:
+            return biased.model_copy(update={"max_abs_err": passed.max_abs_err, "max_rel_err": passed.max_rel_err,
+                                             "rel_l2_err": run.rel_l2_err,
+                                             "original_rel_l2_err": original.rel_l2_err})
     return passed
+
+
+def _biased(a, tol, got: np.ndarray, truth: np.ndarray, original: np.ndarray,
+            unwritten: np.ndarray | None) -> ArgCheck | None:
+    """A failing check when ``got`` is scaled or shifted against the NumPy reference (``truth``)
+    significantly and materially more than the reference kernel's outputs (``original``) are
+    (:mod:`kerntune.engine.bias`); else None."""
+    run, mine = bias.measure(a.dt, got, truth, unwritten), bias.measure(a.dt, original, truth)
+    if run is None or mine is None:
+        return None
+    found = bias.worse(run, mine, bias.BIAS_FLOOR * tol.rel_l2)
+    if found is None:
+        return None
+    kind, value, orig, z = found
+    return ArgCheck(name=a.name, ok=False, reason="biased", bias_kind=kind, bias=value, original_bias=orig,
+                    bias_z=z, accuracy_limit=bias.BIAS_FLOOR * tol.rel_l2)
 
 
 def _worst(results: list[ArgCheck]) -> ArgCheck:
