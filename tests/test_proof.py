@@ -973,15 +973,18 @@ def test_spread_shapes_keep_a_pinned_size(tmp_path):
     assert shapes and all(s.as_dict()["cols"] == 256 for s in shapes), [s.label for s in shapes]
 
 
-def _rmsnorm_variant(output: str) -> tuple[EvalRequest, KernelInstance]:
-    """The bf16 fused_add_rmsnorm with its normalized output computed as ``output`` (in x, r and w),
-    against the original."""
+def _rmsnorm_variant(output: str, storage: str = "bf16") -> tuple[EvalRequest, KernelInstance]:
+    """The bf16 (or fp32) fused_add_rmsnorm with its normalized output computed as ``output`` (in x, r
+    and w), against the original."""
     folder = REPO / "kernels/sglang/fused_add_rmsnorm"
     source = (folder / "fused_add_rmsnorm.cl").read_text()
-    scaled = source.replace("in[i] = float_to_bf16(x * r * bf16_to_float(weight[i]));",
-                            f"const float w = bf16_to_float(weight[i]); in[i] = float_to_bf16({output});")
+    if storage == "bf16":
+        scaled = source.replace("in[i] = float_to_bf16(x * r * bf16_to_float(weight[i]));",
+                                f"const float w = bf16_to_float(weight[i]); in[i] = float_to_bf16({output});")
+    else:
+        scaled = source.replace("in[i] = x * r * weight[i];", f"const float w = weight[i]; in[i] = {output};")
     assert scaled != source
-    loaded = load_file(folder / "spec.yaml")
+    loaded = load_file(folder / ("spec.yaml" if storage == "bf16" else f"{storage}.yaml"))
     spec = loaded.spec
     original = KernelInstance(source, spec.kernel, "opencl", label="original")
     req = EvalRequest(candidate=KernelInstance(scaled, spec.kernel, "opencl", label=output), spec=spec,
@@ -1014,6 +1017,39 @@ def test_an_output_as_accurate_as_the_originals_passes_the_accuracy_check(worker
     req, _ = _rmsnorm_variant("x * (r * w)")
     r = worker.evaluate(req, 300)
     assert r.status is Status.OK, r.message
+
+
+@pytest.mark.parametrize("output,storage,kind,words,distributions", [
+    ("x * r * w * 0.998f", "bf16", "scale", "% smaller than the NumPy reference on average (original: ", None),
+    ("x * r * w * 0.999998f", "fp32", "scale", "% smaller than the NumPy reference on average (original: ", None),
+    ("x * r * w + 0.001f", "bf16", "offset", "outputs shifted above the NumPy reference by ", ("spec",)),
+])
+def test_a_candidate_with_a_systematic_error_within_the_accuracy_ratio_is_refused(worker, output, storage, kind,
+                                                                                   words, distributions):
+    """Every output 0.2% smaller in bf16 (rel L2 2.6e-3 against the original's 1.6e-3), 2e-6 smaller in
+    fp32 (under the accuracy check's floor), or 0.001 larger: each within the tolerance and within
+    accuracy_ratio of the original's error, yet of one sign everywhere, which thousands of elements
+    measure to many standard errors: refused as "biased", with the candidate's bias and the original's.
+    (The offset, on the spec's inputs only: on `small` inputs 0.001 misses the tolerance outright.)"""
+    req, _ = _rmsnorm_variant(output, storage)
+    req = replace(req, distributions=distributions)
+    r = worker.evaluate(req, 300)
+    assert r.status is Status.WRONG_RESULT, r.message
+    assert "input: biased: " in r.message and words in r.message, r.message
+    assert "a systematic error beyond the original's by more than" in r.message, r.message
+    bad = next(a for s in r.verification.shapes for a in s.args if not a.ok)
+    assert bad.reason == "biased" and bad.bias_kind == kind and bad.bias_z > 8, bad
+    assert bad.rel_l2_err <= max(2 * bad.original_rel_l2_err, 0.25 * (1e-2 if storage == "bf16" else 1e-5)), bad
+    lenient = replace(req, spec=req.spec.model_copy(update={"accuracy_ratio": None}))
+    assert worker.evaluate(lenient, 300).status is Status.OK
+
+
+def test_an_honest_fp32_rewrite_passes_the_bias_check(worker):
+    """The fp32 product in another order, and with the weight first: rounding of either sign, not biased."""
+    for output in ("x * (r * w)", "w * x * r"):
+        req, _ = _rmsnorm_variant(output, "fp32")
+        r = worker.evaluate(req, 300)
+        assert r.status is Status.OK, (output, r.message)
 
 
 def test_a_candidate_identical_to_the_original_is_a_step_of_the_final_test():
