@@ -1020,7 +1020,7 @@ def test_an_output_as_accurate_as_the_originals_passes_the_accuracy_check(worker
 
 
 @pytest.mark.parametrize("output,storage,kind,words,distributions", [
-    ("x * r * w * 0.998f", "bf16", "scale", "% smaller than the NumPy reference on average (original: ", None),
+    ("x * r * w * 0.998f", "bf16", "scale", "% smaller than the NumPy reference on average (original: ", ("spec",)),
     ("x * r * w * 0.999998f", "fp32", "scale", "% smaller than the NumPy reference on average (original: ", None),
     ("x * r * w + 0.001f", "bf16", "offset", "outputs shifted above the NumPy reference by ", ("spec",)),
 ])
@@ -1030,7 +1030,9 @@ def test_a_candidate_with_a_systematic_error_within_the_accuracy_ratio_is_refuse
     fp32 (under the accuracy check's floor), or 0.001 larger: each within the tolerance and within
     accuracy_ratio of the original's error, yet of one sign everywhere, which thousands of elements
     measure to many standard errors: refused as "biased", with the candidate's bias and the original's.
-    (The offset, on the spec's inputs only: on `small` inputs 0.001 misses the tolerance outright.)"""
+    The bf16 cases on the spec's inputs only: there the accuracy check lets them through (on `wide`
+    inputs 0.998 is refused as less accurate at cpu-T16-d512, and on `small` inputs 0.001 misses the
+    tolerance outright)."""
     req, _ = _rmsnorm_variant(output, storage)
     req = replace(req, distributions=distributions)
     r = worker.evaluate(req, 300)
