@@ -357,8 +357,12 @@ def test_random_errors_a_small_bias_or_a_lenient_spec_pass_the_bias_check():
     # as biased as the original is: not refused (the original's own bias is its problem)
     from kerntune.engine import bias
     truth = np.random.default_rng(1).uniform(-1, 1, 4000)
-    run = bias.measure(_fp32_spec().args[0].dt, (truth * (1 - 3e-6)).astype(np.float32), truth)
+    dt = _fp32_spec().args[0].dt
+    run = bias.measure(dt, (truth * (1 - 3e-6)).astype(np.float32), truth)
     assert bias.worse(run, run, 1e-6) is None
+    # too few elements to measure a standard error by: not judged
+    assert bias.measure(dt, (truth[:63] * (1 - 3e-6)).astype(np.float32), truth[:63]) is None
+    assert bias.measure(dt, (truth[:64] * (1 - 3e-6)).astype(np.float32), truth[:64]) is not None
     # a spec with accuracy_ratio: null takes any candidate within its tolerance
     assert _biased(scale=1 - 3e-6, candidate_noise=1e-6, ratio=None).ok
 

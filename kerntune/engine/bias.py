@@ -32,6 +32,10 @@ BIAS_FLOOR = 0.1
 # correlated within a row (one rsqrt per row) make the real spread wider than the formula's, so the
 # margin is wide. A 0.2% bf16 scale on 4096 elements is some 100 standard errors.
 BIAS_Z = 8.0
+# Fewer elements than this (finite on both sides) are not judged: the standard error is then itself
+# too uncertain (a 4-element cosine_sim_rows output of an honest candidate had a scale error 7x the
+# floor, one standard error; with 2 degrees of freedom, 8 of them is no rarity).
+BIAS_MIN_ELEMENTS = 64
 
 
 @dataclass(frozen=True)
@@ -46,7 +50,7 @@ class Bias:
 
 def measure(dt, got: np.ndarray, truth: np.ndarray, unwritten: np.ndarray | None = None) -> Bias | None:
     """The systematic error of ``got`` (storage dtype) against ``truth`` (values), or None with fewer
-    than 3 elements finite on both sides or a truth of zeros."""
+    than BIAS_MIN_ELEMENTS elements finite on both sides or a truth of zeros."""
     g_flat, t_flat = got.reshape(-1), np.asarray(truth).reshape(-1)
     keep = None if unwritten is None else ~unwritten.reshape(-1)
 
@@ -63,7 +67,7 @@ def measure(dt, got: np.ndarray, truth: np.ndarray, unwritten: np.ndarray | None
     n, st, sd = 0, 0.0, 0.0
     for t, d in chunks():                     # two passes: means, then sums about them
         n, st, sd = n + t.size, st + float(t.sum()), sd + float(d.sum())
-    if n < 3:
+    if n < BIAS_MIN_ELEMENTS:
         return None
     mt, md = st / n, sd / n
     ctt = cdt = cdd = 0.0
@@ -107,4 +111,4 @@ def describe(kind: str, run: float, original: float) -> str:
             f"{abs(original) * 100:.2g}% {'above' if original > 0 else 'below'})")
 
 
-__all__ = ["BIAS_FLOOR", "BIAS_Z", "Bias", "describe", "measure", "worse"]
+__all__ = ["BIAS_FLOOR", "BIAS_MIN_ELEMENTS", "BIAS_Z", "Bias", "describe", "measure", "worse"]
