@@ -7,9 +7,11 @@ error can be within the tolerance, and within ``accuracy_ratio`` of the original
 fused_add_rmsnorm times 0.998: rel L2 2.6e-3 against 1.6e-3), yet thousands of elements measure it
 with a standard error far smaller than itself.
 
-The error d = got - truth is fitted as ``scale * truth + offset`` (least squares over the elements
-finite on both sides). Both are in units of a relative L2 error: ``scale`` as it is (outputs times
-1 + scale), ``offset`` over the root mean square of the truth. A run is biased when either, in
+The error d = got - truth is fitted twice (least squares over the elements finite on both sides):
+as ``scale * truth`` and as a constant ``offset`` (one fit of both spreads each over the other where
+the truth varies little about its mean: a cross_entropy loss, every element near log V). Both are in
+units of a relative L2 error, and neither can exceed the error's own relative L2: ``scale`` as it is
+(outputs times 1 + scale), ``offset`` over the root mean square of the truth. A run is biased when either, in
 absolute value, exceeds the original kernel's by more than BIAS_FLOOR times the tolerance's relative
 L2 bound AND by more than BIAS_Z of its standard error (the two kernels' added in quadrature)."""
 
@@ -64,27 +66,17 @@ def measure(dt, got: np.ndarray, truth: np.ndarray, unwritten: np.ndarray | None
                     m &= keep[s:s + CHUNK]
                 yield t[m], g[m] - t[m]
 
-    n, st, sd = 0, 0.0, 0.0
-    for t, d in chunks():                     # two passes: means, then sums about them
-        n, st, sd = n + t.size, st + float(t.sum()), sd + float(d.sum())
-    if n < BIAS_MIN_ELEMENTS:
-        return None
-    mt, md = st / n, sd / n
-    ctt = cdt = cdd = 0.0
+    n, stt, sd, sdt, sdd = 0, 0.0, 0.0, 0.0, 0.0
     for t, d in chunks():
-        tc, dc = t - mt, d - md
-        ctt, cdt, cdd = ctt + float(tc @ tc), cdt + float(dc @ tc), cdd + float(dc @ dc)
-    rms = math.sqrt(ctt / n + mt * mt)
-    if rms == 0 or not math.isfinite(rms):
+        n, stt, sd = n + t.size, stt + float(t @ t), sd + float(d.sum())
+        sdt, sdd = sdt + float(d @ t), sdd + float(d @ d)
+    if n < BIAS_MIN_ELEMENTS or stt == 0 or not math.isfinite(stt):
         return None
-    if ctt > 0:
-        scale = cdt / ctt
-        var = max(cdd - scale * cdt, 0.0) / (n - 2)
-        scale_se = math.sqrt(var / ctt)
-        offset, offset_se = md - scale * mt, math.sqrt(var * (1 / n + mt * mt / ctt))
-    else:                                     # a constant truth: an offset only
-        scale, scale_se = 0.0, 0.0
-        offset, offset_se = md, math.sqrt(cdd / (n - 1) / n)
+    rms = math.sqrt(stt / n)
+    scale = sdt / stt                         # d ~ scale * truth, through the origin
+    scale_se = math.sqrt(max(sdd - scale * sdt, 0.0) / (n - 1) / stt)
+    offset = sd / n                           # d ~ offset
+    offset_se = math.sqrt(max(sdd - n * offset * offset, 0.0) / (n - 1) / n)
     return Bias(scale, scale_se, offset / rms, offset_se / rms)
 
 
