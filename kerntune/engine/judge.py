@@ -254,7 +254,9 @@ def as_accurate(a, tol, outputs: list[Arrays], expected: Expected, passed: ArgCh
     and more than ACCURACY_FLOOR times the tolerance's (``ratio`` None: never). Integer outputs,
     exact tolerances, settled checks (already no less accurate), and outputs the reference kernel
     itself is not within the tolerance of the NumPy reference on are left as they are (the
-    distribution is then the original's problem, not the candidate's)."""
+    distribution is then the original's problem, not the candidate's). A run accurate enough by that
+    still fails where it is biased (:func:`_biased`: scaled or shifted against the NumPy reference,
+    the same way everywhere, more than the reference kernel is)."""
     if ratio is None or not a.dt.is_float or tol.rel_l2 <= 0 or passed.settled:
         return passed
     found = _original_against_truth(a, tol, expected)
