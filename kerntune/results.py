@@ -167,8 +167,7 @@ class ArgCheck(Record):
             z = f"{self.bias_z:.0f} standard errors" if self.bias_z is not None and math.isfinite(self.bias_z) \
                 else "no random error"
             text += (f": {describe(self.bias_kind, self.bias, self.original_bias or 0.0)}: a systematic error "
-                     f"beyond the original's by more than {(self.accuracy_limit or 0) * 100:.2g}% (a tenth of the "
-                     f"tolerance) and by {z}, though within the tolerance of the original's outputs (rel L2 err "
+                     f"beyond the original's by more than {(self.accuracy_limit or 0) * 100:.2g}% and by {z}, though within the tolerance of the original's outputs (rel L2 err "
                      f"{self.rel_l2_err:.2g}, the original's {self.original_rel_l2_err or 0:.2g})")
         if self.past_end is not None or self.before_start is not None:
             after = self.past_end is not None

@@ -13,7 +13,7 @@ the truth varies little about its mean: a cross_entropy loss, every element near
 units of a relative L2 error, and neither can exceed the error's own relative L2: ``scale`` as it is
 (outputs times 1 + scale), ``offset`` over the root mean square of the truth. A run is biased when either, in
 absolute value, exceeds the original kernel's by more than BIAS_FLOOR times the tolerance's relative
-L2 bound AND by more than BIAS_Z of its standard error (the two kernels' added in quadrature)."""
+L2 bound (at least BIAS_ULPS ulps of fp32) AND by more than BIAS_Z of its standard error (the two kernels' added in quadrature)."""
 
 from __future__ import annotations
 
@@ -30,6 +30,11 @@ from kerntune.engine.verify import CHUNK
 # 1 - 3e-6. The honest candidates of the rule catalog stay below a tenth of it (docs/proof.md,
 # "No systematic error the original does not make").
 BIAS_FLOOR = 0.1
+# ... and never under this many units in the last place of the arithmetic (fp32's, fp64's for fp64
+# outputs): a row normalized by a sum taken in another order has one rounding error on every element
+# of the row, a systematic error of the row, not of the kernel. An honest softmax candidate (a spec
+# tolerance of 1e-6, so a floor of 1e-7) had 8.2e-8 on a 999-element row, at 24 standard errors.
+BIAS_ULPS = 8
 # Standard errors: errors of random sign give |z| of 4 or more about once in 16,000 checks; errors
 # correlated within a row (one rsqrt per row) make the real spread wider than the formula's, so the
 # margin is wide. A 0.2% bf16 scale on 4096 elements is some 100 standard errors.
@@ -80,6 +85,13 @@ def measure(dt, got: np.ndarray, truth: np.ndarray, unwritten: np.ndarray | None
     return Bias(scale, scale_se, offset / rms, offset_se / rms)
 
 
+def floor(dt, rel_l2: float) -> float:
+    """The least systematic error judged for an output of type ``dt`` whose tolerance's relative L2
+    bound is ``rel_l2``: BIAS_FLOOR of it, at least BIAS_ULPS units of the arithmetic's precision."""
+    eps = float(np.finfo(np.float64 if dt.name == "fp64" else np.float32).eps)
+    return max(BIAS_FLOOR * rel_l2, BIAS_ULPS * eps)
+
+
 def worse(run: Bias, original: Bias, floor: float) -> tuple[str, float, float, float] | None:
     """Where ``run`` is significantly and materially more biased than ``original``: (``"scale"`` or
     ``"offset"``, the run's, the original's, the excess over its standard error); else None."""
@@ -103,4 +115,4 @@ def describe(kind: str, run: float, original: float) -> str:
             f"{abs(original) * 100:.2g}% {'above' if original > 0 else 'below'})")
 
 
-__all__ = ["BIAS_FLOOR", "BIAS_MIN_ELEMENTS", "BIAS_Z", "Bias", "describe", "measure", "worse"]
+__all__ = ["BIAS_FLOOR", "BIAS_MIN_ELEMENTS", "BIAS_ULPS", "BIAS_Z", "Bias", "describe", "floor", "measure", "worse"]
