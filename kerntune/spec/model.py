@@ -172,7 +172,9 @@ class KernelSpec(_Strict):
     accuracy_ratio: float | None = Field(2.0, ge=1, description="where there is a NumPy reference, a candidate "
                                          "whose relative L2 error against it is more than this many times the "
                                          "original kernel's (and above a quarter of the tolerance) fails as less "
-                                         "accurate; null: any candidate within the tolerance passes")
+                                         "accurate (and one scaled or shifted against it, the same way "
+                                         "everywhere, more than the original: biased); null: any candidate "
+                                         "within the tolerance passes")
     reference: FunctionRef | None = None
     inputs: FunctionRef | None = None
     bytes_moved: Dim | None = None
