@@ -11,9 +11,10 @@ The error d = got - truth is fitted twice (least squares over the elements finit
 as ``scale * truth`` and as a constant ``offset`` (one fit of both spreads each over the other where
 the truth varies little about its mean: a cross_entropy loss, every element near log V). Both are in
 units of a relative L2 error, and neither can exceed the error's own relative L2: ``scale`` as it is
-(outputs times 1 + scale), ``offset`` over the root mean square of the truth. A run is biased when either, in
-absolute value, exceeds the original kernel's by more than BIAS_FLOOR times the tolerance's relative
-L2 bound (at least BIAS_ULPS ulps of fp32) AND by more than BIAS_Z of its standard error (the two kernels' added in quadrature)."""
+(outputs times 1 + scale), ``offset`` over the root mean square of the truth. A run is biased when
+either, in absolute value, exceeds the original kernel's by more than BIAS_FLOOR times the tolerance's
+relative L2 bound (at least BIAS_ULPS ulps of fp32) AND by more than BIAS_Z of its standard error (the
+two kernels' added in quadrature)."""
 
 from __future__ import annotations
 
@@ -26,9 +27,9 @@ from kerntune.dtypes import decode
 from kerntune.engine.verify import CHUNK
 
 # A tenth of the tolerance's relative L2 bound: bf16 (1e-2) refuses a scale of 0.998, not one of
-# 0.9995 (a quarter of a bf16 ulp's worth, no cheat gains anything from it); fp32 (1e-5) refuses
-# 1 - 3e-6. The honest candidates of the rule catalog stay below a tenth of it (docs/proof.md,
-# "No systematic error the original does not make").
+# 0.9995; fp32 (1e-5) refuses 1 - 2e-6. The honest candidates of the rule catalog stayed under 0.06
+# of the floor (docs/proof.md, "No systematic error the original does not make";
+# bench/results/bias-cpu-2026-12-05.md).
 BIAS_FLOOR = 0.1
 # ... and never under this many units in the last place of the arithmetic (fp32's, fp64's for fp64
 # outputs): a row normalized by a sum taken in another order has one rounding error on every element
@@ -37,11 +38,11 @@ BIAS_FLOOR = 0.1
 BIAS_ULPS = 8
 # Standard errors: errors of random sign give |z| of 4 or more about once in 16,000 checks; errors
 # correlated within a row (one rsqrt per row) make the real spread wider than the formula's, so the
-# margin is wide. A 0.2% bf16 scale on 4096 elements is some 100 standard errors.
+# margin is wide. A 0.2% bf16 scale on 4096 elements is some 55 standard errors.
 BIAS_Z = 8.0
 # Fewer elements than this (finite on both sides) are not judged: the standard error is then itself
 # too uncertain (a 4-element cosine_sim_rows output of an honest candidate had a scale error 7x the
-# floor, one standard error; with 2 degrees of freedom, 8 of them is no rarity).
+# floor, one standard error; with 2 or 3 degrees of freedom, 8 of them is no rarity).
 BIAS_MIN_ELEMENTS = 64
 
 
