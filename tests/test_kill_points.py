@@ -162,3 +162,40 @@ def test_a_tune_run_killed_before_its_kernels_is_not_taken_for_finished(tmp_path
     assert (run / "best.cl").exists() and (run / "kernels.json").exists()
     assert run_cli("show", str(run)).returncode == 0
     assert not json.loads(run_cli("report", str(run), "--json").stdout)["partial"]
+
+
+def _stored_test(run: Path):
+    from kerntune.tuner.store import RunStore
+
+    store = RunStore.in_dir(run, readonly=True)
+    try:
+        return store.get("test")
+    finally:
+        store.close()
+
+
+def test_a_tune_run_resumed_after_its_final_test_keeps_the_test(tmp_path):
+    """`tune --resume` of a run killed after its final test was stored (or of a finished run) ran the
+    whole final test again: the search cleared the stored test when it restarted from its record. It is
+    kept when the search picks the same kernels on the same device with the same confirmation settings,
+    and run again when one of those changed (here --final-repeats)."""
+    kernel = vector_add_folder(tmp_path, vector_add_spec({"4K": 4096, "256K": 262144}))
+    run = tmp_path / "run"
+    r = killed_after("best.cl", "-", 1, "tune", str(REPO / "templates/examples/vector_add.cl.j2"), "--spec",
+                     str(kernel.with_suffix(".yaml")), "--device", "cpu", "--budget", "3", "--repeats", "5",
+                     "--warmup", "1", "--final-repeats", "6", "--no-memcheck", "--run-dir", str(run))
+    assert r.returncode == -signal.SIGKILL, r.stderr[-3000:]
+    test = _stored_test(run)
+    assert test is not None
+    r = run_cli("tune", "--resume", str(run))
+    said = " ".join(r.stderr.split())
+    assert r.returncode == 0, said
+    assert "final test: kept from the run's record, not run again" in said, said
+    assert "confirming the winners" not in said and "screening" not in said, said
+    assert _stored_test(run) == test
+    assert run_cli("show", str(run)).returncode == 0
+    # more repeats asked for: the kept test does not speak for them, so it is run again
+    r = run_cli("tune", "--resume", str(run), "--final-repeats", "7")
+    said = " ".join(r.stderr.split())
+    assert r.returncode == 0 and "not run again" not in said, said
+    assert _stored_test(run) != test

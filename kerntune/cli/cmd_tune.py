@@ -205,9 +205,14 @@ def tune(
     chosen = {k: v if v is not None else recorded.get(k, CONFIRM_DEFAULTS[k]) for k, v in given.items()}
     store.set(CONFIRM_KEY, chosen)
     final_repeats, top_k, memcheck = chosen["final_repeats"], chosen["top_k"], chosen["memcheck"]
+    # a resumed run's final test, kept when it was run with these settings (the search clears it)
+    from kerntune.tuner.confirm import TEST_KEY
+
+    kept = {"test": store.get(TEST_KEY), "device": _which(store.get("device") or {})} \
+        if resume is not None and recorded == chosen else None
     try:
         outcome = _run(template, loaded, store, settings, original, device, compile_workers, run_path, json,
-                       final_repeats, memcheck, top_k)
+                       final_repeats, memcheck, top_k, kept)
     except KerntuneError:
         if resume is None:     # a new run that failed before measuring anything (a bad device, shapes a
             discard_empty_run(run_path, fresh_dir)   # replay lacks) leaves no empty run behind to trip over
@@ -273,7 +278,7 @@ def _priors(paths: list[Path], strategy, space, json: bool) -> tuple[str, ...]:
 
 
 def _run(template, loaded, store, settings, original, device, compile_workers, run_path, json, final_repeats=100,
-         memcheck=True, top_k=3):
+         memcheck=True, top_k=3, kept=None):
     from kerntune.tuner.evaluators import LiveEvaluator, ReplayEvaluator
     from kerntune.tuner.run import Tuner
     from kerntune.tuner.store import RunStore
@@ -331,8 +336,10 @@ def _run(template, loaded, store, settings, original, device, compile_workers, r
     try:
         with stopped(f"while confirming the winners; continue with `kerntune tune --resume {shell(run_path)}`"):
             if worker is not None:
-                test = _confirm(worker, template, loaded, store, summary, settings, original, checker, final_repeats,
-                                json, top_k)
+                test = _kept_test(kept, store, summary, _which(evaluator.device.model_dump(mode="json")), top_k, json)
+                if test is None:
+                    test = _confirm(worker, template, loaded, store, summary, settings, original, checker,
+                                    final_repeats, json, top_k)
                 summary = summary.model_copy(update={"test": test})
     finally:
         if worker is not None:
@@ -353,6 +360,28 @@ def _run(template, loaded, store, settings, original, device, compile_workers, r
                       f"{f' and {len(written) - 3} more (kernels.json lists them)' if len(written) > 3 else ''}")
         out.print(escape(f"details: kerntune show {shell(run_path)}"))
     return summary
+
+
+def _which(device: dict) -> tuple:
+    """A device as a final test depends on it: where it is and what it is."""
+    return tuple(device.get(k) for k in ("id", "name", "vendor", "driver"))
+
+
+def _kept_test(kept, store, summary, device, top_k, json):
+    """The final test a resumed run already stored, stored again, when nothing it depends on changed: the
+    same picks of the search, the same device, the same --final-repeats, --top-k and --memcheck (a run
+    killed after its test, or resumed once finished, ran the whole test again)."""
+    from kerntune.tuner.confirm import TEST_KEY, kept_test
+
+    if not kept or kept["device"] != device:
+        return None
+    test = kept_test(kept["test"], summary, top_k)
+    if test is not None:
+        store.set(TEST_KEY, test.model_dump(mode="json"))
+        if not json:
+            err.print("final test: kept from the run's record, not run again (it confirmed what the search "
+                      "picks now, on this device, with the same --final-repeats, --top-k and --memcheck)")
+    return test
 
 
 def _confirm(worker, template, loaded, store, summary, settings, original, checker, final_repeats, json, top_k):

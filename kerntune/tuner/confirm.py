@@ -35,14 +35,7 @@ def confirm(worker: DeviceWorker, template: Template, loaded: LoadedSpec, store:
     once, in its own evaluation, and on a CPU a configuration can run at half the speed in one recording
     of a space that it has in the next (docs/search.md). The report is stored in the run's database and
     returned."""
-    picks: dict[str, dict] = {}
-    if summary.general is not None:
-        picks[summary.general.key] = summary.general.config
-    for ranked in summary.top[:top_k]:
-        picks.setdefault(ranked.key, ranked.config)
-    for row in summary.shapes:
-        if row.best_key:
-            picks.setdefault(row.best_key, row.best_config)
+    picks = _picks(summary, top_k)
     if not picks:
         return None
     spec = loaded.spec
@@ -59,4 +52,32 @@ def confirm(worker: DeviceWorker, template: Template, loaded: LoadedSpec, store:
     return report
 
 
-__all__ = ["TEST_KEY", "confirm"]
+
+
+def _picks(summary: TuneSummary, top_k: int) -> dict[str, dict]:
+    """What the final test confirms, in its order: the general configuration, the runners-up among the
+    ``top_k`` fastest, and each shape's best."""
+    picks: dict[str, dict] = {}
+    if summary.general is not None:
+        picks[summary.general.key] = summary.general.config
+    for ranked in summary.top[:top_k]:
+        picks.setdefault(ranked.key, ranked.config)
+    for row in summary.shapes:
+        if row.best_key:
+            picks.setdefault(row.best_key, row.best_config)
+    return picks
+
+
+def kept_test(stored: dict | None, summary: TuneSummary, top_k: int) -> TestReport | None:
+    """The final test a resumed run already stored, when it confirmed exactly what ``summary`` picks now
+    (the caller checks the rest it depends on: the device and --final-repeats, --top-k, --memcheck);
+    else None, and the test is run again."""
+    if not stored:
+        return None
+    test = TestReport.model_validate(stored)
+    if [c.key for c in test.candidates] != list(_picks(summary, top_k)):
+        return None
+    return test
+
+
+__all__ = ["TEST_KEY", "confirm", "kept_test"]
