@@ -116,10 +116,52 @@ def test_runs_without_pairs_are_listed(run, tmp_path):
     m = json.loads((unfinished / "run.json").read_text())
     m["status"] = "running"
     (unfinished / "run.json").write_text(json.dumps(m))
-    pairs, summary = _pairs(tmp_path, unfinished)
-    assert pairs == [] and "not finished" in summary["skipped"][0]["reason"]
-    r = run_cli("export", "traces", str(unfinished), "-o", str(tmp_path / "t.jsonl"), "--json")
+    # beside a finished run, an unfinished one is left out and listed; alone, it is refused (below)
+    pairs, summary = _pairs(tmp_path, run, unfinished)
+    assert pairs and any("not finished" in s["reason"] and s["run_dir"] == str(unfinished)
+                         for s in summary["skipped"]), summary["skipped"]
+    r = run_cli("export", "traces", str(run), str(unfinished), "-o", str(tmp_path / "t.jsonl"), "--json")
     assert r.returncode == 0 and "not finished" in json.loads(r.stdout)["skipped"][0]["reason"]
+
+
+def _broken(run, tmp_path, name, edit):
+    copy = tmp_path / name
+    shutil.copytree(run, copy)
+    edit(copy)
+    return copy
+
+
+def _no_headline(d):
+    results = json.loads((d / "results.json").read_text())
+    (d / "results.json").write_text(json.dumps({**results, "headline": ""}))
+
+
+# run.json says done, the rest does not: what `show` refuses, and what export and score refuse
+BROKEN = {
+    "no-results": (lambda d: (d / "results.json").unlink(), "no result yet", "kerntune optimize --resume"),
+    "no-headline": (_no_headline, "results.json has no headline", "kerntune optimize --resume"),
+    "no-best": (lambda d: (d / "best.cl").unlink(), "best.cl is missing", "restore the run directory"),
+}
+
+
+@pytest.mark.parametrize("case", list(BROKEN))
+def test_a_run_said_done_with_missing_files_is_refused_as_show_refuses_it(run, tmp_path, case):
+    """export and score read run.json's status only: a run that said done with results.json deleted was
+    exported (2 pairs, exit 0), and one whose best.cl was lost wrote "0 pairs" and exited 0. Each is
+    refused now with show's message and hint (exit 2), and no file is written."""
+    edit, why, hint = BROKEN[case]
+    broken = _broken(run, tmp_path, case, edit)
+    assert json.loads((broken / "run.json").read_text())["status"] == "done"
+    shown = run_cli("show", str(broken))
+    out = tmp_path / "out.jsonl"
+    for args in (["export", "pairs", str(broken), "-o", str(out)], ["export", "traces", str(broken), "-o", str(out)],
+                 ["score", "fast-p", str(broken)]):
+        r = run_cli(*args)
+        said = " ".join(r.stderr.split())
+        assert r.returncode == 2 and "Traceback" not in r.stderr, (args, r.stderr)
+        assert why in said and hint in said, (args, said)
+        assert said.split("hint:")[1] in " ".join(shown.stderr.split()), (args, said, shown.stderr)
+        assert not out.exists()
 
 
 def test_traces(run, tmp_path):

@@ -19,9 +19,11 @@ RUNS_HELP = "Optimize run directories (they hold run.json), or folders of them."
 
 
 def _runs(paths: list[Path]):
-    from kerntune.export.runs import Run, expand
+    from kerntune.export.runs import Run, expand, require_usable
 
-    return [Run(p) for p in expand(paths)]
+    runs = [Run(p) for p in expand(paths)]
+    require_usable(runs)       # a run that `show` refuses is refused here too, when no other run is there
+    return runs
 
 
 def _check_output(output: Optional[Path], json: bool, example: str) -> None:

@@ -501,8 +501,7 @@ def show(
 def _show_optimize(run, json: bool) -> None:
     from kerntune.cli.cmd_optimize import render_result
     from kerntune.record.audit import untrusted
-    from kerntune.record.models import RunStatus
-    from kerntune.record.store import REPORT
+    from kerntune.record.ending import unfinished
     from kerntune.reporting.load_optimize import load_optimize
 
     result = run.results()
@@ -511,26 +510,9 @@ def _show_optimize(run, json: bool) -> None:
     each = f"`kerntune show {shell(run.path / 'rounds' / rounds[0])}`" if rounds else \
         (f"{run.path}/rounds/{summaries[0]}/summary.json (the rounds' databases were left out of this run "
          "folder)" if summaries else "none has a search yet")
-    m = run.manifest()
-    finished = result is not None and m.status is RunStatus.DONE
-    pid = run.holder() if not finished else None
-    if pid is not None:
-        raise KerntuneError(ErrorCode.RUN, f"{run.path} is a `kerntune optimize` run still going, in another kerntune "
-                                           f"process{f' (pid {pid})' if pid else ''}: no result yet",
-                            hint=f"wait for it to finish, then `kerntune show {shell(run.path)}`; each round's search "
-                                 f"so far: {each}")
-    if result is None:
-        raise KerntuneError(ErrorCode.RUN, f"{run.path} is a `kerntune optimize` run with no result yet "
-                                           f"({m.status.value}, {len(rounds)} round(s) searched)",
-                            hint=f"continue it with `kerntune optimize --resume {shell(run.path)}`; each round's search: {each}")
-    missing = [] if finished else [f"run.json says {m.status.value!r}"]
-    missing += [] if result.headline else ["results.json has no headline"]
-    missing += [] if run.has(REPORT) else [f"{REPORT} is missing"]
-    if missing and (not finished or not result.headline):
-        raise KerntuneError(ErrorCode.RUN, f"{run.path} is a `kerntune optimize` run that stopped before its end was "
-                                           f"written ({'; '.join(missing)})",
-                            hint=f"finish it with `kerntune optimize --resume {shell(run.path)}` (nothing is measured "
-                                 "again)")
+    error = unfinished(run, each)
+    if error is not None:
+        raise error
     error = untrusted(str(run.path), load_optimize(run.path).record_problems)     # audit, and the headline
     if error is not None:
         raise error

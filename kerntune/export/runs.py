@@ -12,8 +12,9 @@ from pathlib import Path
 from typing import Any, Optional
 
 from kerntune.errors import ErrorCode, KerntuneError
-from kerntune.record.audit import audit
-from kerntune.record.models import Manifest, ProposalRecord, RoundRecord, RunStatus
+from kerntune.record.audit import audit, untrusted
+from kerntune.record.ending import unfinished
+from kerntune.record.models import Manifest, ProposalRecord, RoundRecord
 from kerntune.record.outcome import CandidateResult, DispatchEntry, TestReport
 from kerntune.record.store import RunDir
 from kerntune.results import EvalResult, Record
@@ -77,26 +78,28 @@ class Run:
         m = self.manifest
         return hashlib.sha256(f"{m.created!r}|{m.kernel_path}|{m.device.id}".encode()).hexdigest()[:16]
 
-    @property
-    def finished(self) -> bool:
-        return self.manifest.status is RunStatus.DONE
-
-    @property
-    def unfinished_reason(self) -> str:
-        return (f"not finished (status {self.manifest.status.value}); finish it with "
-                f"kerntune optimize --resume {shell(self.path)}")
+    @cached_property
+    def refusal(self) -> Optional[KerntuneError]:
+        """Why the run's claims cannot be used, as `kerntune show` says it: a run not finished (run.json
+        not done, results.json or its headline or report.md missing), or a record that does not hold
+        together (record.audit); None when they can."""
+        error = unfinished(self.rd)
+        if error is not None:
+            return error
+        return untrusted(str(self.path), audit(self.rd))
 
     @cached_property
     def unusable(self) -> Optional[str]:
-        """Why the run's claims cannot be used: unfinished, or a record that does not hold together."""
-        if not self.finished:
-            return self.unfinished_reason
-        problems = audit(self.rd)
-        if problems:
+        """The refusal as one line: why the run is left out."""
+        e = self.refusal
+        if e is None:
+            return None
+        if e.detail:         # a record that does not hold together: its first problem
+            problems = e.detail.splitlines()
             more = f" and {len(problems) - 1} more" if len(problems) > 1 else ""
-            return (f"its record does not hold together ({problems[0]}{more}; `kerntune show {shell(self.path)}` "
-                    "lists them): not used")
-        return None
+            return (f"its record does not hold together ({problems[0].removeprefix('- ')}{more}; `kerntune show "
+                    f"{shell(self.path)}` lists them): not used")
+        return f"not finished: {e.message}; {e.hint}"
 
     @property
     def device(self) -> dict[str, Any]:
@@ -199,4 +202,17 @@ class Run:
         return out
 
 
-__all__ = ["Run", "Skip", "expand"]
+
+
+def require_usable(runs: list[Run]) -> None:
+    """Refuse an export or a score with nothing to read: every run given is unfinished or does not hold
+    together. The first one's refusal is raised, with its hint (runs among usable ones are left out and
+    listed instead)."""
+    bad = [r for r in runs if r.refusal is not None]
+    if runs and len(bad) == len(runs):
+        e = bad[0].refusal
+        more = f" (and {len(bad) - 1} more run(s) that cannot be used either)" if len(bad) > 1 else ""
+        raise KerntuneError(e.code, e.message + more, hint=e.hint, detail=e.detail)
+
+
+__all__ = ["Run", "Skip", "expand", "require_usable"]

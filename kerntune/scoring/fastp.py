@@ -24,7 +24,7 @@ from typing import Any, Iterable, Optional, Protocol
 from pydantic import Field
 
 from kerntune.errors import ErrorCode, KerntuneError
-from kerntune.export.runs import Run, Skip, expand
+from kerntune.export.runs import Run, Skip, expand, require_usable
 from kerntune.results import Record
 
 DEFAULT_PS = (0.0, 1.0, 1.5, 2.0)
@@ -180,12 +180,15 @@ def collect(paths: list[Path]) -> tuple[list[KernelOutcome], list[Skip]]:
     """Kernels from run directories (or folders of them) and pair files (.jsonl)."""
     kernels: list[KernelOutcome] = []
     skipped: list[Skip] = []
-    for p in paths:
-        if p.is_file():
-            kernels += from_pairs(p)
+    given = [p if p.is_file() else [Run(rd) for rd in expand([p])] for p in paths]
+    if all(isinstance(g, list) for g in given):      # runs only: refused as `show` refuses them when none
+        require_usable([run for g in given for run in g])      # can be scored
+    for g in given:
+        if isinstance(g, Path):
+            kernels += from_pairs(g)
             continue
-        for rd in expand([p]):
-            got = from_run(Run(rd))
+        for run in g:
+            got = from_run(run)
             (skipped if isinstance(got, Skip) else kernels).append(got)
     kernels, dropped = one_per_problem(kernels)
     one_run_per_kernel(kernels)
