@@ -199,3 +199,28 @@ def test_a_tune_run_resumed_after_its_final_test_keeps_the_test(tmp_path):
     said = " ".join(r.stderr.split())
     assert r.returncode == 0 and "not run again" not in said, said
     assert _stored_test(run) != test
+
+
+def test_a_run_that_cannot_write_its_report_says_to_resume(tmp_path):
+    """An optimize run whose report.md cannot be written (a full disk, a read-only folder: here a folder
+    in report.md's place, which root cannot write either) said `report`'s hint, "choose a writable folder
+    with --out-dir", which optimize does not take; the run is finished by --resume once the folder takes
+    files again, and the hint says so."""
+    kernel = vector_add_folder(tmp_path, vector_add_spec({"4K": 4096, "256K": 262144}))
+    run = tmp_path / "run"
+    r = killed_after(*POINTS["after-results"], "optimize", str(kernel), *ARGS, "--run-dir", str(run))
+    assert r.returncode == -signal.SIGKILL, r.stderr[-3000:]
+    assert not (run / "report.md").exists()
+    (run / "report.md").mkdir()
+    r = run_cli("optimize", "--resume", str(run))
+    said = " ".join(r.stderr.split())
+    assert r.returncode != 0 and "Traceback" not in r.stderr, said
+    assert "cannot write the report" in said and "report.md" in said, said
+    assert f"kerntune optimize --resume {run}" in said and "--out-dir" not in said, said
+    # `kerntune report` can write elsewhere: its hint keeps --out-dir
+    rep = run_cli("report", str(run))
+    assert rep.returncode != 0 and "--out-dir" in " ".join(rep.stderr.split()), rep.stderr
+    (run / "report.md").rmdir()
+    r = run_cli("optimize", "--resume", str(run))
+    assert r.returncode == 0, r.stderr
+    assert json.loads((run / "run.json").read_text())["status"] == "done"

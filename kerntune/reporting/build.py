@@ -55,6 +55,18 @@ def _write(path: Path, data: str | bytes) -> None:
     tmp.replace(path)              # never leave a half-written report behind
 
 
+def _unwritten_hint(run_dir: Path, out: Path, finishing: bool) -> str:
+    """What to do about a report that could not be written: an optimize run writing its own end is
+    finished by --resume once its folder takes files again (`report` has no business there: the run is
+    not done until its report is written); `kerntune report` can write elsewhere."""
+    from kerntune.fmt import shell
+
+    if finishing:
+        return (f"make {shell(out)} writable (or free space on its disk), then finish the run with `kerntune "
+                f"optimize --resume {shell(run_dir)}` (its answer is kept: nothing is measured again)")
+    return f"make {shell(out)} writable (or free space on its disk), or choose a writable folder with --out-dir"
+
+
 def write_report(run_dir: Path, html: bool = False, out_dir: Optional[Path] = None,
                  finishing: bool = False) -> ReportSummary:
     """``finishing``: written by an optimize run as its end (before its run.json says "done")."""
@@ -85,8 +97,9 @@ def write_report(run_dir: Path, html: bool = False, out_dir: Optional[Path] = No
             page = out / "report.html"
             _write(page, html_report.render(r, pngs))
     except OSError as e:
-        raise KerntuneError(ErrorCode.FILE, f"cannot write the report into {out}: {e.strerror or e}",
-                            hint="choose a writable folder with --out-dir") from None
+        raise KerntuneError(ErrorCode.FILE, f"cannot write the report into {out}: {e.strerror or e}"
+                                            f"{f' ({where})' if (where := e.filename2 or e.filename) else ''}",
+                            hint=_unwritten_hint(run_dir, out, finishing)) from None
     return summary(r, ReportFiles(markdown=str(md), html=str(page) if page else None, plots=plots))
 
 
