@@ -476,3 +476,22 @@ def test_bench_without_the_memory_checker_does_not_say_it_checks():
     both = r.stdout + r.stderr
     assert "with the memory checker" not in both
     assert "not checking vector_add.cl for memory errors: the memory checker is off (--no-memcheck)" in both, both
+
+
+def test_the_final_tests_progress_says_which_shapes_off_the_run_it_checks(tmp_path):
+    """The final test verifies on shapes above, between or past, and below the run's (engine.checker:
+    reach, odd and spread, low shapes); its progress line said "N beyond or between the run's" for all of
+    them, low ones included. It counts each kind now."""
+    from tests.conftest import vector_add_folder, vector_add_spec
+
+    # a shape set listing n=1000, below the run's 4K: the final test checks it as "low 1K"
+    spec = vector_add_spec({"4K": 4096, "256K": 262144}) + "shape_sets:\n  tiny:\n    - {label: 1K, n: 1000}\n"
+    kernel = vector_add_folder(tmp_path, spec)
+    r = run_cli("tune", str(REPO / "templates/examples/vector_add.cl.j2"), "--spec", str(kernel.with_suffix(".yaml")),
+                "--device", "cpu", "--budget", "2", "--repeats", "5", "--warmup", "1", "--final-repeats", "6",
+                "--no-memcheck", "--seed", "1", "--run-dir", str(tmp_path / "run"))
+    said = " ".join(r.stderr.split())
+    assert r.returncode == 0, said[-3000:]
+    assert "beyond or between" not in said, said
+    # seed 1 draws a spread shape between the run's; the odd shape sits just past 256K
+    assert "(2 fresh, 2 between or past, 1 below the run's)" in said, said

@@ -30,7 +30,7 @@ from typing import Any, Callable, Optional
 
 from kerntune import fmt
 from kerntune import speedup as sp
-from kerntune.engine.checker import MemoryChecker, check_shapes, off_run_shapes
+from kerntune.engine.checker import MemoryChecker, check_shapes, off_run_counts, off_run_shapes
 from kerntune.engine.evaluate import EvalRequest, KernelInstance, TimingOptions
 from kerntune.engine.hostload import LoadMeter
 from kerntune.engine.supervisor import DeviceWorker
@@ -250,7 +250,7 @@ class Tester:
                              "options and launch): 1.00x, nothing to verify or time")
                 continue
             self.on_step(f"verifying candidate {i + 1}/{len(candidates)} on {len(verify) + len(reach)} shapes "
-                         f"({len(fresh)} fresh" + (f", {len(reach)} beyond or between the run's" if reach else "")
+                         f"({len(fresh)} fresh" + (f", {off_run_counts(reach)}" if reach else "")
                          + ")")
             r = self.worker.evaluate(self._request(c.instance, seed + 7919 * (i + 1), verify, (), self.original,
                                                    reach=reach), self.timeout_s * (2 if reach else 1))

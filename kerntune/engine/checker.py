@@ -27,7 +27,7 @@ import tempfile
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Iterable, Optional, Sequence
 
 import numpy as np
 
@@ -323,6 +323,17 @@ def off_run_shapes(spec: KernelSpec, shape_set: str | None, seed: int) -> tuple[
     return tuple(reach_shapes(spec, shape_set) + spread_shapes(spec, shape_set, seed) + low_shapes(spec, shape_set))
 
 
+def off_run_counts(shapes: Iterable[Shape]) -> str:
+    """How many of :func:`off_run_shapes` lie where, in words ("1 above, 2 between or past, 1 below the
+    run's"): the final test's progress line says what it checks."""
+    kinds = {"reach": "above", "odd": "between or past", "spread": "between or past", "low": "below"}
+    counts: dict[str, int] = {}
+    for sh in shapes:
+        where = kinds.get((sh.label or "").split(" ", 1)[0], "off")
+        counts[where] = counts.get(where, 0) + 1
+    return ", ".join(f"{n} {where}" for where, n in counts.items()) + " the run's"
+
+
 # --- reading the tools' logs ----------------------------------------------------------------
 def oclgrind_findings(log: str) -> list[str]:
     """Oclgrind's error reports: blocks separated by blank lines."""
@@ -538,5 +549,5 @@ class MemoryChecker:
         return DeviceWorker(ref, prefix=prefix, exact_alloc=True)
 
 
-__all__ = ["CheckReport", "CheckStatus", "MemoryChecker", "check_shapes", "compute_sanitizer", "off_run_shapes",
-           "oclgrind_findings", "oclgrind_library", "sanitizer_findings"]
+__all__ = ["CheckReport", "CheckStatus", "MemoryChecker", "check_shapes", "compute_sanitizer", "off_run_counts",
+           "off_run_shapes", "oclgrind_findings", "oclgrind_library", "sanitizer_findings"]
