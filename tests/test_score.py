@@ -264,3 +264,21 @@ def test_bad_inputs(kernels, run, tmp_path):
     (unfinished / "run.json").write_text(json.dumps(m))
     r = run_cli("score", "fast-p", str(unfinished))
     assert r.returncode == 2 and "no finished run" in r.stderr and "not finished" in r.stderr
+
+
+@pytest.mark.skipif(__import__("kerntune.engine.checker", fromlist=["x"]).oclgrind_library() is None,
+                    reason="Oclgrind is not installed")
+def test_a_crashing_candidate_is_sent_to_the_memory_checker(kernels):
+    """A candidate that crashed its worker (SIGSEGV in the CPU runtime) was shown with the runtime's last
+    words only. reward names the command that runs it under the memory checker, and that command (bench,
+    which now checks a crashed kernel too) says where it reads out of bounds."""
+    r = run_cli("score", "reward", str(kernels / "crash.cl"), "--baseline", str(kernels / "fast.cl"), *QUICK)
+    said = " ".join(r.stdout.split())
+    assert r.returncode == 0 and "verify: crash" in said, (said, r.stderr)
+    assert "memory checker (Oclgrind)" in said and "`kerntune bench " in said, said
+    command = said.split("`kerntune bench ", 1)[1].split("`", 1)[0]
+    assert command == f"{kernels / 'crash.cl'} --spec {kernels / 'spec.yaml'} --device cpu", command
+    b = run_cli("bench", *command.split(), "--repeats", "5", "--warmup", "1")
+    assert b.returncode != 0 and "Traceback" not in b.stderr, b.stderr
+    assert "memory error under oclgrind" in b.stdout and "Invalid read" in b.stdout, b.stdout
+    assert "found where" in " ".join(b.stderr.split()), b.stderr

@@ -10,10 +10,12 @@ from rich.markup import escape
 from rich.text import Text
 
 from kerntune.cli import checks
+from kerntune.cli.cmd_bench import crash_hint
 from kerntune.cli.output import Progress, err, fmt_interval, fmt_x, grid, out, print_json, print_table, set_json
 from kerntune.results import settled_summary
 from kerntune.speedup import THRESHOLD
 from kerntune.errors import ErrorCode, KerntuneError
+from kerntune.fmt import shell
 
 app = typer.Typer(help="Scores: KernelBench's fast_p over a set of kernels, and KernelCompare's reward "
                        "(0.4 compiles + 0.4 correct + 0.2 faster) of a candidate kernel.", no_args_is_help=True)
@@ -122,10 +124,13 @@ def reward_cmd(
                 progress.status("scoring")
                 r = score_instances(worker, base.loaded, cand.instance(label=candidate.name),
                                     base.instance(label=baseline.name), settings)
-    _show(r, json, min_speedup)
+    # the command that runs a crashing candidate under the memory checker, as it was scored
+    bench = shell("kerntune", "bench", candidate, "--spec", spec or base.loaded.origin,
+                  *(["--device", device] if device else []), *(["--shape-set", shape_set] if shape_set else []))
+    _show(r, json, min_speedup, crash_hint(r.status, r.check, cand.lang, bench))
 
 
-def _show(r, json: bool, min_speedup: float) -> None:
+def _show(r, json: bool, min_speedup: float, hint: str | None = None) -> None:
     if json:
         print_json(r)
         return
@@ -140,6 +145,8 @@ def _show(r, json: bool, min_speedup: float) -> None:
         out.print(f"memory check: {r.check.status.value}" + (f" ({escape(r.check.message)})" if r.check.message else ""))
     if r.message:
         out.print(f"{r.stage}: {r.status.replace('_', ' ')}: {escape(r.message)}")
+    if hint:
+        out.print(f"hint: {escape(hint)}")
     if r.settled:
         out.print(f"correct with {escape(settled_summary(r.settled))}")
     if r.stage != "load":         # a candidate that did not load ran on no inputs

@@ -68,11 +68,13 @@ def select_shapes(shapes: list[Shape], only: tuple[str, ...]) -> list[Shape]:
 
 def _checked(result: EvalResult, checker: MemoryChecker | None, inst: KernelInstance, kf: KernelFile,
              opts: BenchOptions, seed: int, step: Callable[[str], None]) -> EvalResult:
-    if checker is None or result.status is not Status.OK:
+    if checker is None or result.status not in (Status.OK, Status.CRASH):
         return result
     step(checker.step(inst.label))
     report = checker.check(inst, kf.spec, str(kf.loaded.base_dir), check_shapes(kf.spec, opts.shape_set), seed)
     update: dict = {"check": report}
+    if result.status is Status.CRASH:      # the checker runs it in a process of its own: where it went wrong
+        return result.model_copy(update=update)
     if report.failed:
         update.update(status=Status.MEMORY_ERROR if report.status.value == "memory_error" else Status.WRONG_RESULT,
                       message=f"{report.tool}: {report.message}")

@@ -80,6 +80,9 @@ SUBGROUPS_OF_ONE = """// kerntune memory check: sub-groups of one work-item (Ocl
 
 
 # --- finding the tools ----------------------------------------------------------------
+CHECKER_OFF = "the memory checker is off (--no-memcheck)"     # why a check was not made, when off
+
+
 def oclgrind_library() -> Optional[Path]:
     found = [Path(p) for p in OCLGRIND_LIBS]
     exe = shutil.which("oclgrind")
@@ -398,7 +401,7 @@ class MemoryChecker:
         self.checks = 0
         self.seconds = 0.0
         if not enabled:
-            self.tool, self.why_not = "", "the memory checker is off (--no-memcheck)"
+            self.tool, self.why_not = "", CHECKER_OFF
         elif device.lang == "opencl":
             lib = oclgrind_library()
             self.tool = "oclgrind" if lib else ""
@@ -549,5 +552,5 @@ class MemoryChecker:
         return DeviceWorker(ref, prefix=prefix, exact_alloc=True)
 
 
-__all__ = ["CheckReport", "CheckStatus", "MemoryChecker", "check_shapes", "compute_sanitizer", "off_run_counts",
+__all__ = ["CHECKER_OFF", "CheckReport", "CheckStatus", "MemoryChecker", "check_shapes", "compute_sanitizer", "off_run_counts",
            "off_run_shapes", "oclgrind_findings", "oclgrind_library", "sanitizer_findings"]
