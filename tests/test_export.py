@@ -257,11 +257,14 @@ def test_a_kernel_changed_after_the_run_is_not_exported_as_verified(run, tmp_pat
     lines[at] = lines[at].replace("+", "-", 1)          # a plus in the code (not a comment) made a minus
     (edited / "best.cl").write_text("".join(lines))
     out = tmp_path / "p.jsonl"
-    r = run_cli("export", "pairs", str(edited), "-o", str(out), "--json")
+    r = run_cli("export", "pairs", str(edited), "-o", str(out), "--json")    # alone: refused, as show refuses it
+    assert r.returncode == 2 and "best.cl was changed after the run" in r.stdout + r.stderr, (r.stdout, r.stderr)
+    assert not out.exists()
+    r = run_cli("export", "pairs", str(edited), str(run), "-o", str(out), "--json")   # beside another: left out
     assert r.returncode == 0, r.stderr
     reasons = [s["reason"] for s in json.loads(r.stdout)["skipped"]]
     assert any("best.cl was changed after the run" in why for why in reasons), reasons
-    assert all(p["kind"] != "general" for p in _lines(out))
+    assert all(p["kind"] != "general" for p in _lines(out) if p["run_dir"] == str(edited))
     changed = strip_header((edited / "best.cl").read_text())
     assert all(normalize(p["optimized_source"]) != normalize(changed) for p in _lines(out))
     # a run written before the digests (none in results.json, none promised by run.json): its pairs are
@@ -272,8 +275,8 @@ def test_a_kernel_changed_after_the_run_is_not_exported_as_verified(run, tmp_pat
     manifest = json.loads((edited / "run.json").read_text())
     manifest.pop("digests", None)
     (edited / "run.json").write_text(json.dumps(manifest))
-    r = run_cli("export", "pairs", str(edited), "-o", str(out), "--json")
+    r = run_cli("export", "pairs", str(edited), str(run), "-o", str(out), "--json")
     assert r.returncode == 0, r.stderr
     reasons = [s["reason"] for s in json.loads(r.stdout)["skipped"]]
     assert any("best.cl is not the kernel the tester verified" in why for why in reasons), reasons
-    assert all(p["kind"] != "general" for p in _lines(out))
+    assert all(p["kind"] != "general" for p in _lines(out) if p["run_dir"] == str(edited))
