@@ -140,16 +140,23 @@ def test_a_run_left_done_without_its_end_is_finished_by_resume(tmp_path):
     assert run_cli("show", str(run)).returncode == 0
 
 
-def test_a_tune_run_killed_before_its_kernels_is_not_taken_for_finished(tmp_path):
-    """`kerntune tune` records its search's stop, runs its final test (kept in tuning.db), then writes
-    best.<ext>, per_shape/ and kernels.json and their digests. Killed before the kernels, show printed
-    the run as finished (exit 0) and report did not say that its kernels were never written."""
+def _tune_killed_before_its_kernels(tmp_path: Path) -> Path:
+    """A small `kerntune tune` run of vector_add killed right before it writes best.cl (its final test
+    stored); its run folder."""
     kernel = vector_add_folder(tmp_path, vector_add_spec({"4K": 4096, "256K": 262144}))
     run = tmp_path / "run"
     r = killed_after("best.cl", "-", 1, "tune", str(REPO / "templates/examples/vector_add.cl.j2"), "--spec",
                      str(kernel.with_suffix(".yaml")), "--device", "cpu", "--budget", "3", "--repeats", "5",
                      "--warmup", "1", "--final-repeats", "6", "--no-memcheck", "--run-dir", str(run))
     assert r.returncode == -signal.SIGKILL, r.stderr[-3000:]
+    return run
+
+
+def test_a_tune_run_killed_before_its_kernels_is_not_taken_for_finished(tmp_path):
+    """`kerntune tune` records its search's stop, runs its final test (kept in tuning.db), then writes
+    best.<ext>, per_shape/ and kernels.json and their digests. Killed before the kernels, show printed
+    the run as finished (exit 0) and report did not say that its kernels were never written."""
+    run = _tune_killed_before_its_kernels(tmp_path)
     assert not (run / "best.cl").exists()
     s = run_cli("show", str(run))
     said = " ".join(s.stderr.split())
@@ -179,12 +186,7 @@ def test_a_tune_run_resumed_after_its_final_test_keeps_the_test(tmp_path):
     whole final test again: the search cleared the stored test when it restarted from its record. It is
     kept when the search picks the same kernels on the same device with the same confirmation settings,
     and run again when one of those changed (here --final-repeats)."""
-    kernel = vector_add_folder(tmp_path, vector_add_spec({"4K": 4096, "256K": 262144}))
-    run = tmp_path / "run"
-    r = killed_after("best.cl", "-", 1, "tune", str(REPO / "templates/examples/vector_add.cl.j2"), "--spec",
-                     str(kernel.with_suffix(".yaml")), "--device", "cpu", "--budget", "3", "--repeats", "5",
-                     "--warmup", "1", "--final-repeats", "6", "--no-memcheck", "--run-dir", str(run))
-    assert r.returncode == -signal.SIGKILL, r.stderr[-3000:]
+    run = _tune_killed_before_its_kernels(tmp_path)
     test = _stored_test(run)
     assert test is not None
     r = run_cli("tune", "--resume", str(run))

@@ -7,6 +7,7 @@ import json
 import shutil
 import sqlite3
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -1078,6 +1079,18 @@ def test_a_candidate_identical_to_the_original_is_a_step_of_the_final_test():
     assert steps[1].startswith("timing the original: 1 kernel at ") and "interleaved" not in steps[1], steps
 
 
+def _against_original(yaml: Path, original: str, candidate: str, with_spec_shapes: bool = False):
+    """The spec's original kernel (``original``, beside ``yaml``) and a request verifying ``candidate`` (a
+    file of the repository) against it: at the cpu shape set's held-out shapes, and its listed shapes too."""
+    loaded = load_file(yaml)
+    spec = loaded.spec
+    orig = load_kernel(yaml.parent / original, yaml).instance()
+    cand = load_kernel(REPO / candidate, yaml).instance(label="candidate")
+    shapes = (list(spec_shapes(spec, "cpu")) if with_spec_shapes else []) + list(holdout_shapes(spec, "cpu"))
+    return orig, EvalRequest(candidate=cand, spec=spec, base_dir=str(loaded.base_dir), reference=orig,
+                             verify_shapes=tuple(shapes), time_shapes=(), seed=5, timing=None)
+
+
 def test_a_kernel_that_ignores_its_scalar_arguments_fails_at_other_values(worker):
     """A spec gives each scalar one value (scale_add_clamp: alpha 0.75, beta -1.25, lo -2, hi 2), so a
     candidate that wrote those numbers into its code and ignored its arguments (here where n is even)
@@ -1085,14 +1098,8 @@ def test_a_kernel_that_ignores_its_scalar_arguments_fails_at_other_values(worker
     it correct (adversarial tour, 2026-12-05). A candidate is now also verified against the original with
     the spec's nonzero float scalars moved, by a factor drawn from the seed, at every shape of the run
     (the spec's own inputs); at the odd held-out shape alone this one passed."""
-    yaml = REPO / "kernels/heldout/scale_add_clamp/spec.yaml"
-    loaded = load_file(yaml)
-    spec = loaded.spec
-    original = load_kernel(yaml.parent / "scale_add_clamp.cl", yaml).instance()
-    baked = load_kernel(REPO / "tests/data/scale_add_clamp_baked_scalars.cl", yaml).instance(label="baked")
-    req = EvalRequest(candidate=baked, spec=spec, base_dir=str(loaded.base_dir), reference=original,
-                      verify_shapes=tuple(spec_shapes(spec, "cpu") + holdout_shapes(spec, "cpu")), time_shapes=(),
-                      seed=5, timing=None)
+    original, req = _against_original(REPO / "kernels/heldout/scale_add_clamp/spec.yaml", "scale_add_clamp.cl",
+                                      "tests/data/scale_add_clamp_baked_scalars.cl", with_spec_shapes=True)
     r = worker.evaluate(req, 120)
     assert r.status is Status.WRONG_RESULT, r.message
     assert r.message.startswith("cpu-n65536 (other scalar values: alpha="), r.message
@@ -1109,13 +1116,8 @@ def test_a_kernel_that_skips_a_zeroed_output_fails_verification(worker):
     second verification run now starts from zeros on the spec's own inputs and about half of the other
     distributions, and from the random finite value on the rest, so a kernel writing only where its
     output is NaN or 0 fails too."""
-    yaml = REPO / "kernels/examples/vector_add.yaml"
-    loaded = load_file(yaml)
-    spec = loaded.spec
-    original = load_kernel(yaml.parent / "vector_add.cl", yaml).instance()
-    cheat = load_kernel(REPO / "tests/data/vector_add_skips_zeroed_output.cl", yaml).instance(label="cheat")
-    req = EvalRequest(candidate=cheat, spec=spec, base_dir=str(loaded.base_dir), reference=original,
-                      verify_shapes=tuple(holdout_shapes(spec, "cpu")), time_shapes=(), seed=5, timing=None)
+    original, req = _against_original(REPO / "kernels/examples/vector_add.yaml", "vector_add.cl",
+                                      "tests/data/vector_add_skips_zeroed_output.cl")
     r = worker.evaluate(req, 120)
     assert r.status is Status.WRONG_RESULT, r.message
     assert "c: tolerance" in r.message, r.message
