@@ -167,6 +167,10 @@ def test_bench_json_and_against(tmp_path):
                 str(EXAMPLES / "row_sum.yaml"), "--repeats", "5", "--warmup", "1", "--shape", "square")
     assert r.returncode == 0, r.stderr
     assert "speedup" in r.stdout and "reference kernel's outputs" in r.stdout
+    # 5 paired runs bound no shape's speedup at 95%, so the geomean claims nothing either and says why
+    said = " ".join(r.stdout.split())
+    assert "[0.00, inf] (95% confidence interval): not distinguishable from noise" in said, said
+    assert "5 paired run(s) on a shape, too few for an interval" in said and "--repeats 6 or more" in said, said
 
 
 def test_bench_wrong_kernel_exits_1(tmp_path):

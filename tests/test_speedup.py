@@ -65,6 +65,18 @@ def test_geomean_interval_covers_every_shape_together():
     assert sp.geomean_interval(shapes) == iv               # a fixed seed: the same record gives the same interval
 
 
+def test_a_geomean_over_shapes_with_too_few_runs_claims_no_interval():
+    """`bench --repeats 3` printed a "faster" geomean of 1.63x [1.44, 2.93] beside two shapes whose own
+    intervals were [0.00, inf]: the bootstrap resampled 3 runs as if they were all there is."""
+    shapes = [([2.0, 2.1, 2.05], [1.6, 1.7, 1.62]), ([3.3, 3.5, 3.4], [1.5, 1.6, 1.55])]
+    boot = sp.geomean_interval(shapes)
+    assert sp.decide(boot) is sp.Verdict.FASTER and boot.lo > 1.2          # what the bootstrap alone claims
+    iv = sp.unbounded_with_few_runs(boot, 3)
+    assert (iv.ratio, iv.lo, iv.hi) == (boot.ratio, 0.0, math.inf) and sp.decide(iv) is sp.Verdict.UNSURE
+    assert "3 paired run(s)" in iv.method
+    assert sp.unbounded_with_few_runs(boot, 6) == boot                      # 6 runs bound a sign-test interval
+
+
 def test_decision_bands():
     def iv(lo, hi):
         return sp.Interval(ratio=(lo + hi) / 2, lo=lo, hi=hi)

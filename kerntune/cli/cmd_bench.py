@@ -221,6 +221,9 @@ def _render(report, notes: list[str] = ()) -> None:
         out.print(f"geometric-mean speedup of {escape(report.against.kernel)} over {escape(report.kernel.kernel)}: "
                   f"[bold]{escape(fmt_interval(report.geomean))}[/] (95% confidence interval): "
                   f"{words.get(report.verdict, report.verdict)}")
+        if report.geomean.method.startswith("none: "):
+            out.print(escape(f"note    {report.geomean.method[6:]} at 95% (the sign test needs 6): no speedup is "
+                             "claimed; time more runs with --repeats 6 or more (the default is 100)"))
 
 
 def register(app: typer.Typer) -> None:

@@ -145,6 +145,8 @@ def bench(worker: DeviceWorker, a: KernelFile, b: KernelFile | None, opts: Bench
     if rb.status is Status.OK:
         rb = rb.model_copy(update={"timings": [r.against for r in rows], "copy_bandwidth": copy})
     geo = sp.geomean_interval(pairs) if pairs and len(pairs) == len(shapes) else None
+    if geo is not None:
+        geo = sp.unbounded_with_few_runs(geo, min(len(base) for base, _ in pairs))
     return BenchReport(device=worker.info, seed=seed, kernel=ra, against=rb, copy_bandwidth=copy, rows=rows,
                        geomean_speedup=geo.ratio if geo else None, geomean=geo,
                        verdict=sp.decide(geo).value if geo else "")
