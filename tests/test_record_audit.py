@@ -123,13 +123,19 @@ def test_report_marks_an_edited_record_and_fails(copy):
     assert "**Not trusted.**" in md and "does not follow from its interval" in md
 
 
-def test_scoring_and_export_leave_an_edited_run_out(copy, tmp_path):
+def test_scoring_and_export_leave_an_edited_run_out(copy, improved_run, tmp_path):
     _both(copy, _low)
     r = run_cli("score", "fast-p", str(copy), "--json")     # nothing else to score: an error that says why
-    assert r.returncode == 2 and "does not hold together" in json.loads(r.stdout)["error"]["hint"], r.stdout
-    r = run_cli("export", "pairs", str(copy), "-o", str(tmp_path / "pairs.jsonl"))
-    assert r.returncode == 0 and "does not hold together" in r.stdout + r.stderr
-    assert (tmp_path / "pairs.jsonl").read_text() == ""
+    error = json.loads(r.stdout)["error"]                   # (show's words: record/ending.py, audit)
+    assert r.returncode == 2 and "does not hold together" in error["message"], r.stdout
+    assert "restore the run directory" in error["hint"] and "does not follow from its interval" in error["detail"]
+    r = run_cli("export", "pairs", str(copy), "-o", str(tmp_path / "pairs.jsonl"))   # alone: refused, as show does
+    assert r.returncode == 2 and "does not hold together" in r.stdout + r.stderr, r.stdout + r.stderr
+    # beside a run that holds together: left out and listed, the other one's pairs written
+    r = run_cli("export", "pairs", str(copy), str(improved_run), "-o", str(tmp_path / "pairs.jsonl"))
+    assert r.returncode == 0 and "does not hold together" in r.stdout + r.stderr, r.stdout + r.stderr
+    pairs = [json.loads(line) for line in (tmp_path / "pairs.jsonl").read_text().splitlines()]
+    assert pairs and all(str(copy) not in json.dumps(p) for p in pairs)
 
 
 def test_a_copied_runs_round_names_its_own_template(copy, improved_run):
