@@ -115,22 +115,22 @@ def test_opencl_pair_verifies_on_cpu(name):
 
 @pytest.mark.runtime
 def test_a_kernel_closer_to_the_numpy_reference_than_the_original_is_not_called_wrong():
-    # under this seed spmv_csr's optimized kernel misses the tolerance against the naive kernel's fp32
-    # outputs at one element on 'large' inputs (7.9e-05 off), yet it is the more accurate of the two
-    # against the float64 reference (rel L2 9.3e-07 against 2.2e-06): the reference settles it
+    # under this seed spmv_csr's optimized kernel is 7.9e-05 off the naive kernel's fp32 outputs at one
+    # element on 'large' inputs, over the spec's atol of 1e-4 as it was; it is the more accurate of the two
+    # against the float64 reference (rel L2 9.3e-07 against 2.2e-06). The NumPy reference used to settle it
+    # (tests/test_verify.py tests that path); an atol in units of the outputs' largest value
+    # (docs/proof.md, "Tolerances") now covers that element, and neither command calls it wrong
     d = kernel_dir("spmv_csr")
     r = run_cli("bench", str(d / "naive.cl"), "--against", str(d / "optimized.cl"), "--device", "cpu",
                 "--shape-set", "cpu", "--repeats", "3", "--warmup", "1", "--seed", "1616491072")
     assert r.returncode == 0, r.stdout + r.stderr
-    assert "WRONG" not in r.stdout and "1 check settled by the NumPy reference" in r.stdout
-    assert "closer to the NumPy reference than that kernel is" in r.stdout
-    # the reward says so too (it was silent about it)
+    assert "WRONG" not in r.stdout, r.stdout
+    assert "verify  optimized.cl: correct on 3 spec shapes + 5 held out" in r.stdout, r.stdout
     r = run_cli("score", "reward", str(d / "optimized.cl"), "--baseline", str(d / "naive.cl"), "--device", "cpu",
                 "--shape-set", "cpu", "--repeats", "6", "--warmup", "1", "--no-memcheck", "--seed", "1616491072",
                 "--json")
     assert r.returncode == 0, r.stderr
-    reward = json.loads(r.stdout)
-    assert reward["correct"] and len(reward["settled"]) == 1 and "y: 1 element(s) off" in reward["settled"][0]
+    assert json.loads(r.stdout)["correct"], r.stdout
 
 
 @pytest.mark.slow
