@@ -86,6 +86,10 @@ class EvalRequest:
     # (the search's economy: all distributions on the small shapes; None: on every shape)
     all_distributions_on: tuple[str, ...] | None = None
 
+    def on_every_distribution(self, shape: Shape) -> bool:
+        """Whether ``shape`` is verified on every input distribution (else on the spec's own only)."""
+        return self.all_distributions_on is None or shape.key in self.all_distributions_on
+
     def reaching(self, shapes: tuple[Shape, ...]) -> "EvalRequest":
         """This request verifying ``shapes`` too (beyond the run's: checker.reach_shapes) on the
         spec's inputs only, its own shapes on every distribution as before."""
@@ -351,7 +355,7 @@ class Evaluator:
         checks = []
         for shape in req.verify_shapes:
             base_rms: dict[str, float] = {}       # output sizes on the first distribution (the spec's own)
-            everything = req.all_distributions_on is None or shape.key in req.all_distributions_on
+            everything = req.on_every_distribution(shape)
             for d in names if everything else names[:1]:
                 checks.append(self._verify_one(req, kernel, ref_kernel, shape, d, cache, base_rms))
         checks += self._verify_moved_scalars(req, kernel, ref_kernel)
@@ -367,7 +371,7 @@ class Evaluator:
         if moved is None:
             return []
         stage = f"other scalar values: {scalar_summary(req.spec, moved)}"
-        shapes = [s for s in req.verify_shapes if req.all_distributions_on is None or s.key in req.all_distributions_on]
+        shapes = [s for s in req.verify_shapes if req.on_every_distribution(s)]
         return [self._verify_one(replace(req, spec=moved), kernel, ref_kernel, s, dist.SPEC, {}, {})
                 .model_copy(update={"stage": stage}) for s in shapes]
 
