@@ -79,14 +79,21 @@ class Run:
         return hashlib.sha256(f"{m.created!r}|{m.kernel_path}|{m.device.id}".encode()).hexdigest()[:16]
 
     @cached_property
+    def ending(self) -> Optional[KerntuneError]:
+        """Why the run is not finished, as `kerntune show` says it (record.ending); None once it is."""
+        return unfinished(self.rd)
+
+    @cached_property
+    def problems(self) -> list[str]:
+        """Where the run's record does not hold together (record.audit); read once."""
+        return audit(self.rd)
+
+    @cached_property
     def refusal(self) -> Optional[KerntuneError]:
         """Why the run's claims cannot be used, as `kerntune show` says it: a run not finished (run.json
         not done, results.json or its headline or report.md missing), or a record that does not hold
-        together (record.audit); None when they can."""
-        error = unfinished(self.rd)
-        if error is not None:
-            return error
-        return untrusted(str(self.path), audit(self.rd))
+        together (:attr:`problems`); None when they can."""
+        return self.ending if self.ending is not None else untrusted(str(self.path), self.problems)
 
     @cached_property
     def unusable(self) -> Optional[str]:
@@ -94,10 +101,9 @@ class Run:
         e = self.refusal
         if e is None:
             return None
-        if e.detail:         # a record that does not hold together: its first problem
-            problems = e.detail.splitlines()
-            more = f" and {len(problems) - 1} more" if len(problems) > 1 else ""
-            return (f"its record does not hold together ({problems[0].removeprefix('- ')}{more}; `kerntune show "
+        if self.ending is None:       # finished: a record that does not hold together, its first problem
+            more = f" and {len(self.problems) - 1} more" if len(self.problems) > 1 else ""
+            return (f"its record does not hold together ({self.problems[0]}{more}; `kerntune show "
                     f"{shell(self.path)}` lists them): not used")
         return f"not finished: {e.message}; {e.hint}"
 
@@ -200,8 +206,6 @@ class Run:
             for t in (rec.transformations if rec is not None else []):
                 out.append({"round": m, **t.model_dump()})
         return out
-
-
 
 
 def require_usable(runs: list[Run]) -> None:
