@@ -280,6 +280,12 @@ def test_a_crashing_candidate_is_sent_to_the_memory_checker(kernels):
     assert "memory checker (Oclgrind)" in said and "`kerntune bench " in said, said
     command = said.split("`kerntune bench ", 1)[1].split("`", 1)[0]
     assert command == f"{kernels / 'crash.cl'} --spec {kernels / 'spec.yaml'} --device cpu", command
+    # --json carries the same hint (it had none: a script saw the crash and not what to run)
+    j = run_cli("score", "reward", str(kernels / "crash.cl"), "--baseline", str(kernels / "fast.cl"), *QUICK, "--json")
+    doc = json.loads(j.stdout)
+    assert j.returncode == 0 and doc["status"] == "crash", (doc, j.stderr)
+    assert "memory checker (Oclgrind)" in doc.get("hint", ""), doc
+    assert doc["hint"].split("`kerntune bench ", 1)[1].split("`", 1)[0] == command, doc["hint"]
     b = run_cli("bench", *command.split(), "--repeats", "5", "--warmup", "1")
     assert b.returncode != 0 and "Traceback" not in b.stderr, b.stderr
     assert "memory error under oclgrind" in b.stdout and "Invalid read" in b.stdout, b.stdout

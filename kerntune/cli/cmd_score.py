@@ -131,8 +131,8 @@ def reward_cmd(
 
 
 def _show(r, json: bool, min_speedup: float, hint: str | None = None) -> None:
-    if json:
-        print_json(r)
+    if json:      # the hint travels as a field: null where there is none
+        print_json({**r.model_dump(mode="json"), "hint": hint})
         return
     yes = {True: "[green]yes[/]", False: "[red]no[/]"}
     out.print(f"reward {r.score:.1f}   compiles {yes[r.compiles]} (0.4)   correct {yes[r.correct]} (0.4)   "
