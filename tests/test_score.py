@@ -206,6 +206,16 @@ def test_fast_p_from_runs_and_pairs(run, tmp_path):
     assert r.returncode == 0 and "fast_1 = " in r.stdout and "fast_1.5 = " in r.stdout
 
 
+def test_fast_p_refuses_a_tune_run_in_its_own_words(tmp_path):
+    """`score fast-p` of a `kerntune tune` run said "pairs and traces come from `kerntune optimize` runs":
+    export's words, for a command that exports nothing."""
+    (tmp_path / "tuning.db").write_bytes(b"")
+    r = run_cli("score", "fast-p", str(tmp_path))
+    said = " ".join(r.stderr.split())
+    assert r.returncode == 2 and "`kerntune tune` run" in said and "Traceback" not in said, said
+    assert "`kerntune score fast-p` scores `kerntune optimize` runs" in said and "pairs and traces" not in said, said
+
+
 def test_fast_p_counts_a_kernel_optimized_twice_once(run, tmp_path):
     """A copy of a kernel's folder optimized beside the original is the same kernel (the same source, launch
     and options, on the same device) with another run id: fast_p counted it as two kernels (total 2),

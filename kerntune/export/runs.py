@@ -24,8 +24,9 @@ from kerntune.tuner.summary import TuneSummary
 from kerntune.fmt import shell
 
 
-def expand(paths: list[Path]) -> list[Path]:
-    """Run directories: each PATH that holds run.json, or else the folders directly inside it that do."""
+def expand(paths: list[Path], uses: str = "`kerntune export` takes pairs and traces from") -> list[Path]:
+    """Run directories: each PATH that holds run.json, or else the folders directly inside it that do.
+    ``uses``: what the command the user ran does with them, for the refusal of a `kerntune tune` run."""
     out: list[Path] = []
     for p in paths:
         if not p.exists():
@@ -38,7 +39,7 @@ def expand(paths: list[Path]) -> list[Path]:
         if not inner:
             hint = "pass directories written by `kerntune optimize` (they hold run.json), or a folder of them"
             if p.is_dir() and (p / "tuning.db").exists():
-                hint = "this is a `kerntune tune` run: pairs and traces come from `kerntune optimize` runs"
+                hint = f"this is a `kerntune tune` run: {uses} `kerntune optimize` runs"
             raise KerntuneError(ErrorCode.RUN, f"no optimize run in {p} (no run.json)", hint=hint)
         out += inner
     seen, unique = set(), []

@@ -180,7 +180,7 @@ def collect(paths: list[Path]) -> tuple[list[KernelOutcome], list[Skip]]:
     """Kernels from run directories (or folders of them) and pair files (.jsonl)."""
     kernels: list[KernelOutcome] = []
     skipped: list[Skip] = []
-    given = [p if p.is_file() else [Run(rd) for rd in expand([p])] for p in paths]
+    given = [p if p.is_file() else [Run(rd) for rd in expand([p], "`kerntune score fast-p` scores")] for p in paths]
     if all(isinstance(g, list) for g in given):      # runs only: refused as `show` refuses them when none
         require_usable([run for g in given for run in g])      # can be scored
     for g in given:
