@@ -215,6 +215,9 @@ def test_show_of_a_run_still_going_says_so_instead_of_suggesting_resume(copy):
     r = run_cli("show", str(copy))
     assert r.returncode == 2, r.stdout
     assert "still going, in another kerntune process" in r.stderr and "--resume" not in r.stderr, r.stderr
+    # its rounds are still being searched: what show points at is each round's search so far (the words
+    # were lost when the check moved to record/ending.py)
+    assert "each round's search so far: `kerntune show " in " ".join(r.stderr.split()), r.stderr
     held._lock.close()           # released: the run is interrupted, and --resume is what to do
     r = run_cli("show", str(copy))
     assert r.returncode == 2 and "--resume" in r.stderr, r.stderr

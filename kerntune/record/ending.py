@@ -26,7 +26,8 @@ def unfinished(run: RunDir, each: str = "") -> Optional[KerntuneError]:
     if pid is not None:
         return KerntuneError(ErrorCode.RUN, f"{run.path} is a `kerntune optimize` run still going, in another "
                                             f"kerntune process{f' (pid {pid})' if pid else ''}: no result yet",
-                             hint=f"wait for it to finish, then `kerntune show {shell(run.path)}`{rounds}")
+                             hint=f"wait for it to finish, then `kerntune show {shell(run.path)}`"
+                                  + (f"; each round's search so far: {each}" if each else ""))
     if result is None:
         searched = sum(1 for p in (run.path / "rounds").glob("[0-9]*") if (p / "tuning.db").exists())
         return KerntuneError(ErrorCode.RUN, f"{run.path} is a `kerntune optimize` run with no result yet "
