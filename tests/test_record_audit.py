@@ -221,3 +221,14 @@ def test_show_of_a_run_still_going_says_so_instead_of_suggesting_resume(copy):
     held._lock.close()           # released: the run is interrupted, and --resume is what to do
     r = run_cli("show", str(copy))
     assert r.returncode == 2 and "--resume" in r.stderr, r.stderr
+
+
+def test_resuming_a_copied_finished_run_says_where_it_is(copy, improved_run):
+    """`cp -r RUN RUN2; kerntune optimize --resume RUN2` printed "wrote RUN/best.cl ...": the folder the
+    run was made in (results.json's run_dir), not the one it was resumed in."""
+    r = run_cli("optimize", "--resume", str(copy))
+    said = " ".join(r.stdout.split())
+    assert r.returncode == 0 and f"wrote {copy}/best.cl" in said, (said, r.stderr)
+    assert str(improved_run) not in said, said
+    r = run_cli("optimize", "--resume", str(copy), "--json")
+    assert r.returncode == 0 and json.loads(r.stdout)["run_dir"] == str(copy), r.stdout[:400]

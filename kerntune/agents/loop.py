@@ -193,6 +193,8 @@ class Optimizer:
                                   load_optimize(self.run_dir.path, finishing=True).record_problems)
                 if error is not None:
                     raise error
+                # where the run is now: a copied run folder's results.json names the folder it was made in
+                answered = answered.model_copy(update={"run_dir": str(self.run_dir.path)})
                 if self.manifest.status is RunStatus.DONE and answered.headline and self.run_dir.has(REPORT):
                     return answered
                 # killed (or stopped) after its answer but before its end: report.md, the headline, "done"
