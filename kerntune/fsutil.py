@@ -22,11 +22,35 @@ def run_holding(path: Path) -> Path | None:
     return None
 
 
+def blocked_folder(path: Path) -> str:
+    """Why ``path`` cannot be created where it is, or "": the nearest existing folder above it is a file, or
+    one this process may not write in."""
+    for d in Path(os.path.abspath(path)).parents:
+        if d.exists():
+            if not d.is_dir():
+                return f"{d} is a file, not a folder"
+            return "" if os.access(d, os.W_OK | os.X_OK) else f"the folder {d} is not writable"
+    return ""
+
+
+def check_writable(path: Path, what: str) -> None:
+    """Refuse, before any work is done, an output file whose folder cannot be made or written in;
+    ``what`` names the file in the message (e.g. "the baseline")."""
+    why = blocked_folder(path)
+    if why:
+        raise KerntuneError(ErrorCode.FILE, f"cannot write {what} {path}: {why}", hint=_WRITABLE_HINT)
+
+
+_WRITABLE_HINT = "pass a path in a folder you can write to (missing folders are created)"
+
+
 def check_output_file(path: Path, example: str) -> None:
-    """Refuse an output that is a folder, or an existing file inside a kerntune run (the run's own
-    results, database or kernels would be replaced); ``example``: a file name for the hint."""
+    """Refuse an output that is a folder, one that cannot be written where it is, or an existing file inside a
+    kerntune run (the run's own results, database or kernels would be replaced); ``example``: a file name
+    for the hint."""
     if path.is_dir():
         raise KerntuneError(ErrorCode.USAGE, f"the output {path} is a folder", hint=f"pass a file name, e.g. -o {example}")
+    check_writable(path, "the output")
     run = run_holding(path)
     if run is not None and path.exists():
         raise KerntuneError(ErrorCode.USAGE, f"refusing to overwrite {path}: it is a file of the kerntune run {run}",
@@ -56,6 +80,7 @@ def write_atomic(path: Path, chunks: str | Iterable[str], what: str = "") -> int
         except OSError:
             pass
         if isinstance(e, OSError):
-            raise KerntuneError(ErrorCode.FILE, f"cannot write {what or path}: {e}") from None
+            why = blocked_folder(path) or str(e)
+            raise KerntuneError(ErrorCode.FILE, f"cannot write {what or path}: {why}", hint=_WRITABLE_HINT) from None
         raise
     return n

@@ -436,6 +436,11 @@ def test_an_output_that_is_a_folder_or_cannot_be_written_is_a_usage_error(tmp_pa
     name = "x.yaml" if command == "init" else "x.cu"
     r = run_cli(command, str(source), "-o", f"/proc/kerntune-cannot-write/{name}", "--force")
     assert r.returncode == 2 and "cannot write" in r.stderr and "Traceback" not in r.stderr, r.stderr
+    # a file where the output's folder should be: named as such (was "[Errno 17] File exists"), with a hint
+    (tmp_path / "afile").write_text("x\n")
+    r = run_cli(command, str(source), "-o", str(tmp_path / "afile" / name))
+    assert r.returncode == 2 and f"{tmp_path / 'afile'} is a file, not a folder" in r.stderr, r.stderr
+    assert "hint:" in r.stderr and "Traceback" not in r.stderr, r.stderr
 
 
 def test_reqd_work_group_size_sets_the_block_and_a_parameter_macro_is_a_todo():

@@ -364,3 +364,15 @@ def test_every_kernel_that_cannot_be_loaded_is_named(tmp_path):
     r = run_cli("regress", str(tmp_path), "--baseline", str(tmp_path / "b.json"), "--device", "cpu", "--update")
     assert r.returncode == 2 and "2 kernels cannot be loaded" in r.stderr, r.stderr
     assert str(tmp_path / "a" / "vector_add.cl") in r.stderr and str(tmp_path / "b" / "vector_add.cl") in r.stderr
+
+
+def test_update_into_an_unwritable_place_is_refused_before_measuring(project, tmp_path):
+    """--update whose baseline cannot be written (a file stands where its folder should be) stops before
+    anything is verified or timed, naming what is in the way: it used to time every kernel, then lose it all
+    at the end with "[Errno 17] File exists"."""
+    blocker = write(tmp_path, "bench", "a file, not a folder\n")
+    r = run_cli("regress", str(project / "kernels"), "--baseline", str(blocker / "baseline.json"), "--device", "cpu",
+                "--update", *TIMING)
+    assert r.returncode == 2, r.stderr
+    assert f"{blocker} is a file, not a folder" in r.stderr and "hint:" in r.stderr, r.stderr
+    assert "timing" not in r.stderr and "verifying" not in r.stderr and "Traceback" not in r.stderr, r.stderr

@@ -89,6 +89,10 @@ def regress(
 
     tol = parse_tolerance(tolerance)
     stored = bl.load(baseline, missing_ok=update)
+    if update:                                   # not after every kernel was timed: the work would be lost
+        from kerntune.fsutil import check_writable
+
+        check_writable(baseline, "the baseline")
     kernels, skipped = _load(paths, device, baseline)
     if shape_set is not None:
         from kerntune.spec.shapes import spec_shapes
