@@ -22,6 +22,10 @@ LANG_BY_SUFFIX = {".cu": "cuda", ".cuh": "cuda", ".cl": "opencl"}
 
 
 def language_of(path: Path) -> str:
+    if path.is_dir():             # not "cannot tell the language": the name is not the problem
+        raise KerntuneError(ErrorCode.USAGE, f"{path} is a folder, not a kernel file",
+                            hint="pass one kernel file: CUDA kernels end in .cu, OpenCL kernels in .cl (templates "
+                                 "add .j2); `kerntune regress` is the command that searches folders")
     suffixes = [s for s in path.suffixes if s != ".j2"]
     lang = LANG_BY_SUFFIX.get(suffixes[-1] if suffixes else "")
     if lang is None:

@@ -207,6 +207,9 @@ def test_a_kernel_that_does_not_compile_is_named_at_its_line(tmp_path, command):
 @pytest.mark.parametrize("args,status,needle", [
     (["bench", "nope.cl"], 2, "not found"),
     (["bench", "README.md"], 2, "cannot tell the language"),
+    # a folder was "cannot tell the language of kernels/examples", as if its name were the problem
+    (["check", str(EXAMPLES)], 2, f"{EXAMPLES} is a folder, not a kernel file"),
+    (["init", str(EXAMPLES)], 2, f"{EXAMPLES} is a folder, not a kernel file"),
     (["bench", str(EXAMPLES / "vector_add.cl"), "--device", "banana"], 2, "cannot understand device"),
     (["bench", str(EXAMPLES / "vector_add.cl"), "--device", "opencl:9:9"], 3, "no device opencl:9:9"),
     (["bench", str(EXAMPLES / "vector_add.cl"), "--device", "0"], 3, "cannot run on CUDA device"),
