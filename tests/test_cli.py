@@ -502,3 +502,32 @@ def test_the_final_tests_progress_says_which_shapes_off_the_run_it_checks(tmp_pa
     assert "beyond or between" not in said, said
     # seed 1 draws a spread shape between the run's; the odd shape sits just past 256K
     assert "(2 fresh, 2 between or past, 1 below the run's)" in said, said
+
+
+def test_every_option_is_named_in_full_in_piped_help():
+    """Piped (no terminal, no $COLUMNS), help was 80 columns wide and cut option names: `regress --help` showed
+    '--allow-device-…', an option no one could type from it. Help takes the width tables take (120)."""
+    import os
+    import subprocess
+
+    import typer
+
+    from kerntune.cli.app import app
+    from tests.conftest import KERNTUNE
+
+    # an explicit environment: readline, loaded in this process, exports COLUMNS=80 to children behind os.environ
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES", "TERMINAL_WIDTH")}
+    root = typer.main.get_command(app)
+    todo = [((), root)]
+    while todo:
+        path, cmd = todo.pop()
+        subs = getattr(cmd, "commands", {})
+        todo += [((*path, name), sub) for name, sub in subs.items()]
+        if subs or not path:
+            continue
+        r = subprocess.run([*KERNTUNE, *path, "--help"], capture_output=True, text=True, env=env, timeout=120)
+        assert r.returncode == 0, (path, r.stderr)
+        for param in cmd.params:
+            for opt in param.opts + param.secondary_opts:
+                if opt.startswith("--"):
+                    assert opt in r.stdout, (path, opt, r.stdout)

@@ -8,12 +8,18 @@ from typing import NoReturn, Optional
 
 import typer
 import typer.main
+import typer.rich_utils
 
 from kerntune import __version__
 from kerntune import hostblas
 from kerntune.cli import signals
-from kerntune.cli.output import State, err, fail, internal
+from kerntune.cli.output import State, err, fail, internal, out
 from kerntune.errors import ErrorCode, KerntuneError
+
+# help takes the width every table takes: the terminal's, else $COLUMNS or 120 (piped at typer's own 80, option
+# names were cut: regress's '--allow-device-…'); $TERMINAL_WIDTH, typer's own setting, still wins
+if typer.rich_utils.MAX_WIDTH is None:
+    typer.rich_utils.MAX_WIDTH = out.width if not sys.stdout.isatty() else None
 
 # the click that typer runs on (typer vendors it as typer._click in recent versions)
 _click = getattr(typer.main, "_click", None) or getattr(typer.main, "click")
