@@ -204,6 +204,10 @@ def test_fast_p_from_runs_and_pairs(run, tmp_path):
     assert all("counted once" in x["reason"] for x in rep["excluded"]) and len(rep["excluded"]) == len(lines)
     r = run_cli("score", "fast-p", str(run))
     assert r.returncode == 0 and "fast_1 = " in r.stdout and "fast_1.5 = " in r.stdout
+    # the table shows the bound that is compared with p, beside the speedup: 3.08x alone beside "0 of 1 kernels
+    # correct and faster than 1.5x" (its interval was [1.44, 6.61]) read as a miscount
+    if results["improved"]:
+        assert "lower bound" in r.stdout and f"{lo:.2f}x" in r.stdout, r.stdout
 
 
 def test_fast_p_refuses_a_tune_run_in_its_own_words(tmp_path):
