@@ -209,6 +209,10 @@ def test_a_kernel_that_does_not_compile_is_named_at_its_line(tmp_path, command):
     (["bench", "README.md"], 2, "cannot tell the language"),
     # a folder was "cannot tell the language of kernels/examples", as if its name were the problem
     (["check", str(EXAMPLES)], 2, f"{EXAMPLES} is a folder, not a kernel file"),
+    # tune's -o is --option, where export's and kt-cache's -o is the output: 'tune ... -o run1' said only
+    # "is not KEY=VALUE"
+    (["tune", str(REPO / "templates/examples/vector_add.cl.j2"), "--spec", str(EXAMPLES / "vector_add.yaml"),
+      "-o", "run1"], 2, "strategy option 'run1' is not KEY=VALUE\nhint: -o is --option, a strategy's KEY=VALUE"),
     (["init", str(EXAMPLES)], 2, f"{EXAMPLES} is a folder, not a kernel file"),
     (["bench", str(EXAMPLES / "vector_add.cl"), "--device", "banana"], 2, "cannot understand device"),
     (["bench", str(EXAMPLES / "vector_add.cl"), "--device", "opencl:9:9"], 3, "no device opencl:9:9"),

@@ -38,7 +38,9 @@ def parse_options(items: list[str] | None) -> dict[str, str]:
     out_: dict[str, str] = {}
     for item in items or []:
         if "=" not in item:
-            raise KerntuneError(ErrorCode.USAGE, f"strategy option {item!r} is not KEY=VALUE")
+            raise KerntuneError(ErrorCode.USAGE, f"strategy option {item!r} is not KEY=VALUE",
+                                hint="-o is --option, a strategy's KEY=VALUE (`kerntune strategies` lists them), "
+                                     "not an output: the run's folder is --run-dir")
         k, v = item.split("=", 1)
         out_[k.strip()] = v.strip()
     return out_
