@@ -510,7 +510,8 @@ def test_the_final_tests_progress_says_which_shapes_off_the_run_it_checks(tmp_pa
 
 def test_every_option_is_named_in_full_in_piped_help():
     """Piped (no terminal, no $COLUMNS), help was 80 columns wide and cut option names: `regress --help` showed
-    '--allow-device-…', an option no one could type from it. Help takes the width tables take (120)."""
+    '--allow-device-…', an option no one could type from it. Help takes the width tables take (120). Every
+    command's help ends with an example that uses only options it has."""
     import os
     import subprocess
 
@@ -531,7 +532,13 @@ def test_every_option_is_named_in_full_in_piped_help():
             continue
         r = subprocess.run([*KERNTUNE, *path, "--help"], capture_output=True, text=True, env=env, timeout=120)
         assert r.returncode == 0, (path, r.stderr)
-        for param in cmd.params:
-            for opt in param.opts + param.secondary_opts:
-                if opt.startswith("--"):
-                    assert opt in r.stdout, (path, opt, r.stdout)
+        opts = {opt for param in cmd.params for opt in param.opts + param.secondary_opts}
+        for opt in opts:
+            if opt.startswith("--"):
+                assert opt in r.stdout, (path, opt, r.stdout)
+        # and it ends with a worked example (there was none but `show`'s), whose options all exist
+        example = r.stdout.split("Example", 1)[-1]
+        assert "Example" in r.stdout and f"kerntune {' '.join(path)} " in example, (path, r.stdout)
+        for word in example.split():
+            if word.startswith("--"):
+                assert word in opts, (path, word)

@@ -68,6 +68,9 @@ def _register() -> None:
     from kerntune.cli import cmd_report   # run directory -> report.md / report.html
 
     cmd_report.register(app)
+    from kerntune.cli.examples import add_examples
+
+    add_examples(app)
 
 
 _register()
