@@ -233,3 +233,29 @@ def test_the_worker_of_a_cpu_device_does_its_host_math_on_one_thread(worker, mon
     assert worker_env(DeviceRef("cupy"), None) is None          # a GPU's host math keeps every core
     monkeypatch.setenv("OPENBLAS_NUM_THREADS", "2")
     assert "OPENBLAS_NUM_THREADS" not in worker_env(DeviceRef("opencl"), None)
+
+
+def test_the_icd_file_is_replaced_never_rewritten_in_place(tmp_path, monkeypatch):
+    """kerntune points the ICD loader at a folder of .icd files it writes. It rewrote them in place
+    (write_text) in every process, while other kerntune processes' loaders read them: one that read the
+    file truncated saw no Intel platform, took PoCL for opencl:0:0, and an optimize run recorded two devices
+    ('pthread-AMD EPYC' in results.json, 'AMD EPYC' in run.json) and was refused by export and score. A
+    hard link stands for a reader holding the file: it must keep what it had."""
+    from kerntune.backends.opencl import intel_cpu_runtime, prepare_icd_environment
+
+    lib = intel_cpu_runtime()
+    if lib is None:
+        pytest.skip("Intel's CPU OpenCL runtime is not installed in this environment")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.delenv("KERNTUNE_NO_EXTRA_ICD", raising=False)
+    monkeypatch.delenv("OCL_ICD_VENDORS", raising=False)
+    prepare_icd_environment()
+    icd = Path(os.environ["OCL_ICD_VENDORS"]) / "kerntune-intel-cpu.icd"
+    assert icd.read_text() == f"{lib}\n"
+    icd.write_text("/elsewhere/libintelocl.so\n")        # as another environment's kerntune left it
+    held = tmp_path / "held.icd"
+    os.link(icd, held)
+    monkeypatch.delenv("OCL_ICD_VENDORS")
+    prepare_icd_environment()
+    assert icd.read_text() == f"{lib}\n"
+    assert held.read_text() == "/elsewhere/libintelocl.so\n", "the .icd file was rewritten in place"

@@ -4,6 +4,7 @@ size is grid * block per dimension, the local size is block."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import sys
 import warnings
@@ -47,20 +48,36 @@ def prepare_icd_environment() -> None:
     if lib is None or os.environ.get("KERNTUNE_NO_EXTRA_ICD"):
         return
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    icd_dir = Path(base) / "kerntune" / "icd"
+    # one folder per installed runtime: two environments (a venv and the project's) shared one folder and
+    # rewrote its .icd file with their own paths, in place, while the other's processes read it
+    icd_dir = Path(base) / "kerntune" / f"icd-{hashlib.sha256(str(lib).encode()).hexdigest()[:12]}"
     current = os.environ.get("OCL_ICD_VENDORS")
     if current and Path(current) == icd_dir:
         return
     try:
         icd_dir.mkdir(parents=True, exist_ok=True)
         source = Path(current) if current and Path(current).is_dir() else SYSTEM_ICD_DIR
-        if source.is_dir():
-            for f in source.glob("*.icd"):
-                (icd_dir / f.name).write_text(f.read_text())
-        (icd_dir / "kerntune-intel-cpu.icd").write_text(str(lib) + "\n")
+        files = {f.name: f.read_text() for f in source.glob("*.icd")} if source.is_dir() else {}
+        files["kerntune-intel-cpu.icd"] = str(lib) + "\n"
+        for name, text in files.items():
+            _put_icd(icd_dir / name, text)
     except OSError:
         return
     os.environ["OCL_ICD_VENDORS"] = str(icd_dir)
+
+
+def _put_icd(path: Path, text: str) -> None:
+    """Write an .icd file only when it differs, and never in place: another kerntune process's ICD loader
+    may be reading it, and a file truncated by write_text read as empty there; that process then saw no
+    Intel platform, took PoCL for opencl:0:0, and its run named two devices (the search's and the test's)."""
+    try:
+        if path.read_text() == text:
+            return
+    except OSError:
+        pass
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
 
 
 def _cl():
