@@ -94,6 +94,40 @@ def test_a_kernel_that_remembers_its_answers_is_refused(tmp_path):
     assert "Traceback" not in r.stderr
 
 
+@pytest.mark.parametrize("include", ["#include <{h}>", '#define H "{h}"\n#include H'])
+def test_state_in_a_header_kerntune_does_not_inline_is_found(tmp_path, include):
+    """An adversarial tour moved a memo into a header named in angle brackets or through a macro:
+    kerntune inlines only `#include "file.h"`, and the scan left every other include line out, so the
+    OpenCL compiler read a declaration the scan never saw. Headers cpp cannot find (the compiler's own)
+    are read as empty; an include cpp cannot follow at all is refused."""
+    header = tmp_path / "state.h"
+    header.write_text("#define KEEP __global\nKEEP uint kt_key[4096];\n")
+    source = include.format(h=header) + "\n#include <stdint.h>\n__kernel void k(__global uint* o) { o[0] = kt_key[0]++; }\n"
+    assert persistent_state(source, "opencl") == ["kt_key (after includes)"]
+    assert persistent_state("#include <cuda_fp16.h>\n#include <cub/cub.cuh>\n__global__ void k(float* o) { o[0] = 1; }\n",
+                            "cuda") == []
+    from kerntune.source.state import Unscannable
+    with pytest.raises(Unscannable):
+        persistent_state("#include NOWHERE\n__kernel void k(__global uint* o) { o[0] = 1; }\n", "opencl")
+
+
+def test_a_memo_in_a_header_not_inlined_is_refused_through_the_cli(tmp_path):
+    """docs/proof.md's known hole of 2026-12-05: tests/data/rowsum_token.cl's memo moved to a header named
+    through a macro compiled and ran under `bench` (caught only by the zeros poison)."""
+    lines = (REPO / "tests/data/rowsum_token.cl").read_text().split("\n")
+    (tmp_path / "state.h").write_text("\n".join(lines[5:7]) + "\n")
+    (tmp_path / "memo.cl").write_text(
+        "// kerntune: rowsum\n// launch: grid ['rows'], block [64], dynamic shared memory 0 B (expressions of the "
+        f"sizes)\n// compile options: -cl-std=CL2.0\n#define H \"{tmp_path / 'state.h'}\"\n#include H\n"
+        + "\n".join(lines[7:]))
+    r = run_cli("bench", "bench/proof/rowsum_naive.cl", "--spec", "bench/proof/rowsum.yaml", "--against",
+                str(tmp_path / "memo.cl"), "--no-memcheck", "--device", "cpu", "--seed", "1")
+    assert r.returncode == 4, r.stdout + r.stderr
+    assert "refused: keeps state between launches (kt_key (after includes), kt_val (after includes))" in r.stderr, \
+        r.stderr
+    assert "Traceback" not in r.stderr
+
+
 def test_a_kernel_remembering_answers_the_scan_cannot_see_fails_on_changed_inputs(cpu_ref, monkeypatch):
     """The run after timing with 8 elements of each input changed, in the same buffers: a second tour
     kept a reduction's memo in uninitialized __local memory, which Intel's CPU runtime hands the next

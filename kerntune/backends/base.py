@@ -27,9 +27,12 @@ def stateless(source: str, lang: str, options: Sequence[str] = ()) -> None:
     """Refuse (CompileFailed) a kernel that keeps device variables between launches
     (kerntune.source.state), read with the macros its compile ``options`` define: its repeated
     launches do not each do one launch's work."""
-    from kerntune.source.state import persistent_state, refusal
+    from kerntune.source.state import Unscannable, persistent_state, refusal, unscannable
 
-    names = persistent_state(source, lang, options)
+    try:
+        names = persistent_state(source, lang, options)
+    except Unscannable as e:
+        raise CompileFailed(unscannable(str(e))) from None
     if names:
         raise CompileFailed(refusal(names))
 

@@ -14,10 +14,13 @@ function of its arguments, so neither its results nor its times say what one
 launch does; :func:`persistent_state` finds it in the source, before it runs.
 
 The scan reads the source as written (tree-sitter), and again after the C
-preprocessor (``cpp``, where one is installed; ``#include`` lines left out)
-has expanded the file's own macros, so a declaration spelled through a macro
-is seen too; one spelled through a macro of an included header is not, nor a
-declaration the parser cannot read. The OpenCL runtimes cannot be asked
+preprocessor (``cpp``, where one is installed) has expanded the file's own
+macros, so a declaration spelled through a macro is seen too. A header that
+kerntune's flattening did not inline but cpp can read (``#include <path>``,
+``#include MACRO``: an adversarial tour's memo hid in one) is followed, and
+the scan reads the whole expansion; headers cpp cannot find (the compiler's
+own, <cuda_fp16.h>) are read as empty, and includes cpp cannot follow are
+refused (Unscannable). A declaration the parser cannot read is not seen. The OpenCL runtimes cannot be asked
 instead: ``CL_PROGRAM_BUILD_GLOBAL_VARIABLE_TOTAL_SIZE`` is 4 bytes for a
 kernel with no variable at all on Intel's CPU runtime 2026.22 and 0 for the
 tour's 48 KiB of them on PoCL 3.0. What the scan misses, the run after timing
@@ -26,6 +29,11 @@ on changed inputs (kerntune.engine.timed) is there to catch.
 
 from __future__ import annotations
 
+import re
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
 from typing import Sequence
 
 from kerntune.source.parse import _blank_opencl, _parser, walk
@@ -84,10 +92,6 @@ def option_defines(options: Sequence[str]) -> list[str]:
 def _expanded(text: str, lang: str, defines: Sequence[str] = ()) -> str | None:
     """``text`` with its own macros, and ``defines`` (cpp ``-D`` arguments), expanded by the C
     preprocessor (None: no cpp, or it failed)."""
-    import re
-    import shutil
-    import subprocess
-
     cpp = shutil.which("cpp")
     if cpp is None:
         return None
@@ -100,10 +104,76 @@ def _expanded(text: str, lang: str, defines: Sequence[str] = ()) -> str | None:
     return r.stdout if r.returncode == 0 else None
 
 
+class Unscannable(Exception):
+    """The scan cannot read everything the compiler will: an include it cannot follow."""
+
+
+def option_include_dirs(options: Sequence[str]) -> list[str]:
+    """The ``-I DIR`` / ``-IDIR`` folders among compile ``options``, as cpp arguments."""
+    out, it = [], iter(options)
+    for opt in it:
+        if opt == "-I":
+            nxt = next(it, None)
+            if nxt:
+                out.append("-I" + nxt)
+        elif opt.startswith("-I") and len(opt) > 2:
+            out.append(opt)
+    return out
+
+
+def _cpp_run(args: Sequence[str], text: str) -> subprocess.CompletedProcess | None:
+    cpp = shutil.which("cpp")
+    if cpp is None:
+        return None
+    try:
+        return subprocess.run([cpp, *args, "-"], input=text, capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise Unscannable(f"the C preprocessor did not finish reading its includes ({type(e).__name__})") from None
+
+
+def _with_headers(text: str, lang: str, defines: Sequence[str], dirs: Sequence[str]) -> str | None:
+    """``text`` preprocessed with its ``#include`` lines followed, as the compiler follows them (the
+    compile options' ``-I`` folders, quoted names from the working directory), when it includes a file
+    cpp can read: a header kerntune did not inline (``#include <path>``, ``#include MACRO``). Headers cpp
+    cannot find (the compiler's own: <cuda_fp16.h>, <stdint.h>, <cub/...>) are read as empty. None: no
+    such header, or no cpp. Unscannable: cpp could not follow them."""
+    with tempfile.TemporaryDirectory(prefix="kt-state-") as tmp:
+        stubs = Path(tmp, "s", "s", "s", "s")
+        stubs.mkdir(parents=True)
+        base = ["-undef", "-nostdinc", *_CPP_DEFINES[lang], *defines, *dirs]
+        r = _cpp_run([*base, f"-I{stubs}", "-M", "-MG"], text)
+        if r is None:
+            return None
+        if r.returncode != 0:
+            raise Unscannable(_first_error(r.stderr))
+        names = r.stdout.replace("\\\n", " ").split(":", 1)[-1].split()
+        found = [n for n in names if Path(n).is_file()]
+        if not found:
+            return None
+        for n in names:
+            if n in found:
+                continue
+            stub = (stubs / n).resolve()
+            if Path(tmp).resolve() not in stub.parents:
+                raise Unscannable(f"cannot place the missing header {n!r}")
+            stub.parent.mkdir(parents=True, exist_ok=True)
+            stub.touch()
+        r = _cpp_run(["-P", *base, f"-I{stubs}"], text)
+        if r is None or r.returncode != 0:
+            raise Unscannable(_first_error(r.stderr if r is not None else ""))
+        return r.stdout
+
+
+def _first_error(stderr: str) -> str:
+    lines = [ln.strip() for ln in stderr.splitlines() if "error" in ln]
+    return (lines[0] if lines else stderr.strip().splitlines()[0] if stderr.strip() else "cpp failed")[:160]
+
+
 def persistent_state(text: str, lang: str, options: Sequence[str] = ()) -> list[str]:
     """The names of the variables in ``text`` that can keep a value from one launch to the next, each
     with where it is declared ("cache (line 3)"; "cache (after macros)" where only the preprocessed
-    text declares it). [] when there is none.
+    text declares it, "cache (after includes)" where it is in a header kerntune did not inline). []
+    when there is none. Unscannable: the text includes what the scan cannot follow.
 
     Read-only means a constant address space (OpenCL ``__constant``, CUDA ``__constant__``) or a
     CUDA ``constexpr``: a ``const`` in global memory is written through a cast as easily as any
@@ -112,17 +182,20 @@ def persistent_state(text: str, lang: str, options: Sequence[str] = ()) -> list[
     expanded too: a tour declared its cache as ``G ulong memo[1024]``, which only they make global."""
     found = _scan(text, lang)
     defines = option_defines(options)
-    expanded = _expanded(text, lang, defines) if "#" in text or defines else None
+    # every directive may be an include (`#include MACRO`, `%:include`, a line continued inside the word)
+    expanded = _with_headers(text, lang, defines, option_include_dirs(options)) if "#" in text or "%:" in text \
+        else None
+    where = "after includes"
+    if expanded is None and ("#" in text or defines):
+        expanded, where = _expanded(text, lang, defines), "after macros"
     if expanded is not None:
         seen = {f.split(" (")[0] for f in found}
-        found += [f"{n} (after macros)" for n in dict.fromkeys(f.split(" (")[0] for f in _scan(expanded, lang))
+        found += [f"{n} ({where})" for n in dict.fromkeys(f.split(" (")[0] for f in _scan(expanded, lang))
                   if n not in seen]
     return found
 
 
 def _scan(text: str, lang: str) -> list[str]:
-    import re
-
     # attributes blanked byte for byte (a trailing __attribute__((aligned(64))) left the declaration
     # unparsed, and an unparsed one was skipped: a tour's cache hid behind it)
     src = re.sub(r"__attribute__\s*\(\((?:[^()]|\([^()]*\))*\)\)", lambda m: " " * len(m.group(0)), text)
@@ -183,4 +256,10 @@ def refusal(names: list[str]) -> str:
             "__constant / __constant__ memory)")
 
 
-__all__ = ["persistent_state", "refusal"]
+def unscannable(reason: str) -> str:
+    """Why a kernel whose includes the scan cannot follow is not run (one line)."""
+    return (f"refused: the state scan cannot read its includes ({reason}); kerntune refuses what it cannot check for "
+            "state kept between launches (inline the header, or name it as #include \"file.h\" beside the kernel)")
+
+
+__all__ = ["Unscannable", "persistent_state", "refusal", "unscannable"]
