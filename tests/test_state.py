@@ -31,6 +31,11 @@ CASES = [
      "__kernel void k(__global float* a) { a[0] = w[0]; }", "opencl", ["m (line 3)"]),
     ("__constant   // coefficients of the minimax polynomial for the tail, see the notes\nfloat erf_c[2] = {1, 2};\n"
      "__kernel void k(__global float* a) { a[0] = erf_c[0]; }", "opencl", []),
+    # a third tour: a keyword in a comment above a memo qualified it (`__local` read as its address space)
+    ("// kept like the __constant tables\n__global float memo[64];\n__kernel void k(__global float* a) { a[0] = memo[0]; }",
+     "opencl", ["memo (line 2)"]),
+    ("__kernel void j(__global float* a) { a[0] = 1; }\n/* __local */ global float memo[64];\n"
+     "__kernel void k(__global float* a) { a[0] = memo[0]; }", "opencl", ["memo (line 2)"]),
     ("struct S { static __device__ int c; };\n__device__ int S::c;\n__global__ void k(int* a) { a[0] = S::c++; }",
      "cuda", ["S::c (line 2)"]),
     ("__device__ int counter;\n__global__ void k(float* a) { a[0] = counter++; }", "cuda", ["counter (line 1)"]),

@@ -206,6 +206,11 @@ def _scan(text: str, lang: str) -> list[str]:
     # keyword offsets in bytes, as tree-sitter's (a non-ASCII comment shifted characters from bytes)
     keywords = {len(src[:at].encode()): w for at, w in keywords.items()}
     tree = _parser().parse(data)
+    # a keyword in a comment or a string qualifies nothing (a comment saying `__local` above a global
+    # memo made it look local)
+    quiet = [(n.start_byte, n.end_byte) for n in walk(tree.root_node)
+             if n.type in ("comment", "string_literal", "char_literal")]
+    keywords = {at: w for at, w in keywords.items() if not any(a <= at < b for a, b in quiet)}
     found = []
     for node in walk(tree.root_node):
         if node.type != "declaration" or node.has_error:     # unparsed: often a function the grammar misread
