@@ -1111,6 +1111,19 @@ def test_a_kernel_that_ignores_its_scalar_arguments_fails_at_other_values(worker
     assert r.status is Status.OK, r.message
 
 
+def test_scalar_values_the_original_does_not_accept_check_nothing():
+    """The moved scalars can leave what the original accepts: tests/data/bucket_width.yaml's width moved
+    down (x in [0, 1), 16 bins) sent bucket_width.cl's indices past its last bin, and its out-of-bounds
+    counts became the expected ones, so a candidate right on every valid input (its bin clamped) was
+    called WRONG (hostile tour, 2026-12-05: "n4096 (other scalar values: width=0.05397): counts:
+    tolerance ... first at [15]: got 738, expected 211"). Where the original writes outside its arrays
+    at the moved values, that shape's check is not made."""
+    r = run_cli("bench", "tests/data/bucket_width.cl", "--spec", "tests/data/bucket_width.yaml", "--against",
+                "tests/data/bucket_width_clamped.cl", "--device", "cpu", "--seed", "1", "--no-memcheck")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "verify  bucket_width_clamped.cl: correct on 2 spec shapes" in r.stdout, r.stdout
+
+
 def test_a_kernel_that_skips_a_zeroed_output_fails_verification(worker):
     """Outputs were poisoned with NaN, then with a random finite value that is never 0, so a vector_add
     that computes only where its output is not already 0 was called correct by `bench --against` and

@@ -111,6 +111,8 @@ class Expected:
     # where ``values`` are another kernel's outputs: the spec's NumPy reference on the same inputs
     # (made when first asked; None when the spec has none), which settles a disagreement (:func:`settle`)
     truth: Optional[Callable[[], Optional[Arrays]]] = None
+    # the arrays the reference kernel wrote outside of (before its start or past its end) in making ``values``
+    outside: tuple[str, ...] = ()
 
 
 def _holds(got: np.ndarray, pattern: int) -> np.ndarray:
