@@ -1124,6 +1124,20 @@ def test_scalar_values_the_original_does_not_accept_check_nothing():
     assert "verify  bucket_width_clamped.cl: correct on 2 spec shapes" in r.stdout, r.stdout
 
 
+def test_a_kernel_right_only_in_one_order_of_its_arrays_in_memory_fails_verification():
+    """tests/data/vector_add_above_inputs.cl adds only while `c > a && c > b` (pointer comparison), and
+    takes the honest path in an unoptimized build (`#ifdef __OPTIMIZE__`), which Oclgrind's is: every
+    verification run allocated its arrays in the spec's order, so on Intel's CPU runtime it was called
+    correct and clean (hostile tour, 2026-12-05), and it hands back `a` to a caller whose c lies below
+    a. The second run of each verification now allocates the arrays in reverse order."""
+    r = run_cli("bench", "kernels/examples/vector_add.cl", "--spec", "kernels/examples/vector_add.yaml", "--against",
+                "tests/data/vector_add_above_inputs.cl", "--device", "cpu", "--shape-set", "cpu", "--seed", "1",
+                "--no-memcheck")
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "verify  vector_add_above_inputs.cl: WRONG" in r.stdout, r.stdout
+    assert "c: tolerance" in r.stdout, r.stdout
+
+
 def test_a_kernel_that_skips_a_zeroed_output_fails_verification(worker):
     """Outputs were poisoned with NaN, then with a random finite value that is never 0, so a vector_add
     that computes only where its output is not already 0 was called correct by `bench --against` and

@@ -200,16 +200,17 @@ class Evaluator:
         return self._canary(front_canary_bytes(nbytes), f"before {name}") if self.canary else None
 
     def upload(self, spec: KernelSpec, host: HostArgs, poison: Poison | None = None,
-               bufs: Buffers | None = None) -> tuple[Buffers, list[Any]]:
+               bufs: Buffers | None = None, reverse: bool = False) -> tuple[Buffers, list[Any]]:
         """Device buffers holding ``host`` (outputs: ``poison`` when given); into ``bufs``
         when given (the same buffers again, with new contents). A new buffer is a view into one
-        allocation that holds a canary before and after it (see :class:`Buffers`)."""
+        allocation that holds a canary before and after it (see :class:`Buffers`). ``reverse``: the
+        arrays allocated last to first, so that their addresses come in another order."""
         from kerntune.dtypes import filled
 
         be = self.backend
         fresh = bufs is None
         bufs = Buffers() if bufs is None else bufs
-        for a in spec.arrays:
+        for a in (list(reversed(spec.arrays)) if reverse else spec.arrays):
             arr = host.arrays[a.name]
             if a.intent == "out" and poison and a.name in poison:
                 arr = filled(a.dt, arr.shape, poison[a.name])
@@ -252,9 +253,10 @@ class Evaluator:
         return out
 
     def run_once(self, spec: KernelSpec, kernel: Any, launch: tuple, host: HostArgs,
-                 poison: Poison | None = None) -> Downloaded:
-        """Upload fresh copies of every argument, launch once, download every array."""
-        bufs, args = self.upload(spec, host, poison)
+                 poison: Poison | None = None, reverse: bool = False) -> Downloaded:
+        """Upload fresh copies of every argument (allocated in reverse order with ``reverse``), launch
+        once, download every array."""
+        bufs, args = self.upload(spec, host, poison, reverse=reverse)
         grid, block, shared = launch
         self.guard(lambda: (self.backend.launch(kernel, grid, block, args, shared), self.backend.synchronize()))
         return self.download(spec, host, bufs)
@@ -407,8 +409,10 @@ class Evaluator:
         # the second filling: zeros on the spec's own inputs and on about half of the other distributions
         # (drawn), a random finite value on the rest; a third run would cost half of verification again
         zeros = distribution == dist.SPEC or rng.random() < 0.5
-        for poison in (nan_poison(spec), zero_poison(spec) if zeros else random_poison(spec, rng)):
-            runs.append((self.run_once(spec, kernel, launch, host, poison), poison))
+        # the second with its arrays allocated in reverse order: a kernel right only while its output
+        # lies above its inputs in memory (`c > a`) was called correct on Intel's CPU runtime
+        for second, poison in enumerate((nan_poison(spec), zero_poison(spec) if zeros else random_poison(spec, rng))):
+            runs.append((self.run_once(spec, kernel, launch, host, poison, reverse=bool(second)), poison))
         if expected.values is None:       # no reference: the first run's outputs set the size
             rms = output_rms(spec, runs[0][0], True)
         else:
