@@ -292,8 +292,10 @@ def test_a_default_block_beside_a_local_array_is_called_a_guess(tmp_path):
     """A 3x3 convolution through an 18x18 local tile, written for 16x16 work-groups: init gave the 2-D
     default 32x8 with the comment `block: default` alone, and bench then called the kernel WRONG (5592
     elements off) where the spec's guess was wrong (a newcomer's tour). The spec and stderr now say that
-    the block is a guess beside a local array; a block init found (s[t] of s[64]) gets no such note."""
-    src = (REPO / "tests/data/conv3x3.cl").read_text()
+    the block is a guess beside a local array; a block init found (s[t] of s[64]) gets no such note.
+    (The file's own `get_group_id(0) * TS` now sets the block: here the tile's corner is gx - lx - 1.)"""
+    src = (REPO / "tests/data/conv3x3.cl").read_text().replace(
+        "get_group_id(0) * TS - 1, y0 = get_group_id(1) * TS - 1", "gx - lx - 1, y0 = gy - ly - 1")
     inf, _ = _infer(src, "conv3x3", "opencl")
     guess = [n for n in inf.notes if "default guess" in n]
     assert len(guess) == 1 and "launch.block [32, 8]" in guess[0] and "tile[TS + 2][TS + 2]" in guess[0]
@@ -774,3 +776,15 @@ def test_a_leftover_todo_is_reported_as_one_to_fill_in(tmp_path):
         assert "not a declared size" not in r.stderr
         assert "hint: `kerntune init` marks TODO what it could not infer (the comment on the line says why): " \
                "replace each TODO, then run `kerntune check`" in r.stderr
+
+
+def test_an_opencl_group_id_times_a_constant_sets_the_block_and_the_grid():
+    """conv3x3.cl places its 18x18 tile at `get_group_id(0) * TS - 1` (TS 16): each work-group covers 16
+    columns and 16 rows. init read only CUDA's `blockIdx.x * C`, guessed the 2-D default 32x8 and took the
+    grid from the tile loader's check (16 columns a group), ceil_div(width - 1, 16) groups of 32 columns:
+    about twice the groups needed, and a block the kernel was not written for."""
+    src = (REPO / "tests/data/conv3x3.cl").read_text()
+    inf, _ = _infer(src, "conv3x3", "opencl")
+    assert inf.block == [16, 16]
+    assert inf.grid == ["ceil_div(width, 16)", "ceil_div(height, 16)"]
+    assert not [n for n in inf.notes if "default guess" in n]

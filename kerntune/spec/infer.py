@@ -93,15 +93,19 @@ def choose_block(kernel: KernelFunction, source: str, consts: dict[str, int],
     sized = _local_array_block(body, cs, _helpers(kernel, source))
     if sized is not None:
         return sized
-    for pat in (r"blockIdx\.x\s*\*\s*([A-Za-z_]\w*|\d+)", r"([A-Za-z_]\w*|\d+)\s*\*\s*blockIdx\.x",
-                r"threadIdx\.x\s*;[^;]*;[^)]*\+=\s*([A-Za-z_]\w*|\d+)\s*\)"):
+    for pat in (_group_times(0), r"threadIdx\.x\s*;[^;]*;[^)]*\+=\s*([A-Za-z_]\w*|\d+)\s*\)"):
         for m in re.finditer(pat, body):
-            if m.group(1) in ("blockDim",):
-                continue
-            v = evaluate(m.group(1), cs, {})
-            if isinstance(v, int) and 0 < v <= 1024 and not isinstance(v, bool):
-                why = f"the kernel's index arithmetic uses {m.group(1)} = {v} threads per block"
+            c = m.group(1) or m.group(2)
+            v = _threads(c, cs)
+            if v is not None:
+                why = f"the kernel's index arithmetic uses {c} = {v} threads per block"
                 if re.search(r"threadIdx\.y|get_local_id\s*\(\s*1", body):
+                    # the same arithmetic in y (conv3x3.cl's get_group_id(1) * TS) sets the rows
+                    ys = [(y.group(1) or y.group(2), _threads(y.group(1) or y.group(2), cs))
+                          for y in re.finditer(_group_times(1), body)]
+                    y = next(((t, n) for t, n in ys if n is not None and v * n <= 1024), None)
+                    if y is not None:
+                        return (v, y[1]), why + f" in x, {y[0]} = {y[1]} in y"
                     return (v, max(1, min(8, 1024 // v))), why + " in x"
                 return (v,), why
     default = "default" if launcher is None else f"default (the launcher's is {launcher[1]}: check it)"
@@ -110,6 +114,21 @@ def choose_block(kernel: KernelFunction, source: str, consts: dict[str, int],
     if re.search(r"threadIdx\.y|get_local_id\s*\(\s*1", body):
         return (32, 8), default
     return (DEFAULT_BLOCK,), default
+
+
+def _group_times(axis: int) -> str:
+    """A pattern for a block's index times a name or number (group 1 or 2): CUDA's ``blockIdx.x * C`` and
+    OpenCL's ``get_group_id(0) * C``, either way round."""
+    gid = rf"(?:blockIdx\.{'xyz'[axis]}\b|get_group_id\s*\(\s*{axis}\s*\))"
+    return rf"{gid}\s*\*\s*([A-Za-z_]\w*|\d+)|([A-Za-z_]\w*|\d+)\s*\*\s*{gid}"
+
+
+def _threads(text: str, consts: dict[str, str]) -> int | None:
+    """The number of threads a constant ``text`` (a number or a #define) stands for, if it can be a block's."""
+    if text == "blockDim":
+        return None
+    v = evaluate(text, consts, {})
+    return v if isinstance(v, int) and not isinstance(v, bool) and 0 < v <= 1024 else None
 
 
 # a __local/__shared__ array's declaration up to its name (group 1) and the first bracket
