@@ -788,3 +788,25 @@ def test_an_opencl_group_id_times_a_constant_sets_the_block_and_the_grid():
     assert inf.block == [16, 16]
     assert inf.grid == ["ceil_div(width, 16)", "ceil_div(height, 16)"]
     assert not [n for n in inf.notes if "default guess" in n]
+
+
+def test_a_min_loop_bound_and_a_functional_cast_in_an_index_give_shapes():
+    """`j < min(k, n)` bounds j (min's smallest value is unknown, and a bound needed both ends) and
+    `int64_t(token) * k + j` is token (a functional cast read as an unknown call made the index depend on
+    'loaded' data): both gave a TODO shape, and the cast made a plain write `inout`."""
+    firstk = """
+__global__ void firstk(const float* x, float* out, int n, int k) {
+    const int row = blockIdx.x;
+    for (int j = threadIdx.x; j < min(k, n); j += blockDim.x)
+        out[row * k + j] = x[row * n + j];
+}"""
+    _, a = _infer(firstk, "firstk")
+    assert a["out"].intent == "out" and a["out"].shape is not None and a["x"].shape == ["num_rows", "n"]
+    gather = """
+__global__ void gather_rows(const float* x, float* out, int k) {
+    const int token = blockIdx.x;
+    for (int j = threadIdx.x; j < k; j += blockDim.x)
+        out[int64_t(token) * k + j] = x[static_cast<int64_t>(token) * k + j] * 2.0f;
+}"""
+    _, a = _infer(gather, "gather_rows")
+    assert a["out"].shape == ["num_tokens", "k"] and a["out"].intent == "out"

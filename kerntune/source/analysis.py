@@ -359,7 +359,9 @@ class Analyzer(Calls):
             left, right = right, left
             op = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==", "!=": "!="}[op]
         bound = self.ev_quiet(right)
-        if not isinstance(bound, Val) or not bound.known:
+        # `j < min(k, n)` bounds j by min's largest value alone: its smallest is not needed (nor known)
+        if not isinstance(bound, Val) or (bound.hi if op in ("<", "<=") else bound.lo) is None or \
+                (op in ("==", "!=") and not bound.known):
             return
         if left.type == "identifier":
             name = self.t(left)

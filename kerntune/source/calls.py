@@ -33,6 +33,11 @@ class Calls:
         if name in ("reinterpret_cast", "static_cast", "const_cast", "dynamic_cast") and arg_nodes:
             v = self.ev(arg_nodes[0])
             return self.cast(targs[0] if targs else "", v)
+        typ = self.t(fn) if fn is not None and fn.type in ("primitive_type", "type_identifier", "identifier") else None
+        if typ is not None and len(arg_nodes) == 1 and typ not in self.functions and self._is_int_type(typ):
+            # a functional cast, `int64_t(token) * k + j`: the value itself (read as an unknown call, its
+            # index made the array's shape a TODO and a plain write `inout`)
+            return self.cast(typ, self.ev(arg_nodes[0]))
         if fn is not None and fn.type == "field_expression" and not arg_nodes:
             self.ev(fn.child_by_field_name("argument"))
             return DATA
