@@ -810,3 +810,33 @@ __global__ void gather_rows(const float* x, float* out, int k) {
 }"""
     _, a = _infer(gather, "gather_rows")
     assert a["out"].shape == ["num_tokens", "k"] and a["out"].intent == "out"
+
+
+def test_a_read_back_of_a_span_the_kernel_wrote_only_in_part_is_inout():
+    """'Read only where it was written first' compared the first and last elements of a write and a
+    read: `out[2 * i]` for i < n spans 0 .. 2n - 2 as a dense read of that span does, so the odd elements,
+    never written, were called written first and the array `out`: kerntune would poison data the kernel
+    reads. A write now counts only where its index takes every element of its span."""
+    strided = """
+__global__ void evens(float* out, const float* x, int n) {
+    for (int i = 0; i < n; ++i) out[2 * i] = x[i];
+    for (int j = 0; j < 2 * n - 1; ++j) out[j] *= 0.5f;
+}"""
+    _, a = _infer(strided, "evens")
+    assert a["out"].intent == "inout", a["out"].why
+    stepped = """
+__global__ void every_other(float* out, const float* x, int n) {
+    for (int i = 0; i < n; i += 2) out[i] = x[i];
+    for (int j = 0; j < n; ++j) out[j] += 1.0f;
+}"""
+    _, a = _infer(stepped, "every_other")
+    assert a["out"].intent == "inout", a["out"].why
+    dense = """
+__global__ void rows(float* out, const float* x, int k) {
+    const int row = blockIdx.x;
+    for (int j = threadIdx.x; j < k; j += blockDim.x) out[row * k + j] = x[row * k + j];
+    for (int j = threadIdx.x; j < k; j += blockDim.x) out[row * k + j] *= 0.5f;
+}"""
+    _, a = _infer(dense, "rows")
+    assert a["out"].intent == "out" and a["out"].why == "written, and read only where it was written first"
+

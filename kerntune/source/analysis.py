@@ -79,6 +79,7 @@ class Analyzer(Calls):
         # elements written (root, first, last, under conds) in the order the code runs: a later read of
         # exactly those elements under the same conditions reads back what the kernel wrote, not its input
         self.written: list[tuple[str, Poly, Poly, frozenset[str]]] = []
+        self.loop_dense: dict[str, bool] = {}   # loop variable -> its loop takes every value up to the bound
         self.quotients: dict[str, tuple[str, str]] = {}     # q -> (i, d) for q = i / d
         self.functions: dict[str, list] = {}
         self.stack: list = []
@@ -301,6 +302,7 @@ class Analyzer(Calls):
         decreasing = update is not None and re.search(r"--|-=", self.t(update)) is not None
         if loop_var is not None and isinstance(start, Val):
             self.env[loop_var] = Val(None, start.hi, start.data) if decreasing else Val(start.lo, None, start.data)
+            self.loop_dense[loop_var] = not decreasing and self._dense_loop(start, update)
         if cond is not None:
             value = self.ev(cond)
             self.guards.append(_data(value))
@@ -313,6 +315,20 @@ class Analyzer(Calls):
         self.guards.pop()
         self.env = before
         self.widen(n)
+
+    def _dense_loop(self, start: Val, update) -> bool:
+        """Whether a loop from ``start`` by ``update`` takes every value up to its bound: ``j++`` from
+        one value or a dense range, or ``j += S`` from a dense range of exactly S values (threadIdx.x
+        by blockDim.x: the threads together take them all)."""
+        if update is None or not start.dense:
+            return False
+        text = re.sub(r"\s+", "", self.t(update))
+        if re.fullmatch(r"\+\+\w+|\w+\+\+|\w+\+=1", text):
+            return True
+        m = re.fullmatch(r"\w+\+=(.+)", text)
+        right = update.child_by_field_name("right") if m else None
+        by = self.ev_quiet(right) if right is not None else None
+        return isinstance(by, Val) and by.is_exact and start.known and by.lo == start.hi - start.lo + 1
 
     def widen(self, n, except_: str | None = None) -> None:
         """Forget what ``n`` may assign (its loops run an unknown number of times; a branch may
@@ -387,7 +403,9 @@ class Analyzer(Calls):
             if lo is None or self._smaller(lo, new_lo):
                 lo = new_lo
         if name is not None:
-            self.env[name] = Val(lo, hi, cur.data, cur.src)
+            # a bound cuts a dense range to a dense range (a step of more than 1 may no longer reach hi)
+            dense = (cur.dense or (loop_var == name and self.loop_dense.get(name))) and lo is not None and hi is not None
+            self.env[name] = Val(lo, hi, cur.data, cur.src, Poly.const(1) if dense else None)
 
     def _thread_dependent(self, n) -> bool:
         """Whether an expression's largest value depends on the grid (a thread's index)."""
@@ -540,12 +558,12 @@ class Analyzer(Calls):
             if axis and base not in self.env:
                 b = self.block["xyz".index(axis)]
                 if base == "threadIdx":
-                    return Val(Poly.const(0), Poly.const(b - 1))
+                    return Val(Poly.const(0), Poly.const(b - 1), step=Poly.const(1))
                 if base == "blockDim":
                     return Val.const(b)
                 if base == "blockIdx":
                     self.facts.grid_axes.add(axis)
-                    return Val(Poly.const(0), Poly.sym(GRID[axis]) - 1)
+                    return Val(Poly.const(0), Poly.sym(GRID[axis]) - 1, step=Poly.const(1))
                 if base == "gridDim":
                     self.facts.grid_axes.add(axis)
                     return Val.exact(Poly.sym(GRID[axis]))
@@ -603,7 +621,9 @@ class Analyzer(Calls):
                 conds = set(self.conds)
                 reread = any((root, first, last) == (q.root, lo, hi) and c <= conds
                              for root, first, last, c in self.written)
-            elif ctx == "w" and not partial:
+            elif ctx == "w" and not partial and q.off.dense and ratio == 1:
+                # only a write of every element of its span: `out[2 * i]` for i < n spans 0 .. 2n - 2 but
+                # leaves the odd elements, and a dense read of that span reads what the array held
                 self.written.append((q.root, lo, hi, frozenset(self.conds)))
         self.facts.accesses.append(Access(q.root, lo, hi, read=ctx in ("r", "rw", "atomic") and not reread,
                                           write=ctx in ("w", "rw", "atomic"), atomic=ctx == "atomic",

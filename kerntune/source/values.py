@@ -19,6 +19,13 @@ class Val:
     hi: Poly | None = None
     data: bool = False
     src: str | None = None       # the array the loaded value came from
+    # the value takes every step-th integer from lo to hi (over the threads and iterations) and no other;
+    # None: unknown. Step 1 is a dense range: a write at such an index stores every element of its span
+    step: Poly | None = None
+
+    @property
+    def dense(self) -> bool:
+        return self.is_exact or (self.known and self.step == Poly.const(1))
 
     @staticmethod
     def exact(p: Poly) -> "Val":
@@ -54,12 +61,29 @@ def src(a: Val, b: Val | None = None) -> str | None:
 
 def add(a: Val, b: Val) -> Val:
     return Val(_opt(lambda x, y: x + y, a.lo, b.lo), _opt(lambda x, y: x + y, a.hi, b.hi), a.data or b.data,
-               src(a, b))
+               src(a, b), _step_of_sum(a, b))
+
+
+def _step_of_sum(a: Val, b: Val) -> Poly | None:
+    """The step of a + b: a constant shift keeps the other's; dense plus dense is dense, and so is
+    rows of ``S`` (step S) plus a dense column index spanning exactly S (``row * k + j``, j < k)."""
+    if not (a.known and b.known):
+        return None
+    for x, y in ((a, b), (b, a)):
+        if x.is_exact:
+            return y.step if not y.is_exact else Poly.const(1)
+    one = Poly.const(1)
+    if a.dense and b.dense:
+        return one
+    for x, y in ((a, b), (b, a)):
+        if y.dense and x.step is not None and x.step == y.hi - y.lo + 1:
+            return one
+    return None
 
 
 def sub(a: Val, b: Val) -> Val:
     return Val(_opt(lambda x, y: x - y, a.lo, b.hi), _opt(lambda x, y: x - y, a.hi, b.lo), a.data or b.data,
-               src(a, b))
+               src(a, b), _step_of_sum(a, b) if b.is_exact or (a.dense and b.dense) else None)
 
 
 def nonneg(v: Val, samples: list[dict[str, int]]) -> bool:
@@ -72,7 +96,9 @@ def mul(a: Val, b: Val, samples: list[dict[str, int]]) -> Val:
     if a.is_exact and b.is_exact:
         return Val(a.lo * b.lo, a.lo * b.lo, data, src(a, b))
     if nonneg(a, samples) and nonneg(b, samples) and a.known and b.known:
-        return Val(a.lo * b.lo, a.hi * b.hi, data, src(a, b))
+        # a constant factor c times a value of step s: step c * s (row * k: every k-th element)
+        step = next((x.lo * y.step for x, y in ((a, b), (b, a)) if x.is_exact and y.step is not None), None)
+        return Val(a.lo * b.lo, a.hi * b.hi, data, src(a, b), step)
     return Val(data=data, src=src(a, b))
 
 
@@ -141,7 +167,7 @@ class Ptr:
         if r is None:
             return replace(self, off=Val(data=self.off.data or by.data, src=self.off.src or by.src))
         scaled = Val(by.lo.scale(r) if by.lo is not None else None, by.hi.scale(r) if by.hi is not None else None,
-                     by.data, by.src)
+                     by.data, by.src, by.step.scale(r) if by.step is not None else None)
         return replace(self, off=add(self.off, scaled))
 
     def retyped(self, item: int | None) -> "Ptr":
