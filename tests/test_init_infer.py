@@ -840,3 +840,12 @@ __global__ void rows(float* out, const float* x, int k) {
     _, a = _infer(dense, "rows")
     assert a["out"].intent == "out" and a["out"].why == "written, and read only where it was written first"
 
+
+def test_a_top_k_beside_experts_stays_at_most_the_experts_in_the_default_shapes():
+    """topk_gating.cu picks k distinct experts of num_experts per token: k took GEMM's typical K, 4096,
+    beside 8 experts, and every default shape asked for more picks than there are experts (the last
+    k - 8 ids the invalid num_experts, their weights 0)."""
+    r = run_cli("init", str(CORPUS / "csrc/moe/topk_gating.cu"), "--stdout")
+    assert r.returncode == 0, r.stderr
+    shapes = yaml.safe_load(r.stdout)["shapes"]
+    assert shapes and all(0 < s["k"] <= s["num_experts"] for s in shapes), shapes

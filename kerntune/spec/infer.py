@@ -465,7 +465,7 @@ def infer(source: str, kernel: KernelFunction, bindings: dict[str, str], lang: s
             g = ArgGuess(p.name, ctype, TODO, False, value=TODO, todo=f"{ctype!r} is not a kerntune scalar type")
             todos.append(f"args.{p.name}: {g.todo}")
             args.append(g)
-    shapes = default_shapes(args, order, multiples, grid_polys)
+    shapes = default_shapes(args, order, multiples, grid_polys, _picked_among(order))
     size_min: dict[str, int] = {}
     for a in args:
         bound = ranged.get(a.name)
@@ -637,9 +637,24 @@ def _shared_item(source: str, kernel: KernelFunction) -> int | None:
     return sizeof(m.group(1)) if m else None
 
 
+# a count of picks (top-k) and the count of what it picks from (experts): k <= num_experts
+_PICKS = re.compile(r"(top_?)?k|num_?(top_?)?k|topk", re.I)
+_PICKED_FROM = re.compile(r"experts", re.I)
+
+
+def _picked_among(order: list[str]) -> dict[str, str]:
+    """Sizes that count picks among others (``k`` of ``num_experts``: a top-k gating picks k distinct
+    experts, and a k of 4096, the typical GEMM K, beside 8 experts made a meaningless spec) -> the size
+    they cannot exceed."""
+    among = [s for s in order if _PICKED_FROM.search(s)]
+    return {s: among[0] for s in order if among and _PICKS.fullmatch(s)}
+
+
 def default_shapes(args: list[ArgGuess], order: list[str], multiples: dict[str, int],
-                   grid: dict[str, Poly]) -> list[dict[str, int]]:
-    """Two shapes that fit the memory budgets (1 MiB and 64 MiB of arrays) and respect ``multiples``."""
+                   grid: dict[str, Poly], at_most: dict[str, str] | None = None) -> list[dict[str, int]]:
+    """Two shapes that fit the memory budgets (1 MiB and 64 MiB of arrays) and respect ``multiples``
+    and ``at_most`` (size -> a size it cannot exceed; it takes top-k's typical value)."""
+    at_most = at_most or {}
     from kerntune.dtypes import DTYPES
 
     def bytes_at(values: dict[str, int]) -> int | None:
@@ -657,7 +672,14 @@ def default_shapes(args: list[ArgGuess], order: list[str], multiples: dict[str, 
         return total
 
     def fit(budget: int, grow: int) -> dict[str, int]:
-        values = {s: _round(_typical(s) * (grow if _SCALABLE.search(s) else 1), multiples.get(s, 1)) for s in order}
+        values = {s: _round(_typical("top_k" if s in at_most else s) * (grow if _SCALABLE.search(s) else 1),
+                            multiples.get(s, 1)) for s in order}
+
+        def capped() -> None:
+            for s, cap in at_most.items():
+                values[s] = min(values[s], max(multiples.get(s, 1), _round(values[cap], multiples.get(s, 1))))
+
+        capped()
         for _ in range(200):
             b = bytes_at(values)
             if b is None or b <= budget:
@@ -668,6 +690,7 @@ def default_shapes(args: list[ArgGuess], order: list[str], multiples: dict[str, 
                 break
             s = max(scalable, key=lambda k: values[k])
             values[s] = max(multiples.get(s, 1), _round(values[s] // 2, multiples.get(s, 1)))
+            capped()
         return values
 
     small, large = fit(SMALL_BUDGET, 1), fit(LARGE_BUDGET, 16)
