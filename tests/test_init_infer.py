@@ -831,6 +831,15 @@ __global__ void every_other(float* out, const float* x, int n) {
 }"""
     _, a = _infer(stepped, "every_other")
     assert a["out"].intent == "inout", a["out"].why
+    doubled = """
+__global__ void doubled(float* out, const float* x, int n) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    out[i + i] = x[i];
+    for (int j = 0; j < 2 * n - 1; ++j) out[j] *= 0.5f;
+}"""
+    _, a = _infer(doubled, "doubled")      # i + i takes the even elements alone
+    assert a["out"].intent == "inout", a["out"].why
     dense = """
 __global__ void rows(float* out, const float* x, int k) {
     const int row = blockIdx.x;

@@ -301,7 +301,8 @@ class Analyzer(Calls):
         self.widen(n, except_=loop_var)
         decreasing = update is not None and re.search(r"--|-=", self.t(update)) is not None
         if loop_var is not None and isinstance(start, Val):
-            self.env[loop_var] = Val(None, start.hi, start.data) if decreasing else Val(start.lo, None, start.data)
+            self.env[loop_var] = Val(None, start.hi, start.data) if decreasing else \
+                Val(start.lo, None, start.data, atoms=start.atoms)
             self.loop_dense[loop_var] = not decreasing and self._dense_loop(start, update)
         if cond is not None:
             value = self.ev(cond)
@@ -405,7 +406,8 @@ class Analyzer(Calls):
         if name is not None:
             # a bound cuts a dense range to a dense range (a step of more than 1 may no longer reach hi)
             dense = (cur.dense or (loop_var == name and self.loop_dense.get(name))) and lo is not None and hi is not None
-            self.env[name] = Val(lo, hi, cur.data, cur.src, Poly.const(1) if dense else None)
+            atoms = cur.atoms | ({f"{name}@{cond.start_byte}"} if loop_var == name else set())
+            self.env[name] = Val(lo, hi, cur.data, cur.src, Poly.const(1) if dense else None, frozenset(atoms))
 
     def _thread_dependent(self, n) -> bool:
         """Whether an expression's largest value depends on the grid (a thread's index)."""
@@ -558,12 +560,13 @@ class Analyzer(Calls):
             if axis and base not in self.env:
                 b = self.block["xyz".index(axis)]
                 if base == "threadIdx":
-                    return Val(Poly.const(0), Poly.const(b - 1), step=Poly.const(1))
+                    return Val(Poly.const(0), Poly.const(b - 1), step=Poly.const(1), atoms=frozenset({"tid." + axis}))
                 if base == "blockDim":
                     return Val.const(b)
                 if base == "blockIdx":
                     self.facts.grid_axes.add(axis)
-                    return Val(Poly.const(0), Poly.sym(GRID[axis]) - 1, step=Poly.const(1))
+                    return Val(Poly.const(0), Poly.sym(GRID[axis]) - 1, step=Poly.const(1),
+                               atoms=frozenset({"bid." + axis}))
                 if base == "gridDim":
                     self.facts.grid_axes.add(axis)
                     return Val.exact(Poly.sym(GRID[axis]))

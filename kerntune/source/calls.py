@@ -134,12 +134,13 @@ class Calls:
         g = Poly.sym(GRID[axis])
         if name in ("get_group_id", "get_num_groups", "get_global_size", "get_global_id"):
             self.facts.grid_axes.add(axis)
-        return {"get_local_id": Val(Poly.const(0), Poly.const(b - 1)),
-                "get_group_id": Val(Poly.const(0), g - 1),
+        one, tid, bid = Poly.const(1), frozenset({"tid." + axis}), frozenset({"bid." + axis})
+        return {"get_local_id": Val(Poly.const(0), Poly.const(b - 1), step=one, atoms=tid),
+                "get_group_id": Val(Poly.const(0), g - 1, step=one, atoms=bid),
                 "get_local_size": Val.const(b),
                 "get_num_groups": Val.exact(g),
                 "get_global_size": Val.exact(g * b),
-                "get_global_id": Val(Poly.const(0), g * b - 1)}[name]
+                "get_global_id": Val(Poly.const(0), g * b - 1, step=one, atoms=tid | bid)}[name]
 
     def follow(self, defs: list, values: list, targs: list[str], passed: dict[int, str] | None = None):
         """Run the source's definitions of a called function with the arguments bound (each

@@ -22,6 +22,9 @@ class Val:
     # the value takes every step-th integer from lo to hi (over the threads and iterations) and no other;
     # None: unknown. Step 1 is a dense range: a write at such an index stores every element of its span
     step: Poly | None = None
+    # what the value varies with (thread and block indices, loop variables): a sum is dense only of values
+    # that vary independently (i + i, with i dense, takes the even values alone)
+    atoms: frozenset[str] = frozenset()
 
     @property
     def dense(self) -> bool:
@@ -61,7 +64,7 @@ def src(a: Val, b: Val | None = None) -> str | None:
 
 def add(a: Val, b: Val) -> Val:
     return Val(_opt(lambda x, y: x + y, a.lo, b.lo), _opt(lambda x, y: x + y, a.hi, b.hi), a.data or b.data,
-               src(a, b), _step_of_sum(a, b))
+               src(a, b), _step_of_sum(a, b), a.atoms | b.atoms)
 
 
 def _step_of_sum(a: Val, b: Val) -> Poly | None:
@@ -73,6 +76,8 @@ def _step_of_sum(a: Val, b: Val) -> Poly | None:
         if x.is_exact:
             return y.step if not y.is_exact else Poly.const(1)
     one = Poly.const(1)
+    if not a.atoms or not b.atoms or a.atoms & b.atoms:
+        return None
     if a.dense and b.dense:
         return one
     for x, y in ((a, b), (b, a)):
@@ -83,7 +88,7 @@ def _step_of_sum(a: Val, b: Val) -> Poly | None:
 
 def sub(a: Val, b: Val) -> Val:
     return Val(_opt(lambda x, y: x - y, a.lo, b.hi), _opt(lambda x, y: x - y, a.hi, b.lo), a.data or b.data,
-               src(a, b), _step_of_sum(a, b) if b.is_exact or (a.dense and b.dense) else None)
+               src(a, b), _step_of_sum(a, b) if b.is_exact or (a.dense and b.dense) else None, a.atoms | b.atoms)
 
 
 def nonneg(v: Val, samples: list[dict[str, int]]) -> bool:
@@ -98,7 +103,7 @@ def mul(a: Val, b: Val, samples: list[dict[str, int]]) -> Val:
     if nonneg(a, samples) and nonneg(b, samples) and a.known and b.known:
         # a constant factor c times a value of step s: step c * s (row * k: every k-th element)
         step = next((x.lo * y.step for x, y in ((a, b), (b, a)) if x.is_exact and y.step is not None), None)
-        return Val(a.lo * b.lo, a.hi * b.hi, data, src(a, b), step)
+        return Val(a.lo * b.lo, a.hi * b.hi, data, src(a, b), step, a.atoms | b.atoms)
     return Val(data=data, src=src(a, b))
 
 
@@ -167,7 +172,7 @@ class Ptr:
         if r is None:
             return replace(self, off=Val(data=self.off.data or by.data, src=self.off.src or by.src))
         scaled = Val(by.lo.scale(r) if by.lo is not None else None, by.hi.scale(r) if by.hi is not None else None,
-                     by.data, by.src, by.step.scale(r) if by.step is not None else None)
+                     by.data, by.src, by.step.scale(r) if by.step is not None else None, by.atoms)
         return replace(self, off=add(self.off, scaled))
 
     def retyped(self, item: int | None) -> "Ptr":
