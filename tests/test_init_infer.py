@@ -858,3 +858,33 @@ def test_a_top_k_beside_experts_stays_at_most_the_experts_in_the_default_shapes(
     assert r.returncode == 0, r.stderr
     shapes = yaml.safe_load(r.stdout)["shapes"]
     assert shapes and all(0 < s["k"] <= s["num_experts"] for s in shapes), shapes
+
+
+def test_reads_of_what_earlier_passes_of_a_loop_wrote_are_read_back():
+    """topk_gating.cu's pass j reads the ids passes 0 .. j - 1 picked (`topk_ids[token * k + p]`, p < j)
+    before it writes its own: the read comes first in the loop's body and spans one element less than the
+    write, so 'read only where written first' never applied and topk_ids was `inout`. Variants where an
+    element may be read before any pass wrote it stay inout."""
+    r = run_cli("init", str(CORPUS / "csrc/moe/topk_gating.cu"), "--stdout")
+    assert r.returncode == 0, r.stderr
+    a = {x["name"]: x for x in yaml.safe_load(r.stdout)["args"]}
+    assert a["topk_ids"]["intent"] == "out" and a["topk_weights"]["intent"] == "out"
+    src = """
+__global__ void picks(const float* x, int* ids, int n, int k) {
+    const int row = blockIdx.x;
+    for (int j = 0; j < k; ++j) {
+        int best = 0;
+        for (int p = 0; p < j; ++p) best += ids[row * k + p];
+        if (threadIdx.x == 0) ids[row * k + j] = best + (int)x[row * n + j];
+        __syncthreads();
+    }
+}"""
+    assert _infer(src, "picks")[1]["ids"].intent == "out"
+    for old, new in [("p < j", "p <= j"),                            # the current pass's element, unwritten
+                     ("__syncthreads();", ""),                       # thread 0's writes never reach the others
+                     ("threadIdx.x == 0", "x[row] > 0.0f"),           # written where loaded data says
+                     ("int best = 0;", "int best = 0; if (x[j] < 0.0f) break;"),   # later passes may not run
+                     ("ids[row * k + j] =", "ids[row * k + j + 1] ="),            # another element
+                     ("const int row = blockIdx.x;", "const int row = threadIdx.x;")]:   # thread 0's row alone
+        assert new != old and old in src
+        assert _infer(src.replace(old, new), "picks")[1]["ids"].intent == "inout", (old, new)

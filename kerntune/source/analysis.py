@@ -24,6 +24,7 @@ from fractions import Fraction
 from math import gcd
 
 from kerntune.source.calls import GRID, Calls, _data, _int, function_name
+from kerntune.source.carried import written_before
 from kerntune.source.parse import KernelFunction, walk
 from kerntune.source.poly import Poly
 from kerntune.source.typeenv import TypeEnv
@@ -78,7 +79,8 @@ class Analyzer(Calls):
         self.conds: list[str] = []       # the conditions (conjuncts, as written) the code at hand runs under
         # elements written (root, first, last, under conds) in the order the code runs: a later read of
         # exactly those elements under the same conditions reads back what the kernel wrote, not its input
-        self.written: list[tuple[str, Poly, Poly, frozenset[str]]] = []
+        self.written: list[tuple[str, Poly, Poly, frozenset[str], object]] = []   # ... and the write's node
+        self.pending: list[tuple[Access, object, frozenset[str]]] = []   # reads no earlier write explains
         self.loop_dense: dict[str, bool] = {}   # loop variable -> its loop takes every value up to the bound
         self.quotients: dict[str, tuple[str, str]] = {}     # q -> (i, d) for q = i / d
         self.functions: dict[str, list] = {}
@@ -311,11 +313,24 @@ class Analyzer(Calls):
         else:
             self.guards.append(False)
         self.stmt(body)
+        if loop_var is not None and isinstance(start, Val) and start.is_exact and start.lo.is_const and \
+                self.loop_dense.get(loop_var):
+            self._carried(n, loop_var, int(start.lo.const_value))
         if update is not None:
             self.ev(update)
         self.guards.pop()
         self.env = before
         self.widen(n)
+
+    def _carried(self, loop, var: str, start: int) -> None:
+        """Reads in ``loop`` of only what its earlier passes wrote (see carried.py) are read back."""
+        inside = lambda x: loop.start_byte <= x.start_byte and x.end_byte <= loop.end_byte  # noqa: E731
+        for access, node, conds in self.pending:
+            if not access.read or not inside(node):
+                continue
+            writes = [(w, c) for root, _, _, c, w in self.written if root == access.root and inside(w)]
+            if writes and written_before(loop, var, start, node, conds, writes, self.data):
+                access.read, access.reread = False, True
 
     def _dense_loop(self, start: Val, update) -> bool:
         """Whether a loop from ``start`` by ``update`` takes every value up to its bound: ``j++`` from
@@ -623,14 +638,17 @@ class Analyzer(Calls):
                 # kernel reads back its own results (a renormalisation), not what the array held
                 conds = set(self.conds)
                 reread = any((root, first, last) == (q.root, lo, hi) and c <= conds
-                             for root, first, last, c in self.written)
+                             for root, first, last, c, _ in self.written)
             elif ctx == "w" and not partial and q.off.dense and ratio == 1:
                 # only a write of every element of its span: `out[2 * i]` for i < n spans 0 .. 2n - 2 but
                 # leaves the odd elements, and a dense read of that span reads what the array held
-                self.written.append((q.root, lo, hi, frozenset(self.conds)))
-        self.facts.accesses.append(Access(q.root, lo, hi, read=ctx in ("r", "rw", "atomic") and not reread,
-                                          write=ctx in ("w", "rw", "atomic"), atomic=ctx == "atomic",
-                                          partial=partial, why=why, reread=reread))
+                self.written.append((q.root, lo, hi, frozenset(self.conds), node))
+        access = Access(q.root, lo, hi, read=ctx in ("r", "rw", "atomic") and not reread,
+                        write=ctx in ("w", "rw", "atomic"), atomic=ctx == "atomic", partial=partial, why=why,
+                        reread=reread)
+        self.facts.accesses.append(access)
+        if access.read and lo is not None and hi is not None and q.root in self.params and ctx in ("r", "rw"):
+            self.pending.append((access, node, frozenset(self.conds)))
         if q.root in self.load_bounds and ctx == "r":
             return Val(Poly.const(0), self.load_bounds[q.root] - 1, True, q.root)
         return Val(data=True, src=q.root if q.root != "@shared" else None)
