@@ -788,6 +788,13 @@ def test_an_opencl_group_id_times_a_constant_sets_the_block_and_the_grid():
     assert inf.block == [16, 16]
     assert inf.grid == ["ceil_div(width, 16)", "ceil_div(height, 16)"]
     assert not [n for n in inf.notes if "default guess" in n]
+    # a tile of C elements covered by fewer threads sets no block: 2 elements a work-item, a transpose's
+    # 32x32 tile moved by 32x8 threads, sgemm's 64x64 tile by 16x16 (`row0 + i * 16`)
+    assert _infer((REPO / "tests/data/block_trees/ew_pairs.cl").read_text(), "pairs_scale", "opencl")[0].block == [256]
+    for name in ("transpose/naive.cl", "transpose/naive.cu", "transpose/optimized.cl"):
+        src = (REPO / "kernels/classic" / name).read_text()
+        assert _infer(src, "transpose", "opencl" if name.endswith(".cl") else "cuda")[0].block == [32, 8], name
+    assert 64 not in _infer((REPO / "kernels/classic/sgemm/naive.cl").read_text(), "sgemm", "opencl")[0].block
 
 
 def test_a_min_loop_bound_and_a_functional_cast_in_an_index_give_shapes():

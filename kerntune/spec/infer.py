@@ -97,12 +97,15 @@ def choose_block(kernel: KernelFunction, source: str, consts: dict[str, int],
         for m in re.finditer(pat, body):
             c = m.group(1) or m.group(2)
             v = _threads(c, cs)
+            if v is not None and "blockIdx" not in m.group(0) and _tile_not_threads(body, v, cs):
+                continue        # OpenCL's group * C, new here: only where nothing says a thread covers more
             if v is not None:
                 why = f"the kernel's index arithmetic uses {c} = {v} threads per block"
                 if re.search(r"threadIdx\.y|get_local_id\s*\(\s*1", body):
                     # the same arithmetic in y (conv3x3.cl's get_group_id(1) * TS) sets the rows
                     ys = [(y.group(1) or y.group(2), _threads(y.group(1) or y.group(2), cs))
                           for y in re.finditer(_group_times(1), body)]
+                    ys = [(t, n) for t, n in ys if n is not None and not _tile_not_threads(body, n, cs)]
                     y = next(((t, n) for t, n in ys if n is not None and v * n <= 1024), None)
                     if y is not None:
                         return (v, y[1]), why + f" in x, {y[0]} = {y[1]} in y"
@@ -121,6 +124,27 @@ def _group_times(axis: int) -> str:
     OpenCL's ``get_group_id(0) * C``, either way round."""
     gid = rf"(?:blockIdx\.{'xyz'[axis]}\b|get_group_id\s*\(\s*{axis}\s*\))"
     return rf"{gid}\s*\*\s*([A-Za-z_]\w*|\d+)|([A-Za-z_]\w*|\d+)\s*\*\s*{gid}"
+
+
+def _tile_not_threads(body: str, c: int, consts: dict[str, str]) -> bool:
+    """Whether a block's tile of ``c`` elements may be covered by fewer threads: a scaled local id
+    (ew_pairs.cl's `get_group_id(0) * 512 + 2 * get_local_id(0)`: 256 work-items), a loop stepping by a
+    constant below ``c`` (a transpose's `j += BLOCK_ROWS` over a 32-row tile: 8 rows of threads), or a
+    constant below ``c`` times a loop variable added to an index (sgemm's `row0 + i * 16`: 16 threads a
+    64-wide tile)."""
+    lid = r"(?:get_local_id\s*\(\s*\d\s*\)|threadIdx\.[xyz])"
+    if re.search(rf"(?:\w+\s*\*\s*{lid}|{lid}\s*\*\s*\w+)", body):
+        return True
+    loop_vars = set(re.findall(r"for\s*\(\s*(?:[\w:]+\s+)?(\w+)\s*=", body))
+    steps = re.findall(r"\+=\s*(\w+)\s*\)", body)
+    for v in loop_vars:
+        steps += [m.group(1) or m.group(2) for m in
+                  re.finditer(rf"\+\s*(?:\b{v}\s*\*\s*(\w+)|(\w+)\s*\*\s*{v}\b)", body)]
+    for text in steps:
+        n = evaluate(text, consts, {})
+        if isinstance(n, int) and not isinstance(n, bool) and 1 < n < c:
+            return True
+    return False
 
 
 def _threads(text: str, consts: dict[str, str]) -> int | None:
