@@ -603,6 +603,33 @@ def test_medians_far_from_the_paired_speedup_are_explained():
     assert both.startswith("on 2 shapes")
 
 
+def test_a_search_speedup_the_final_test_did_not_find_is_explained():
+    """A scatter-add's report (kernels/heldout4, 2026-12-05) showed its rounds' best at 1.61x and 1.81x in the
+    search, while the final test, timing each beside the original, found 1.01x [1.00, 1.01] and kept the
+    original: nothing said which number to believe. The final test now names such candidates."""
+    from kerntune.agents.tester import Candidate, _search_apart
+    from kerntune.record.outcome import CandidateResult
+    from kerntune.speedup import Interval
+
+    def pair(rnd, key, searched, ratio, lo, hi):
+        c = Candidate(round=rnd, key=key, config={}, instance=None, searched=searched)
+        return c, CandidateResult(round=rnd, key=key, config={}, geomean_speedup=ratio,
+                                  geomean=Interval(ratio=ratio, lo=lo, hi=hi, n=200, method="sign-test"))
+
+    (c3, r3), (c2, r2), (c1, r1) = (pair(3, "BLOCK=64,EPT=2", 1.814, 1.01, 1.00, 1.01),
+                                    pair(2, "BLOCK=1024,EPT=1", 1.613, 1.00, 0.99, 1.01),
+                                    pair(1, "BLOCK=512,EPT=1", 1.116, 1.00, 0.99, 1.01))
+    (note,) = _search_apart([c2, c3, c1], [r2, r3, r1])
+    assert note.startswith("the search measured 2 candidates well above what the final test found (round 3: "
+                           "BLOCK=64,EPT=2: 1.81x in the search, 1.01x [1.00, 1.01] in the final test; round 2:")
+    assert "round 1" not in note and "Only the final test's speedups are claimed" in note
+    assert _search_apart([c1], [r1]) == []                                       # 1.12x beside [0.99, 1.01]
+    failed = r3.failed(Status.WRONG_RESULT, "verify", "off")
+    assert _search_apart([c3], [failed]) == []                                   # no final-test number to set beside
+    unknown = Candidate(round=0, key="k", config={}, instance=None)              # a per-shape pick the search ranked
+    assert _search_apart([unknown], [r3]) == []                                  # by shape only
+
+
 def test_a_general_kernel_ahead_of_a_shapes_pick_is_explained():
     """The picks are made on screening and reported with confirmation's numbers (no winner's curse), so
     a shape's pick can come out behind the general kernel: the report says so instead of leaving a

@@ -456,20 +456,22 @@ class Optimizer:
         seen, out = set(), []
         ranked = []
         for r, s in self.summaries.items():
+            searched = {rank.key: rank.geomean_speedup for rank in s.top}
             for rank in s.top[: self.settings.top_k]:
                 if rank.geomean_speedup:
-                    ranked.append((rank.geomean_speedup, r, rank.key, rank.config))
+                    ranked.append((rank.geomean_speedup, r, rank.key, rank.config, searched.get(rank.key)))
             for row in s.shapes:   # per-shape bests join the final test too
                 if row.best_key and row.speedup:
-                    ranked.append((row.speedup * 0.5, r, row.best_key, row.best_config))
+                    ranked.append((row.speedup * 0.5, r, row.best_key, row.best_config, searched.get(row.best_key)))
         ranked.sort(key=lambda x: -x[0])
-        for _, r, key, config in ranked:
+        for _, r, key, config, searched_speedup in ranked:
             if (r, key) in seen or r not in self.templates:
                 continue
             seen.add((r, key))
             inst = self._instance(r, config, f"round {r}: {key}")
             baked = replace(inst, source=bake(self.templates[r].render(config, self.spec), self.kf.lang))
-            out.append(Candidate(round=r, key=key, config=config, instance=inst, baked=baked))
+            out.append(Candidate(round=r, key=key, config=config, instance=inst, baked=baked,
+                                 searched=searched_speedup))
             if len(out) >= self.settings.top_k + len(spec_shapes(self.spec, self.settings.shape_set)):
                 break
         return out

@@ -40,11 +40,13 @@ def confirm(worker: DeviceWorker, template: Template, loaded: LoadedSpec, store:
         return None
     spec = loaded.spec
     baseline = original or template.instance(Space.of(template).baseline(), spec, label="baseline")
+    searched = {r.key: r.geomean_speedup for r in summary.top + ([summary.general] if summary.general else [])}
     candidates = []
     for key, config in picks.items():
         inst = template.instance(config, spec, label=key)
         baked = replace(inst, source=bake(template.render(config, spec), template.lang))
-        candidates.append(Candidate(round=0, key=key, config=config, instance=inst, baked=baked))
+        candidates.append(Candidate(round=0, key=key, config=config, instance=inst, baked=baked,
+                                    searched=searched.get(key)))
     tester = Tester(worker, loaded, baseline, settings.shape_set, settings.warmup, settings.repeats,
                     settings.timeout_s, on_step=on_step, checker=checker, distributions=settings.distributions)
     report = tester.confirm(candidates, settings.seed + 1000, final_repeats)
