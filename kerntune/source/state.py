@@ -76,17 +76,22 @@ _CPP_DEFINES = {"opencl": ("-D__OPENCL_VERSION__=200", "-D__OPENCL_C_VERSION__=2
                 "cuda": ("-D__CUDACC__", "-D__CUDA_ARCH__=900", "-D__NVCC__")}
 
 
-def option_defines(options: Sequence[str]) -> list[str]:
-    """The ``-DNAME[=VALUE]`` macros among compile ``options`` (``-D NAME`` too), as cpp arguments."""
+def _option_args(options: Sequence[str], flag: str) -> list[str]:
+    """The ``FLAG VALUE`` / ``FLAGVALUE`` arguments among compile ``options``, each as ``FLAGVALUE``."""
     out, it = [], iter(options)
     for opt in it:
-        if opt == "-D":
+        if opt == flag:
             nxt = next(it, None)
             if nxt:
-                out.append("-D" + nxt)
-        elif opt.startswith("-D") and len(opt) > 2:
+                out.append(flag + nxt)
+        elif opt.startswith(flag) and len(opt) > len(flag):
             out.append(opt)
     return out
+
+
+def option_defines(options: Sequence[str]) -> list[str]:
+    """The ``-DNAME[=VALUE]`` macros among compile ``options`` (``-D NAME`` too), as cpp arguments."""
+    return _option_args(options, "-D")
 
 
 def _expanded(text: str, lang: str, defines: Sequence[str] = ()) -> str | None:
@@ -110,15 +115,7 @@ class Unscannable(Exception):
 
 def option_include_dirs(options: Sequence[str]) -> list[str]:
     """The ``-I DIR`` / ``-IDIR`` folders among compile ``options``, as cpp arguments."""
-    out, it = [], iter(options)
-    for opt in it:
-        if opt == "-I":
-            nxt = next(it, None)
-            if nxt:
-                out.append("-I" + nxt)
-        elif opt.startswith("-I") and len(opt) > 2:
-            out.append(opt)
-    return out
+    return _option_args(options, "-I")
 
 
 def _cpp_run(args: Sequence[str], text: str) -> subprocess.CompletedProcess | None:
