@@ -380,27 +380,31 @@ class Evaluator:
             # values the original does not accept: it writes outside its arrays there (a bucket width
             # moved down sent a histogram's indices past its last bin), so its outputs decide nothing
             host = self.host_args(moved, Path(req.base_dir), s, shape_seed(req.seed, s, dist.SPEC), dist.SPEC)
-            outside = self.expected(moved_req, s, host, ref_kernel).outside
+            expected = self.expected(moved_req, s, host, ref_kernel)
+            outside = expected.outside
             if outside:
                 checks.append(ShapeCheck(shape=s.as_dict(), label=s.label, holdout=s.holdout, seed=req.seed,
                                          ok=True, stage=stage,
                                          message=f"not checked: the original kernel writes outside {', '.join(outside)} "
                                                  "at these values"))
                 continue
-            checks.append(self._verify_one(moved_req, kernel, ref_kernel, s, dist.SPEC, {}, {})
+            checks.append(self._verify_one(moved_req, kernel, ref_kernel, s, dist.SPEC, {}, {}, expected)
                           .model_copy(update={"stage": stage}))
         return checks
 
     def _verify_one(self, req: EvalRequest, kernel: Any, ref_kernel: Any, shape: Shape, distribution: str,
-                    cache: dict[tuple[str, int], Expected], base_rms: dict[str, float]) -> ShapeCheck:
+                    cache: dict[tuple[str, int], Expected], base_rms: dict[str, float],
+                    expected: Expected | None = None) -> ShapeCheck:
         """Two runs on fresh inputs: outputs poisoned with NaN, then filled with zeros or with a
         random finite value (:func:`zero_poison`); both must match the reference, and an element
         that kept its poison in both is unwritten. The absolute tolerance follows the outputs' size relative to
-        the shape's first distribution (``base_rms``, filled by the first call)."""
+        the shape's first distribution (``base_rms``, filled by the first call). ``expected``: the reference's
+        outputs on these inputs, when the caller has them already (else they are made here)."""
         spec = req.spec
         seed = shape_seed(req.seed, shape, distribution)
         host = self.host_args(spec, Path(req.base_dir), shape, seed, distribution)
-        expected = self.expected(req, shape, host, ref_kernel)
+        if expected is None:
+            expected = self.expected(req, shape, host, ref_kernel)
         if distribution == dist.SPEC:
             cache[(shape.key, seed)] = expected
         launch = resolve_launch(spec, req.candidate, shape)
