@@ -116,6 +116,18 @@ def test_state_in_a_header_kerntune_does_not_inline_is_found(tmp_path, include):
         persistent_state("#include NOWHERE\n__kernel void k(__global uint* o) { o[0] = 1; }\n", "opencl")
 
 
+def test_an_error_directive_that_fires_only_under_stubbed_headers_refuses_nothing():
+    """The include-following scan runs cpp with the compiler's own headers as empty stubs, so a CUDA file's
+    version check (`#if CUDA_VERSION < 11000` then `#error`) fired there and a kernel nvcc builds was refused
+    ("the state scan cannot read its includes (... #error ...)"). #error lines are dropped before cpp: where
+    one fires for the real compiler, nothing runs anyway."""
+    check = ('#include <cuda.h>\n#include <cuda_fp16.h>\n#if !defined(CUDA_VERSION) || CUDA_VERSION < 11000\n'
+             '#error "needs CUDA 11 or newer" \\\n  (continued)\n#endif\n')
+    kernel = 'extern "C" __global__ void k(float* o, const float* x) { o[threadIdx.x] = 2.0f * x[threadIdx.x]; }\n'
+    assert persistent_state(check + kernel, "cuda") == []
+    assert persistent_state(check + "__device__ float memo[16];\n" + kernel, "cuda") == ["memo (line 7)"]
+
+
 def test_a_memo_in_a_header_not_inlined_is_refused_through_the_cli(tmp_path):
     """docs/proof.md's known hole of 2026-12-05: tests/data/rowsum_token.cl's memo moved to a header named
     through a macro compiled and ran under `bench` (caught only by the zeros poison)."""

@@ -94,13 +94,19 @@ def option_defines(options: Sequence[str]) -> list[str]:
     return _option_args(options, "-D")
 
 
+# an #error directive (with its continued lines): a CUDA file's `#if CUDA_VERSION < 11000 / #error ...` fires
+# under cpp, whose headers are stubs, and refused a kernel the compiler builds; dropped, nothing can hide (where
+# it fires for the compiler, nothing runs)
+_ERROR_DIRECTIVE = re.compile(r"(?m)^[ \t]*#[ \t]*error\b(?:.*\\\n)*.*$")
+
+
 def _expanded(text: str, lang: str, defines: Sequence[str] = ()) -> str | None:
     """``text`` with its own macros, and ``defines`` (cpp ``-D`` arguments), expanded by the C
     preprocessor (None: no cpp, or it failed)."""
     cpp = shutil.which("cpp")
     if cpp is None:
         return None
-    body = re.sub(r"(?m)^[ \t]*#[ \t]*include\b.*$", "", text)
+    body = _ERROR_DIRECTIVE.sub("", re.sub(r"(?m)^[ \t]*#[ \t]*include\b.*$", "", text))
     try:
         r = subprocess.run([cpp, "-P", "-undef", "-nostdinc", *_CPP_DEFINES[lang], *defines, "-"], input=body,
                            capture_output=True, text=True, timeout=30)
@@ -137,6 +143,7 @@ def _with_headers(text: str, lang: str, defines: Sequence[str], dirs: Sequence[s
     with tempfile.TemporaryDirectory(prefix="kt-state-") as tmp:
         stubs = Path(tmp, "s", "s", "s", "s")
         stubs.mkdir(parents=True)
+        text = _ERROR_DIRECTIVE.sub("", text)
         base = ["-undef", "-nostdinc", *_CPP_DEFINES[lang], *defines, *dirs]
         r = _cpp_run([*base, f"-I{stubs}", "-M", "-MG"], text)
         if r is None:
