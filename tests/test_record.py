@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -102,9 +103,13 @@ def test_resume_from_another_directory_uses_the_runs_own_copy(run, tmp_path):
     result = OptimizeResult.model_validate_json(r.stdout)
     assert result.status is RunStatus.DONE and (copy / "best.cl").exists() and (copy / "test.json").exists()
     assert [x.model_dump() for x in result.rounds] == [x.model_dump() for x in m.rounds]   # nothing redone
-    # a finished run is not run again: its recorded result comes back
+    # a finished run is not run again: its recorded result comes back, naming the folder as this command did
+    # (the record names it as the resume above did, relative to another working directory)
     again = run_cli("optimize", "--resume", str(copy), "--json")
-    assert again.returncode == 0 and json.loads(again.stdout) == json.loads((copy / "results.json").read_text())
+    assert again.returncode == 0, again.stderr
+    answer, recorded = json.loads(again.stdout), json.loads((copy / "results.json").read_text())
+    assert Path(answer.pop("run_dir")).resolve() == copy.resolve() and recorded.pop("run_dir") == "../work/run"
+    assert answer == recorded
 
 
 def test_resume_refuses_a_kernel_argument(run):
