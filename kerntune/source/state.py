@@ -103,16 +103,12 @@ _ERROR_DIRECTIVE = re.compile(r"(?m)^[ \t]*#[ \t]*error\b(?:.*\\\n)*.*$")
 def _expanded(text: str, lang: str, defines: Sequence[str] = ()) -> str | None:
     """``text`` with its own macros, and ``defines`` (cpp ``-D`` arguments), expanded by the C
     preprocessor (None: no cpp, or it failed)."""
-    cpp = shutil.which("cpp")
-    if cpp is None:
-        return None
     body = _ERROR_DIRECTIVE.sub("", re.sub(r"(?m)^[ \t]*#[ \t]*include\b.*$", "", text))
     try:
-        r = subprocess.run([cpp, "-P", "-undef", "-nostdinc", *_CPP_DEFINES[lang], *defines, "-"], input=body,
-                           capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired):
+        r = _cpp_run(["-P", "-undef", "-nostdinc", *_CPP_DEFINES[lang], *defines], body)
+    except Unscannable:        # it did not finish: the scan goes on with the text as written
         return None
-    return r.stdout if r.returncode == 0 else None
+    return r.stdout if r is not None and r.returncode == 0 else None
 
 
 class Unscannable(Exception):
