@@ -29,7 +29,7 @@ from kerntune.source.parse import KernelFunction, walk
 from kerntune.source.poly import Poly
 from kerntune.source.typeenv import TypeEnv
 from kerntune.source.values import (
-    DATA, UNKNOWN, Access, Facts, Ptr, Val, add, floordiv_bound, mul, neg, sub, union,
+    DATA, UNKNOWN, Access, Facts, Ptr, Val, add, floordiv_bound, index_range, mul, neg, sub, union,
 )
 
 
@@ -575,13 +575,12 @@ class Analyzer(Calls):
             if axis and base not in self.env:
                 b = self.block["xyz".index(axis)]
                 if base == "threadIdx":
-                    return Val(Poly.const(0), Poly.const(b - 1), step=Poly.const(1), atoms=frozenset({"tid." + axis}))
+                    return index_range(Poly.const(b), "tid." + axis)
                 if base == "blockDim":
                     return Val.const(b)
                 if base == "blockIdx":
                     self.facts.grid_axes.add(axis)
-                    return Val(Poly.const(0), Poly.sym(GRID[axis]) - 1, step=Poly.const(1),
-                               atoms=frozenset({"bid." + axis}))
+                    return index_range(Poly.sym(GRID[axis]), "bid." + axis)
                 if base == "gridDim":
                     self.facts.grid_axes.add(axis)
                     return Val.exact(Poly.sym(GRID[axis]))

@@ -9,7 +9,7 @@ import re
 from kerntune.source.parse import walk
 from kerntune.source.poly import Poly
 from kerntune.source.types import strip
-from kerntune.source.values import DATA, UNKNOWN, Ptr, Val, mul, union
+from kerntune.source.values import DATA, UNKNOWN, Ptr, Val, index_range, mul, union
 
 READS = {"__ldg", "__ldcg", "__ldca", "__ldcs", "__ldlu", "__ldcv"}
 WRITES = {"__stcg", "__stcs", "__stwb", "__stwt"}
@@ -134,13 +134,13 @@ class Calls:
         g = Poly.sym(GRID[axis])
         if name in ("get_group_id", "get_num_groups", "get_global_size", "get_global_id"):
             self.facts.grid_axes.add(axis)
-        one, tid, bid = Poly.const(1), frozenset({"tid." + axis}), frozenset({"bid." + axis})
-        return {"get_local_id": Val(Poly.const(0), Poly.const(b - 1), step=one, atoms=tid),
-                "get_group_id": Val(Poly.const(0), g - 1, step=one, atoms=bid),
+        tid, bid = "tid." + axis, "bid." + axis
+        return {"get_local_id": index_range(Poly.const(b), tid),
+                "get_group_id": index_range(g, bid),
                 "get_local_size": Val.const(b),
                 "get_num_groups": Val.exact(g),
                 "get_global_size": Val.exact(g * b),
-                "get_global_id": Val(Poly.const(0), g * b - 1, step=one, atoms=tid | bid)}[name]
+                "get_global_id": index_range(g * b, tid, bid)}[name]
 
     def follow(self, defs: list, values: list, targs: list[str], passed: dict[int, str] | None = None):
         """Run the source's definitions of a called function with the arguments bound (each

@@ -54,6 +54,12 @@ UNKNOWN = Val()
 DATA = Val(data=True)
 
 
+def index_range(count: Poly, *atoms: str) -> Val:
+    """0 .. count - 1 with every value taken: a thread's or a block's index (``atoms``: what it varies with,
+    "tid.x", "bid.x")."""
+    return Val(Poly.const(0), count - 1, step=Poly.const(1), atoms=frozenset(atoms))
+
+
 def _opt(f, a, b):
     return None if a is None or b is None else f(a, b)
 
