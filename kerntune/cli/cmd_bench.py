@@ -12,7 +12,6 @@ from rich.markup import escape
 from kerntune.cli import checks
 from kerntune.cli.output import (Progress, finish, fmt_bytes, fmt_interval, fmt_ms, fmt_pct, grid, out, print_table,
                                  set_json)
-from kerntune.engine.checker import CHECKER_OFF
 from kerntune.errors import ErrorCode, KerntuneError
 from kerntune.hardware import cache_floor
 from kerntune.results import EvalResult, Status, settled_summary
@@ -110,6 +109,10 @@ def crash_hint(status: str, check, lang: str, command: str = "") -> str | None:
     """For a kernel that took its worker process down (the runtime's last words say little; Intel's CPU
     runtime dies of SIGSEGV on an out-of-bounds access): what the memory checker found (``check``, a
     CheckReport or None), or how to run it: ``command``, or (`bench`'s own) --memcheck."""
+    # imported here, not at the top: every command imports this module at start-up, and engine.checker
+    # brings the engine with it (-X importtime: 194 ms of the CLI's start under load)
+    from kerntune.engine.checker import CHECKER_OFF
+
     if status != Status.CRASH.value:
         return None
     if check is not None and check.message != CHECKER_OFF:    # the checker ran: its report says what it
