@@ -797,6 +797,20 @@ def test_an_opencl_group_id_times_a_constant_sets_the_block_and_the_grid():
     assert 64 not in _infer((REPO / "kernels/classic/sgemm/naive.cl").read_text(), "sgemm", "opencl")[0].block
 
 
+def test_a_tile_covered_a_few_elements_a_thread_sets_the_block_from_the_stride():
+    """sgemm's naive kernels place a 64x64 tile of C at `blockIdx.y * 64 + threadIdx.y` and compute rows
+    `row0 + i * 16` for i < 4 (and columns alike): a 16x16 block, as its spec says. init gave the .cu a 64x8
+    block (from `blockIdx.x * 64` alone: threads 16 apart then computed the same elements of C, an inout
+    array, twice) with a grid of ceil_div(N - 48, 64), and the .cl the 2-D default 32x8."""
+    for name, lang in (("naive.cl", "opencl"), ("naive.cu", "cuda")):
+        inf, _ = _infer((REPO / "kernels/classic/sgemm" / name).read_text(), "sgemm", lang)
+        assert inf.block == [16, 16], name
+        assert inf.grid == ["ceil_div(N, 64)", "ceil_div(M, 64)"], name
+    # used another way as well (here, compared with a size), the index says nothing exact: no block from it
+    other = (REPO / "kernels/classic/sgemm/naive.cu").read_text().replace("if (row < M", "if (row0 < M && row < M")
+    assert _infer(other, "sgemm", "cuda")[0].block == [16, 8]
+
+
 def test_a_min_loop_bound_and_a_functional_cast_in_an_index_give_shapes():
     """`j < min(k, n)` bounds j (min's smallest value is unknown, and a bound needed both ends) and
     `int64_t(token) * k + j` is token (a functional cast read as an unknown call made the index depend on
@@ -895,3 +909,30 @@ __global__ void picks(const float* x, int* ids, int n, int k) {
                      ("const int row = blockIdx.x;", "const int row = threadIdx.x;")]:   # thread 0's row alone
         assert new != old and old in src
         assert _infer(src.replace(old, new), "picks")[1]["ids"].intent == "inout", (old, new)
+
+
+def test_an_arrays_two_sizes_come_in_the_order_its_subscripts_use_them():
+    """The size that multiplies an index in an array's subscripts is its row length, the last dimension.
+    By the parameters' order sgemm's `B[k * N + col]` was [N, K], the transposes' `out[x * m + y]` [m, n],
+    transpose_add's `b[j * rows + i]` [rows, cols] and merge_attn_states' `prefix_lse[head_idx * num_tokens
+    + token_idx]` [num_tokens, num_heads]: the same count of elements, not the layout a reference is
+    written for (each of their specs, written by hand, has the other order)."""
+    from kerntune.spec.load import load_file as load
+
+    cases = [("kernels/classic/sgemm/naive.cl", "sgemm", "opencl", "B", ["K", "N"]),
+             ("kernels/classic/transpose/naive.cu", "transpose", "cuda", "out", ["n", "m"]),
+             ("kernels/heldout4/transpose_add/transpose_add.cl", "transpose_add", "opencl", "b", ["cols", "rows"])]
+    for path, name, lang, arg, dims in cases:
+        _, a = _infer((REPO / path).read_text(), name, lang)
+        assert a[arg].shape == dims, (path, a[arg].shape)
+        truth = load(next((REPO / path).parent.glob("*.yaml"))).spec
+        assert [x.shape for x in truth.args if x.name == arg] == [tuple(dims)] or \
+            [list(x.shape) for x in truth.args if x.name == arg] == [dims]
+    r = run_cli("init", str(CORPUS / "csrc/attention/merge_attn_states.cu"), "--stdout")
+    args = {x["name"]: x for x in yaml.safe_load(r.stdout)["args"]}
+    assert [args[n]["shape"] for n in ("output_lse", "prefix_lse", "suffix_lse")] == [["num_heads", "num_tokens"]] * 3
+    # a subscript that multiplies neither size (a flat index) keeps the parameters' order
+    _, a = _infer("__global__ void k(float* o, const float* x, int rows, int cols) {\n"
+                  "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+                  "    if (i < rows * cols) o[i] = x[i];\n}", "k")
+    assert a["o"].shape in (["rows", "cols"], ["rows * cols"]), a["o"].shape

@@ -97,6 +97,17 @@ def choose_block(kernel: KernelFunction, source: str, consts: dict[str, int],
         for m in re.finditer(pat, body):
             c = m.group(1) or m.group(2)
             v = _threads(c, cs)
+            tiled = _tile_threads(body, 0, v, cs) if v is not None and "+=" not in m.group(0) else None
+            if tiled is not None:
+                ys = [_tile_threads(body, 1, _threads(y.group(1) or y.group(2), cs), cs)
+                      for y in re.finditer(_group_times(1), body)]
+                y = next((n for n in ys if n is not None and tiled * n <= 1024), None)
+                why = f"a thread covers {v // tiled} elements of a {v}-wide tile, {tiled} apart, in x"
+                if y is not None:
+                    return (tiled, y), why + f" (and {y} threads in y)"
+                if re.search(r"threadIdx\.y|get_local_id\s*\(\s*1", body):
+                    return (tiled, max(1, min(8, 1024 // tiled))), why
+                return (tiled,), why
             if v is not None and "blockIdx" not in m.group(0) and _tile_not_threads(body, v, cs):
                 continue        # OpenCL's group * C, new here: only where nothing says a thread covers more
             if v is not None:
@@ -124,6 +135,37 @@ def _group_times(axis: int) -> str:
     OpenCL's ``get_group_id(0) * C``, either way round."""
     gid = rf"(?:blockIdx\.{'xyz'[axis]}\b|get_group_id\s*\(\s*{axis}\s*\))"
     return rf"{gid}\s*\*\s*([A-Za-z_]\w*|\d+)|([A-Za-z_]\w*|\d+)\s*\*\s*{gid}"
+
+
+def _tile_threads(body: str, axis: int, c: int | None, consts: dict[str, str]) -> int | None:
+    """The threads of a block that cover its ``c``-wide tile in ``axis`` a few elements each, where the
+    code says so exactly: an index ``v = <group> * c + <local id>`` used only as ``v + i * S`` with
+    ``for (int i = 0; i < n; ...)`` and ``S * n == c`` (sgemm's `row0 + i * 16`, i < 4, over a 64-row
+    tile: 16 threads, not the 64 that `blockIdx.y * 64` alone suggests, which made threads compute the
+    same elements of C, an inout array, twice)."""
+    if c is None:
+        return None
+    lid = rf"(?:get_local_id\s*\(\s*{axis}\s*\)|threadIdx\.{'xyz'[axis]}\b)"
+    origin = rf"(?:{_group_times(axis)})"
+    names = [m.group(1) for m in re.finditer(
+        rf"\b(\w+)\s*=\s*(?:{origin}\s*\+\s*{lid}|{lid}\s*\+\s*{origin})\s*;", body)
+        if evaluate(m.group(2) or m.group(3) or m.group(4) or m.group(5) or "", consts, {}) == c]
+    found: set[int] = set()
+    for name in names:
+        uses = list(re.finditer(rf"\b{name}\b", body))[1:]
+        for use in uses:
+            after = re.match(rf"{name}\s*\+\s*(?:(\w+)\s*\*\s*(\w+))", body[use.start():])
+            if after is None:
+                return None          # used another way too: nothing exact to read
+            for var, step in ((after.group(1), after.group(2)), (after.group(2), after.group(1))):
+                loop = re.search(rf"for\s*\(\s*(?:int\s+)?{var}\s*=\s*0\s*;\s*{var}\s*<\s*(\w+)\s*;", body)
+                n, s = (evaluate(loop.group(1), consts, {}), evaluate(step, consts, {})) if loop else (None, None)
+                if isinstance(n, int) and isinstance(s, int) and n > 1 and s * n == c:
+                    found.add(s)
+                    break
+            else:
+                return None
+    return found.pop() if len(found) == 1 else None
 
 
 def _tile_not_threads(body: str, c: int, consts: dict[str, str]) -> bool:
@@ -306,6 +348,27 @@ def _typical(name: str) -> int:
     return 1024
 
 
+def _row_lengths(source: str, kernel: KernelFunction, name: str) -> set[str]:
+    """The names that multiply something in ``name``'s subscripts (`B[k * N + col]`: N): the length of
+    the rows that subscript steps over."""
+    body = source[kernel.node.start_byte:kernel.node.end_byte] if kernel.node is not None else source
+    found: set[str] = set()
+    for m in re.finditer(rf"\b{re.escape(name)}\s*\[([^\[\]]*)\]", body):
+        for f in re.finditer(r"(\w+)\s*\*\s*(\w+)", m.group(1)):
+            found.update(f.groups())
+    return found
+
+
+def _row_last(dims: list[str], row_lengths: set[str]) -> list[str]:
+    """Two sizes of an array in the order its subscripts use them: the one that multiplies an index is
+    the row length, the last dimension (sgemm's `B[k * N + col]` is [K, N]; by the parameters' order it
+    was [N, K], the same count of elements, but not the layout a reference would be written for)."""
+    if len(dims) != 2 or not all(d.isidentifier() for d in dims):
+        return dims
+    inner = [d for d in dims if d in row_lengths]
+    return [dims[1], dims[0]] if inner == [dims[0]] else dims
+
+
 def _dims(extent: Poly, order: list[str]) -> list[str]:
     """An extent as dimensions: ``[num_tokens, num_heads, head_size]`` for a product of sizes."""
     if len(extent.terms) == 1:
@@ -454,7 +517,8 @@ def infer(source: str, kernel: KernelFunction, bindings: dict[str, str], lang: s
                     g.todo += (f" (a vector of 3 {lanes[0]}: dtype {lanes[0]} with a last dimension of 3 in CUDA, "
                                "4 in OpenCL, whose 3-vectors take the room of 4)")
             if ext is not None:
-                g.shape = _dims(ext, order) + ([str(lanes[1])] if lanes is not None and dt is not None else [])
+                g.shape = _row_last(_dims(ext, order), _row_lengths(source, kernel, p.name))
+                g.shape += [str(lanes[1])] if lanes is not None and dt is not None else []
             else:
                 g.todo = (g.todo + "; " if g.todo else "") + f"shape: {ext_why}"
             if g.dtype == "uint16" and strip(ctype) in ("ushort", "unsigned short", "uint16_t"):
