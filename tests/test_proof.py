@@ -1184,3 +1184,44 @@ def test_a_kernel_that_skips_a_zeroed_output_fails_verification(worker):
     assert r.status is Status.WRONG_RESULT and "c: tolerance" in r.message, r.message
     r = worker.evaluate(replace(req, candidate=replace(original, label="copy")), 120)
     assert r.status is Status.OK, r.message
+
+
+TWICE = REPO / "tests/data/twice.yaml"
+
+
+def test_a_kernel_wrong_only_in_place_fails_verification():
+    """A spec without `noalias: true` lets a caller pass one buffer as an output and an input (in place),
+    but verification gave every array its own buffer: tests/data/twice_alias.cl reads x again after
+    writing out, 2x apart and 4x in place, and `bench twice.cl --against twice_alias.cl` called it correct
+    (hostile tour, 2026-12-05). Each output is now also verified passed over an input of its dtype and
+    element count, against the original run the same way."""
+    r = run_cli("bench", "tests/data/twice.cl", "--spec", "tests/data/twice.yaml", "--against",
+                "tests/data/twice_alias.cl", "--device", "cpu", "--seed", "1", "--no-memcheck")
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "verify  twice_alias.cl: WRONG" in r.stdout, r.stdout
+    assert "4K (output out in place over input x): out: tolerance" in r.stdout, r.stdout
+    assert "`noalias: true`" in r.stdout, r.stdout
+
+
+def test_in_place_verification_follows_the_original_and_the_spec(worker):
+    """The in-place check holds a candidate to what the original does in place: where the original itself
+    gives other results in place than apart, nothing is promised and the check says it was not made; a
+    spec with `noalias: true` makes none; an honest candidate passes it."""
+    original, req = _against_original(TWICE, "twice.cl", "tests/data/twice.cl", with_spec_shapes=True)
+    r = worker.evaluate(req, 120)
+    assert r.status is Status.OK, r.message
+    in_place = [s for s in r.verification.shapes if s.stage == "output out in place over input x"]
+    assert len(in_place) == 3 and all(s.ok and s.args for s in in_place), in_place
+    # the original not in-place safe: the honest candidate is not checked in place, and that is said
+    unsafe = load_kernel(REPO / "tests/data/twice_alias.cl", TWICE).instance(label="unsafe original")
+    r = worker.evaluate(replace(req, reference=unsafe), 120)
+    assert r.status is Status.OK, r.message
+    skipped = [s for s in r.verification.shapes if s.stage == "output out in place over input x"]
+    assert len(skipped) == 3 and all(s.message.startswith("not checked: the original kernel gives other results "
+                                                          "in place than apart") for s in skipped), skipped
+    # noalias: true, no in-place check, and the in-place-wrong candidate passes
+    alias = load_kernel(REPO / "tests/data/twice_alias.cl", TWICE).instance(label="candidate")
+    noalias = req.spec.model_copy(update={"noalias": True})
+    r = worker.evaluate(replace(req, spec=noalias, candidate=alias), 120)
+    assert r.status is Status.OK, r.message
+    assert not [s for s in r.verification.shapes if s.stage != "verify"], r.verification.shapes

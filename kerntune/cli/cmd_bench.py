@@ -154,6 +154,10 @@ def _verification_line(r: EvalResult) -> str:
         worst = max((a.rel_l2_err for s in v.shapes for a in s.args), default=0.0)
         settled = v.settled()
         note = f"; {escape(settled_summary(settled))}" if settled else ""
+        from kerntune.engine.inplace import summary     # here: the CLI's start-up does not load the engine
+
+        in_place = summary(v.shapes)
+        note += f"; {escape(in_place)}" if in_place else ""
         return f"[green]correct[/] on {where} against {ref} (worst relative L2 error {worst:.1e}){note}"
     return f"[red]WRONG[/] against {ref}: {escape(v.first_failure())}"
 

@@ -140,6 +140,8 @@ class Buffers(dict):
     def __init__(self, *args, **kw):
         super().__init__(*args, **kw)
         self.whole: dict[str, Any] = {}
+        # output -> the input whose buffer it is passed as too (in place: kerntune.engine.inplace)
+        self.alias: dict[str, str] = {}
 
 
 class Evaluator:
@@ -200,17 +202,24 @@ class Evaluator:
         return self._canary(front_canary_bytes(nbytes), f"before {name}") if self.canary else None
 
     def upload(self, spec: KernelSpec, host: HostArgs, poison: Poison | None = None,
-               bufs: Buffers | None = None, reverse: bool = False) -> tuple[Buffers, list[Any]]:
+               bufs: Buffers | None = None, reverse: bool = False,
+               alias: dict[str, str] | None = None) -> tuple[Buffers, list[Any]]:
         """Device buffers holding ``host`` (outputs: ``poison`` when given); into ``bufs``
         when given (the same buffers again, with new contents). A new buffer is a view into one
         allocation that holds a canary before and after it (see :class:`Buffers`). ``reverse``: the
-        arrays allocated last to first, so that their addresses come in another order."""
+        arrays allocated last to first, so that their addresses come in another order. ``alias``
+        (new buffers only): output name -> input name, the output passed as that input's buffer
+        (in place), which holds the input's values."""
         from kerntune.dtypes import filled
 
         be = self.backend
         fresh = bufs is None
         bufs = Buffers() if bufs is None else bufs
+        if fresh and alias:
+            bufs.alias = dict(alias)
         for a in (list(reversed(spec.arrays)) if reverse else spec.arrays):
+            if a.name in bufs.alias:
+                continue
             arr = host.arrays[a.name]
             if a.intent == "out" and poison and a.name in poison:
                 arr = filled(a.dt, arr.shape, poison[a.name])
@@ -225,6 +234,8 @@ class Evaluator:
                     bufs[a.name] = be.view(whole, front.nbytes, arr.nbytes + back.nbytes)
                     bufs.whole[a.name] = whole
             be.upload(bufs[a.name], arr)
+        for out, inp in bufs.alias.items():
+            bufs[out] = bufs[inp]
         args = [bufs[a.name] if a.is_array else be.scalar(host.scalars[a.name], a.dt.storage) for a in spec.args]
         return bufs, args
 
@@ -239,7 +250,7 @@ class Evaluator:
             be.download(bufs[a.name], dst)
             out[a.name] = dst
             whole = getattr(bufs, "whole", {}).get(a.name)
-            if whole is None:
+            if whole is None or a.name in getattr(bufs, "alias", {}):    # an alias: its input's canaries
                 continue
             back, front = self.canary_after(dst.nbytes, a.name), self.canary_before(dst.nbytes, a.name)
             seen = np.empty_like(back)
@@ -253,10 +264,11 @@ class Evaluator:
         return out
 
     def run_once(self, spec: KernelSpec, kernel: Any, launch: tuple, host: HostArgs,
-                 poison: Poison | None = None, reverse: bool = False) -> Downloaded:
-        """Upload fresh copies of every argument (allocated in reverse order with ``reverse``), launch
-        once, download every array."""
-        bufs, args = self.upload(spec, host, poison, reverse=reverse)
+                 poison: Poison | None = None, reverse: bool = False,
+                 alias: dict[str, str] | None = None) -> Downloaded:
+        """Upload fresh copies of every argument (allocated in reverse order with ``reverse``; outputs
+        in place over inputs with ``alias``, see :meth:`upload`), launch once, download every array."""
+        bufs, args = self.upload(spec, host, poison, reverse=reverse, alias=alias)
         grid, block, shared = launch
         self.guard(lambda: (self.backend.launch(kernel, grid, block, args, shared), self.backend.synchronize()))
         return self.download(spec, host, bufs)
@@ -362,6 +374,9 @@ class Evaluator:
             for d in names if everything else names[:1]:
                 checks.append(self._verify_one(req, kernel, ref_kernel, shape, d, cache, base_rms))
         checks += self._verify_moved_scalars(req, kernel, ref_kernel)
+        from kerntune.engine.inplace import verify_in_place     # (it imports this module)
+
+        checks += verify_in_place(self, req, kernel, ref_kernel)
         return Verification(ok=all(c.ok for c in checks), reference=self.mode(req), seed=req.seed, shapes=checks,
                             distributions=list(names))
 

@@ -157,12 +157,15 @@ def atol_scales(spec: KernelSpec, rms: dict[str, float], base: dict[str, float] 
 
 
 def judge_runs(spec: KernelSpec, inputs: Arrays, runs: list[tuple[Arrays, Poison]], expected: Expected,
-               atol_scale: dict[str, float] | None = None, accuracy: bool = False) -> list[ArgCheck]:
+               atol_scale: dict[str, float] | None = None, accuracy: bool = False,
+               overwritten: frozenset[str] = frozenset()) -> list[ArgCheck]:
     """Checks for each output (unwritten where every run left its poison; then every run
     against the expected values, or the runs against each other) and each input.
     ``atol_scale`` multiplies each output's absolute tolerance (outputs larger or smaller
     than on the spec's own inputs). ``accuracy``: an output that passes against the reference
-    kernel is also held to :func:`as_accurate` (verification runs; not the checks of timed runs)."""
+    kernel is also held to :func:`as_accurate` (verification runs; not the checks of timed runs).
+    ``overwritten``: inputs an output was passed in place over (their buffer is the output's), not
+    checked unchanged."""
     checks: list[ArgCheck] = []
     for a in spec.outputs:
         unwritten = None
@@ -193,7 +196,7 @@ def judge_runs(spec: KernelSpec, inputs: Arrays, runs: list[tuple[Arrays, Poison
             worst = as_accurate(a, tol, [got for got, _ in runs], expected, worst, unwritten, spec.accuracy_ratio)
         checks.append(worst)
     for a in spec.arrays:
-        if a.intent == "in":
+        if a.intent == "in" and a.name not in overwritten:
             results = [unchanged(a, inputs[a.name], got[a.name]) for got, _ in runs]
             checks.append(next((c for c in results if not c.ok), results[0]))
     overrun = _past_end(runs)
