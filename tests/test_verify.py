@@ -498,3 +498,27 @@ def test_the_canary_is_as_long_as_its_array_within_bounds():
     long = canary_pattern(3 * CANARY_BYTES + 5)
     assert long.nbytes == 3 * CANARY_BYTES + 5 and np.array_equal(long[:CANARY_BYTES], canary_pattern())
     assert np.array_equal(long[CANARY_BYTES:2 * CANARY_BYTES], canary_pattern())
+
+
+def test_in_place_pairs_are_float_outputs_over_inputs_of_their_dtype_and_element_count():
+    """Which output is verified in place over which input (kerntune.engine.inplace): a float output over the
+    first float input of its dtype and element count (a [rows, cols] input counts as rows * cols), each input
+    once; never integer arrays (indices an original reads after another work-item overwrote them send its
+    writes anywhere), and nothing under `noalias: true`."""
+    from kerntune.engine.inplace import in_place_pairs
+    from kerntune.spec.model import Shape
+
+    spec = KernelSpec.model_validate({
+        "kernel": "k", "launch": {"grid": [1], "block": [1]}, "shapes": [{"n": 8}],
+        "args": [{"name": "y", "dtype": "fp32", "shape": ["n"], "intent": "out"},
+                 {"name": "z", "dtype": "fp32", "shape": ["n"], "intent": "out"},
+                 {"name": "w", "dtype": "fp32", "shape": ["n"], "intent": "out"},
+                 {"name": "counts", "dtype": "int32", "shape": ["n"], "intent": "out"},
+                 {"name": "h", "dtype": "fp16", "shape": ["n"], "intent": "in"},
+                 {"name": "idx", "dtype": "int32", "shape": ["n"], "intent": "in"},
+                 {"name": "m", "dtype": "fp32", "shape": [2, "n / 2"], "intent": "in"},
+                 {"name": "v", "dtype": "fp32", "shape": ["n"], "intent": "in"},
+                 {"name": "n", "dtype": "int32", "value": "n"}]})
+    shape = Shape.of({"n": 8})
+    assert in_place_pairs(spec, shape) == {"y": "m", "z": "v"}
+    assert in_place_pairs(spec.model_copy(update={"noalias": True}), shape) == {}

@@ -37,16 +37,18 @@ HINT = ("if no caller passes one buffer as both, say so in the spec with `noalia
 
 
 def in_place_pairs(spec: KernelSpec, shape: Shape) -> dict[str, str]:
-    """Output name -> the input it is passed in place over at ``shape``: for each output of intent
+    """Output name -> the input it is passed in place over at ``shape``: for each float output of intent
     ``out``, in the spec's order, the first input of intent ``in`` with the same dtype and element count
-    not taken by an earlier output. Empty for a spec with ``noalias: true``."""
+    not taken by an earlier output. Empty for a spec with ``noalias: true``. Not integer arrays: they are
+    mostly indices and counts, and an original reading indices that another work-item has overwritten
+    with its outputs writes wherever they point, past its canaries, which can take its worker down."""
     if spec.noalias:
         return {}
     sizes = shape.as_dict()
     count = {a.name: int(np.prod(array_shape(a, sizes))) for a in spec.arrays}
     inputs = [a for a in spec.arrays if a.intent == "in"]
     pairs: dict[str, str] = {}
-    for o in (a for a in spec.arrays if a.intent == "out"):
+    for o in (a for a in spec.arrays if a.intent == "out" and a.dt.is_float):
         match = next((i for i in inputs if i.dtype == o.dtype and count[i.name] == count[o.name]
                       and i.name not in pairs.values()), None)
         if match is not None:
