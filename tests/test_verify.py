@@ -522,3 +522,21 @@ def test_in_place_pairs_are_float_outputs_over_inputs_of_their_dtype_and_element
     shape = Shape.of({"n": 8})
     assert in_place_pairs(spec, shape) == {"y": "m", "z": "v"}
     assert in_place_pairs(spec.model_copy(update={"noalias": True}), shape) == {}
+
+
+def test_the_in_place_summary_names_each_pair_with_its_own_shapes():
+    """bench's verify line says, per way of aliasing (it can differ from shape to shape), on how many shapes
+    an output was verified in place and where the original promised nothing in place."""
+    from kerntune.engine.inplace import summary
+    from kerntune.results import ShapeCheck
+
+    def check(stage, message=""):
+        return ShapeCheck(shape={"n": 1}, label="s", seed=0, ok=True, stage=stage, message=message)
+
+    over_x, over_v = "output y in place over input x", "output y in place over input vals"
+    checks = [check("verify"), check(over_x), check(over_x), check(over_v),
+              check(over_x, "not checked: the original kernel gives other results in place than apart")]
+    assert summary(checks) == ("also with output y in place over input x on 2 shapes; not with output y in place "
+                               "over input x on 1 shape: the original kernel gives other results in place than "
+                               "apart; also with output y in place over input vals on 1 shape")
+    assert summary([check("verify")]) is None

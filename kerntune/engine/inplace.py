@@ -72,14 +72,20 @@ def summary(checks: list[ShapeCheck]) -> str | None:
     mine = [c for c in checks if is_in_place(c)]
     if not mine:
         return None
-    skipped = [c for c in mine if c.message.startswith("not checked: ")]
-    done = len(mine) - len(skipped)
-    parts = [f"also with {mine[0].stage} on {done} shape{'s' if done != 1 else ''}"] if done else []
-    if skipped:
-        why = skipped[0].message.removeprefix("not checked: ")
-        parts.append(f"not with {skipped[0].stage} on {len(skipped)} shape{'s' if len(skipped) != 1 else ''}: "
-                     f"{why}")
+    parts = []
+    for stage in dict.fromkeys(c.stage for c in mine):      # the pairs can differ from shape to shape
+        done = [c for c in mine if c.stage == stage and not c.message.startswith("not checked: ")]
+        skipped = [c for c in mine if c.stage == stage and c.message.startswith("not checked: ")]
+        if done:
+            parts.append(f"also with {stage} on {_shapes(len(done))}")
+        if skipped:
+            parts.append(f"not with {stage} on {_shapes(len(skipped))}: "
+                         f"{skipped[0].message.removeprefix('not checked: ')}")
     return "; ".join(parts)
+
+
+def _shapes(n: int) -> str:
+    return f"{n} shape{'s' if n != 1 else ''}"
 
 
 def verify_in_place(ev: "Evaluator", req: "EvalRequest", kernel: Any, ref_kernel: Any) -> list[ShapeCheck]:
