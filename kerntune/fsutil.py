@@ -44,6 +44,12 @@ def check_writable(path: Path, what: str) -> None:
 _WRITABLE_HINT = "pass a path in a folder you can write to (missing folders are created)"
 
 
+def refuse_existing(path: Path, force: bool) -> None:
+    """Refuse to replace an existing ``path`` unless ``force`` (the command's --force)."""
+    if path.exists() and not force:
+        raise KerntuneError(ErrorCode.USAGE, f"{path} already exists", hint="pass --force to overwrite it")
+
+
 def check_output_file(path: Path, example: str) -> None:
     """Refuse an output that is a folder, one that cannot be written where it is, or an existing file inside a
     kerntune run (the run's own results, database or kernels would be replaced); ``example``: a file name

@@ -423,6 +423,22 @@ def test_kt_cache_import_of_a_binary_file_or_into_a_file(tmp_path):
     assert r.returncode == 2 and f"the run directory {taken} is a file" in r.stderr, r.stderr
 
 
+def test_kt_cache_export_refuses_an_existing_file_without_force(tmp_path):
+    """`kt-cache export -o FILE` replaced an existing FILE without a word (exit 0), where init and extract
+    refuse one without --force."""
+    cache = write(tmp_path, "c.json", json.dumps({"tune_params_keys": ["a"], "tune_params": {"a": [1, 2]},
+                                                  "cache": {"1": {"a": 1, "time": 1.0}, "2": {"a": 2, "time": 2.0}}}))
+    assert run_cli("kt-cache", "import", str(cache), "--run-dir", str(tmp_path / "run")).returncode == 0
+    mine = write(tmp_path, "mine.json", "my own notes")
+    r = run_cli("kt-cache", "export", str(tmp_path / "run"), "-o", str(mine))
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    assert f"error: {mine} already exists\nhint: pass --force to overwrite it" in r.stderr
+    assert mine.read_text() == "my own notes"
+    r = run_cli("kt-cache", "export", str(tmp_path / "run"), "-o", str(mine), "--force", "--json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["entries"] == 2 and len(json.loads(mine.read_text())["cache"]) == 2
+
+
 def test_a_reader_that_goes_away_is_not_a_wrong_kernel():
     """`kerntune check k.cl | head -1`: rich exited 1 on the broken pipe, which kerntune's exit codes
     read as 'the kernel is wrong'; it is 141, as for a program SIGPIPE stops."""

@@ -243,6 +243,21 @@ def test_bad_inputs(run, tmp_path):
     assert r.returncode == 2 and "not a valid kerntune record" in r.stderr
 
 
+@pytest.mark.parametrize("cmd", ["pairs", "traces"])
+def test_an_existing_output_is_replaced_only_with_force(run, tmp_path, cmd):
+    """`export pairs|traces -o FILE` wrote over an existing FILE without a word (exit 0), where init and
+    extract refuse one without --force."""
+    mine = tmp_path / "mine.jsonl"
+    mine.write_text("my own data\n")
+    r = run_cli("export", cmd, str(run), "-o", str(mine))
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    assert f"error: {mine} already exists\nhint: pass --force to overwrite it" in r.stderr
+    assert mine.read_text() == "my own data\n"
+    r = run_cli("export", cmd, str(run), "-o", str(mine), "--force", "--json")
+    assert r.returncode == 0, r.stderr
+    assert _lines(mine) and all(line["format"] == f"kerntune.{cmd[:-1]}/1" for line in _lines(mine))
+
+
 def test_a_kernel_changed_after_the_run_is_not_exported_as_verified(run, tmp_path):
     """best.cl edited after the run (a bug planted in it): the pair would carry the edited kernel under
     `verified: true`; the run is left out (its record no longer holds together: record.audit), and the

@@ -26,14 +26,15 @@ def _runs(paths: list[Path]):
     return runs
 
 
-def _check_output(output: Optional[Path], json: bool, example: str) -> None:
-    from kerntune.fsutil import check_output_file
+def _check_output(output: Optional[Path], json: bool, force: bool, example: str) -> None:
+    from kerntune.fsutil import check_output_file, refuse_existing
 
     if json and output is None:
         raise KerntuneError(ErrorCode.USAGE, "--json prints a summary on stdout, so the records need a file",
                             hint="add -o FILE.jsonl")
     if output is not None:
         check_output_file(output, example)
+        refuse_existing(output, force)
 
 
 def _report(what: str, n: int, output: Optional[Path], skipped, dropped: int, json: bool) -> None:
@@ -55,6 +56,7 @@ def pairs(
     min_speedup: float = typer.Option(THRESHOLD, "--min-speedup", min=1.0, callback=checks.finite,
                                       help="Only pairs at least this much faster (the tester's own threshold by "
                                            "default)."),
+    force: bool = typer.Option(False, "--force", "-f", help="Overwrite an existing output file."),
     json: bool = typer.Option(False, "--json", help="Print a machine-readable summary (needs -o)."),
 ) -> None:
     """Verified slow->fast kernel pairs, one JSON object per line.
@@ -64,7 +66,7 @@ def pairs(
     transformations, the spec and the device; deduplicated by normalized source,
     launch and compile options."""
     set_json(json)
-    _check_output(output, json, "pairs.jsonl")
+    _check_output(output, json, force, "pairs.jsonl")
     from kerntune.export.jsonl import write_jsonl
     from kerntune.export.pairs import export_pairs
 
@@ -77,6 +79,7 @@ def pairs(
 def traces(
     run_dirs: List[Path] = typer.Argument(..., help=RUNS_HELP),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="The JSONL file to write (default: stdout)."),
+    force: bool = typer.Option(False, "--force", "-f", help="Overwrite an existing output file."),
     json: bool = typer.Option(False, "--json", help="Print a machine-readable summary (needs -o)."),
 ) -> None:
     """The rewrite trace of each run, one JSON object per run.
@@ -84,7 +87,7 @@ def traces(
     Per round: the input kernel, the template, the transformations, the round's
     best kernel with its measurements, and what the tester confirmed."""
     set_json(json)
-    _check_output(output, json, "traces.jsonl")
+    _check_output(output, json, force, "traces.jsonl")
     from kerntune.export.jsonl import write_jsonl
     from kerntune.export.traces import export_traces
 

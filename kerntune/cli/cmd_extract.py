@@ -12,7 +12,7 @@ from kerntune.cli.output import err, print_json, set_json
 from kerntune.errors import ErrorCode, KerntuneError
 from kerntune.results import Record
 from kerntune.fmt import shell
-from kerntune.fsutil import check_output_file, write_atomic
+from kerntune.fsutil import check_output_file, refuse_existing, write_atomic
 
 
 class DroppedItem(Record):
@@ -133,8 +133,7 @@ def extract(
         raise KerntuneError(ErrorCode.USAGE, f"the device code is CUDA, and {dest.name} would be read as "
                                              f"{'OpenCL' if dest.suffix.lower() == '.cl' else 'another kind of file'}",
                             hint=f"name it {dest.stem}.cu")
-    if dest.exists() and not force:
-        raise KerntuneError(ErrorCode.USAGE, f"{dest} already exists", hint="pass --force to overwrite it")
+    refuse_existing(dest, force)
     write_atomic(dest, ex.source, what=f"the device code {dest}")
     if failed is not None:        # written all the same: the code to fix is there
         raise _does_not_compile(choice.name, arch, failed, dest)

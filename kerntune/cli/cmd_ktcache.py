@@ -19,15 +19,17 @@ def export(
     run_dir: Path = typer.Argument(..., help="A run directory written by `kerntune tune`."),
     output: Path = typer.Option(..., "--output", "-o", help="The Kernel Tuner cache file to write."),
     shape: Optional[str] = typer.Option(None, "--shape", help="Which shape (label) to export (default: the first)."),
+    force: bool = typer.Option(False, "--force", "-f", help="Overwrite an existing output file."),
     json: bool = typer.Option(False, "--json", help="Print machine-readable JSON."),
 ) -> None:
     """Write one shape of a run as a Kernel Tuner cache (usable with its simulation mode)."""
     set_json(json)
-    from kerntune.fsutil import check_output_file
+    from kerntune.fsutil import check_output_file, refuse_existing
     from kerntune.tuner.kerneltuner import export_cache
     from kerntune.tuner.store import RunStore
 
     check_output_file(output, "cache.json")
+    refuse_existing(output, force)
     n = export_cache(RunStore.in_dir(run_dir, readonly=True), shape, output)
     if json:
         print_json({"written": str(output), "entries": n})
