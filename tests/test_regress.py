@@ -260,6 +260,23 @@ def test_bad_options(project, args, code, words):
     assert words.split(" (")[0] in r.stderr and "hint:" in r.stderr and "Traceback" not in r.stderr
 
 
+def test_too_few_batches_are_refused_before_the_worker_starts(project):
+    """--batches 1 was refused only after the device worker had been started ('starting the worker' came
+    first); so was a baseline record's own batch count."""
+    r = _regress(project, "--batches", "1")
+    assert r.returncode == 2, r.stderr
+    assert r.stderr == ("error: 1 timing batches cannot tell a slowdown from noise\n"
+                        "hint: use --batches 3 or more (default 5)\n")
+    path = project / "bench/baseline.json"
+    doc = json.loads(path.read_text())
+    for record in doc["kernels"].values():
+        record["settings"]["batches"] = 2
+    path.write_text(json.dumps(doc))
+    r = _regress(project)
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.startswith("error: 2 timing batches cannot tell a slowdown from noise\n"), r.stderr
+
+
 def test_tolerance_forms():
     """A tolerance is the slowdown allowed as a fraction: 5% and 0.05 are the same; large ones (the tests'
     900%, docs/ci.md's 100% for a CPU) are percentages; a bare 1 or more is refused, never guessed."""

@@ -87,7 +87,11 @@ def regress(
     from kerntune.regress import baseline as bl
     from kerntune.regress.gate import GateOptions, run_gate
 
+    from kerntune.regress.gate import check_batches, check_settings
+
     tol = parse_tolerance(tolerance)
+    if batches is not None:                      # before anything is loaded, and before any worker starts
+        check_batches(batches)
     stored = bl.load(baseline, missing_ok=update)
     if update:                                   # not after every kernel was timed: the work would be lost
         from kerntune.fsutil import check_writable
@@ -105,6 +109,7 @@ def regress(
     opts = GateOptions(tolerance=tol, alpha=alpha, warmup=warmup, repeats=repeats, batches=batches,
                        flush_l2=not no_flush, seed=seed, timeout_s=timeout, shape_set=shape_set, update=update,
                        allow_device_change=allow_device_change, memcheck=memcheck)
+    check_settings([kf for kf, _ in kernels], baseline, stored, opts)   # a baseline record's batches too
     from kerntune.engine.supervisor import DeviceWorker
 
     with ExitStack() as stack:

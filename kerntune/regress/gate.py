@@ -107,10 +107,22 @@ def _settings(opts: GateOptions, record: Optional[bl.KernelRecord]) -> bl.Timing
                           repeats=opts.repeats if opts.repeats is not None else base.repeats,
                           batches=opts.batches if opts.batches is not None else base.batches,
                           flush_l2=opts.flush_l2)
-    if s.batches < MIN_BATCHES:
-        raise KerntuneError(ErrorCode.USAGE, f"{s.batches} timing batches cannot tell a slowdown from noise",
-                            hint=f"use --batches {MIN_BATCHES} or more (default {DEFAULT_TIMING.batches})")
+    check_batches(s.batches)
     return s
+
+
+def check_batches(n: int) -> None:
+    """Refuse fewer timing batches than the rank test needs (--batches, or a baseline record's)."""
+    if n < MIN_BATCHES:
+        raise KerntuneError(ErrorCode.USAGE, f"{n} timing batches cannot tell a slowdown from noise",
+                            hint=f"use --batches {MIN_BATCHES} or more (default {DEFAULT_TIMING.batches})")
+
+
+def check_settings(kernels: list[KernelFile], baseline_path: Path, stored: bl.BaselineFile, opts: GateOptions) -> None:
+    """Each kernel's timing settings (the options', else its baseline record's), checked before a worker
+    starts: ``run_gate`` would refuse them only after the device worker was up."""
+    for kf in kernels:
+        _settings(opts, stored.kernels.get(bl.key_for(kf.path, baseline_path)))
 
 
 def device_mismatches(jobs: list[_Job]) -> list[str]:
