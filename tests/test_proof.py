@@ -574,11 +574,17 @@ def test_the_confirmation_span_comes_from_the_environment_and_a_bad_value_is_an_
         monkeypatch.setenv(CONFIRM_SPAN_ENV, bad)
         with pytest.raises(KerntuneError, match=CONFIRM_SPAN_ENV):
             confirm_span_s()
-    # the CLI says so before it measures anything: message, hint, exit status 2, no traceback
-    r = run_cli("optimize", str(REPO / "kernels/examples/vector_add.cl"), "--device", "cpu", "--run-dir",
-                str(tmp_path / "run"))
-    assert r.returncode == 2 and CONFIRM_SPAN_ENV in r.stderr and "hint" in r.stderr.lower()
-    assert "Traceback" not in r.stderr
+    # the CLI says so before it starts a worker or makes a run directory: message, hint, exit status 2, no
+    # traceback (optimize refused it only once the worker had measured the baseline, after 'run directory:
+    # ...'; tune only after its whole search, at the final test)
+    examples = REPO / "kernels/examples"
+    for args in (["optimize", str(examples / "vector_add.cl")],
+                 ["tune", str(REPO / "templates/examples/vector_add.cl.j2"), "--spec", str(examples / "vector_add.yaml"),
+                  "--budget", "2"]):
+        r = run_cli(*args, "--device", "cpu", "--run-dir", str(tmp_path / "run"))
+        assert r.returncode == 2 and CONFIRM_SPAN_ENV in r.stderr and "hint" in r.stderr.lower()
+        assert r.stderr.startswith(f"error: {CONFIRM_SPAN_ENV}='1e9'"), r.stderr
+        assert "Traceback" not in r.stderr and not (tmp_path / "run").exists()
 
 
 def test_medians_far_from_the_paired_speedup_are_explained():

@@ -138,6 +138,9 @@ def optimize(
     results.json.
     """
     set_json(json)
+    from kerntune.agents.tester import confirm_span_s
+
+    confirm_span_s()      # a bad $KERNTUNE_CONFIRM_SECONDS: refused now, not once the worker measured the baseline
     from kerntune.agents.loop import Optimizer
     from kerntune.agents.original import load_original
     from kerntune.cli.cmd_tune import parse_duration

@@ -128,6 +128,9 @@ def tune(
                                            ("--prior", prior), ("--budget", budget), ("--time-limit", time_limit))
                   if value]
         return _dry_run(template_path, spec, target, arch, shape_set, reject_spills, json, unused)
+    from kerntune.agents.tester import confirm_span_s
+
+    confirm_span_s()      # a bad $KERNTUNE_CONFIRM_SECONDS: refused now, not after the search, at the final test
     from kerntune.tuner.run import TuneSettings
     from kerntune.tuner.store import RunStore, discard_empty_run
 
