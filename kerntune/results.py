@@ -203,6 +203,8 @@ class ShapeCheck(Record):
     message: str = ""
     distribution: str = "spec"             # the input distribution (kerntune.engine.distributions)
     stage: str = "verify"                  # verify; timed (a timed run's outputs); fresh inputs (after timing)
+    checked: bool = True                   # False: not made (ok, with why in message), e.g. other scalar values
+                                           # where the original kernel writes outside its arrays
 
 
 class Verification(Record):
@@ -216,6 +218,19 @@ class Verification(Record):
     def settled(self) -> list[str]:
         """Each output that passed only by the NumPy reference's verdict, and why."""
         return [f"{s.label}: {a.name}: {a.settled}" for s in self.shapes for a in s.args if a.ok and a.settled]
+
+    def unchecked(self) -> str:
+        """The checks that were not made, in one phrase ("" when every check was made): without it a
+        check skipped on every shape looked the same as one passed."""
+        skipped = [s for s in self.shapes if not s.checked]
+        if not skipped:
+            return ""
+        what = skipped[0].stage.split(":")[0]
+        labels = ", ".join(dict.fromkeys(s.label for s in skipped))
+        why = skipped[0].message.removeprefix("not checked: ")
+        if any(s.checked and s.stage.split(":")[0] == what for s in self.shapes):
+            return f"{what}: not checked on {labels} ({why})"
+        return f"{what}: not checked on any shape ({labels}: {why})"
 
     def first_failure(self) -> str:
         for s in self.shapes:

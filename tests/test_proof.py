@@ -1150,11 +1150,22 @@ def test_scalar_values_the_original_does_not_accept_check_nothing():
     counts became the expected ones, so a candidate right on every valid input (its bin clamped) was
     called WRONG (hostile tour, 2026-12-05: "n4096 (other scalar values: width=0.05397): counts:
     tolerance ... first at [15]: got 738, expected 211"). Where the original writes outside its arrays
-    at the moved values, that shape's check is not made."""
+    at the moved values, that shape's check is not made, and the verification line says so: here no shape
+    is checked at other values, and `bench` and `score reward` said only "correct"."""
     r = run_cli("bench", "tests/data/bucket_width.cl", "--spec", "tests/data/bucket_width.yaml", "--against",
                 "tests/data/bucket_width_clamped.cl", "--device", "cpu", "--seed", "1", "--no-memcheck")
     assert r.returncode == 0, r.stdout + r.stderr
     assert "verify  bucket_width_clamped.cl: correct on 2 spec shapes" in r.stdout, r.stdout
+    said = " ".join(r.stdout.split())
+    assert ("; other scalar values: not checked on any shape (n4096, n65536, holdout n=4097: the original kernel "
+            "writes outside counts at these values)") in said, said
+    r = run_cli("score", "reward", "tests/data/bucket_width_clamped.cl", "--baseline", "tests/data/bucket_width.cl",
+                "--spec", "tests/data/bucket_width.yaml", "--device", "cpu", "--seed", "1", "--no-memcheck",
+                "--warmup", "1", "--repeats", "6")
+    assert r.returncode == 0, r.stdout + r.stderr
+    said = " ".join(r.stdout.split())
+    assert "correct yes" in said and "other scalar values: not checked on any shape (" in said, said
+    assert "the original kernel writes outside counts at these values)" in said, said
 
 
 def test_a_kernel_right_only_in_one_order_of_its_arrays_in_memory_fails_verification():

@@ -158,6 +158,8 @@ def _verification_line(r: EvalResult) -> str:
 
         in_place = summary(v.shapes)
         note += f"; {escape(in_place)}" if in_place else ""
+        if v.unchecked():
+            note += f"; [yellow]{escape(v.unchecked())}[/]"
         return f"[green]correct[/] on {where} against {ref} (worst relative L2 error {worst:.1e}){note}"
     return f"[red]WRONG[/] against {ref}: {escape(v.first_failure())}"
 

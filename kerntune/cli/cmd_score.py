@@ -154,6 +154,8 @@ def _show(r, json: bool, min_speedup: float, hint: str | None = None) -> None:
         out.print(f"hint: {escape(hint)}")
     if r.settled:
         out.print(f"correct with {escape(settled_summary(r.settled))}")
+    if r.unchecked:
+        out.print(f"[yellow]{escape(r.unchecked)}[/]")
     if r.stage != "load":         # a candidate that did not load ran on no inputs
         out.print(f"inputs seed {r.seed} (--seed {r.seed} reproduces them)", style="dim")
 

@@ -63,6 +63,7 @@ class Reward(Record):
     stage: str = "done"                      # the stage that ended it: compile, verify, time, done
     message: str = ""
     settled: list[str] = []                  # checks passed only by the NumPy reference's verdict (engine.judge.settle)
+    unchecked: str = ""                      # checks not made, and why (Verification.unchecked)
     seed: Optional[int] = 0                  # None: the candidate did not load, no inputs were made
     seconds: float = 0.0
 
@@ -124,19 +125,20 @@ def score_instances(worker: DeviceWorker, loaded: LoadedSpec, candidate: KernelI
                         s.timeout_s * (2 if reach else 1))
     if r.status is not Status.OK:
         return _done(t0, seed, r.status is not Status.COMPILE_ERROR, False, False, r, "verify")
-    settled = r.verification.settled() if r.verification is not None else []
+    v = r.verification
+    notes: dict[str, Any] = {"settled": v.settled(), "unchecked": v.unchecked()} if v is not None else {}
     check = None
     if s.memcheck:
         checker = MemoryChecker(worker.info, timeout_s=max(s.timeout_s, 120.0))
         check = checker.check(candidate, spec, str(loaded.base_dir), check_shapes(spec, s.shape_set), seed)
         if check.failed:
             return _done(t0, seed, True, False, False, None, "check", message=f"{check.tool}: {check.message}",
-                         status=check.status.value, check=check, settled=settled)
+                         status=check.status.value, check=check, **notes)
     if same_kernel(candidate, baseline, spec, verify):
         same = sp.identical()
         return _done(t0, seed, True, True, False, None, "done", message="the candidate is the baseline kernel",
                      speedup=1.0, interval=same, intervals={sh.label: same for sh in shapes}, check=check,
-                     settled=settled)
+                     **notes)
     # 3. faster: both timed on each shape, interleaved run by run on the same buffers
     timing = TimingOptions(warmup=s.warmup, repeats=max(s.repeats, 6), measure_copy=False)
     intervals: dict[str, sp.Interval] = {}
@@ -167,10 +169,10 @@ def score_instances(worker: DeviceWorker, loaded: LoadedSpec, candidate: KernelI
             return _done(t0, seed, True, False, False, again, "verify",
                          message=f"{speed:.1f}x was too good to be true, and a second verification failed: "
                                  f"{again.message}", speedup=speed, speedups=speedups, interval=geo,
-                         intervals=intervals, check=check, settled=settled)
+                         intervals=intervals, check=check, **notes)
     faster = sp.decide(geo, s.min_speedup) is sp.Verdict.FASTER
     return _done(t0, seed, True, True, faster, None, "done", speedup=speed, speedups=speedups, interval=geo,
-                 intervals=intervals, check=check, settled=settled)
+                 intervals=intervals, check=check, **notes)
 
 
 def _with(req: EvalRequest, **changes: Any) -> EvalRequest:
