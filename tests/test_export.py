@@ -21,7 +21,7 @@ def _lines(path):
 
 def _pairs(tmp_path, *runs, extra=()):
     out = tmp_path / "pairs.jsonl"
-    r = run_cli("export", "pairs", *map(str, runs), "-o", str(out), "--json", *extra)
+    r = run_cli("export", "pairs", *map(str, runs), "-o", str(out), "--json", "--force", *extra)   # one file, rewritten
     assert r.returncode == 0, r.stderr
     return _lines(out), json.loads(r.stdout)
 
@@ -290,7 +290,7 @@ def test_a_kernel_changed_after_the_run_is_not_exported_as_verified(run, tmp_pat
     manifest = json.loads((edited / "run.json").read_text())
     manifest.pop("digests", None)
     (edited / "run.json").write_text(json.dumps(manifest))
-    r = run_cli("export", "pairs", str(edited), str(run), "-o", str(out), "--json")
+    r = run_cli("export", "pairs", str(edited), str(run), "-o", str(out), "--json", "--force")
     assert r.returncode == 0, r.stderr
     reasons = [s["reason"] for s in json.loads(r.stdout)["skipped"]]
     assert any("best.cl is not the kernel the tester verified" in why for why in reasons), reasons
