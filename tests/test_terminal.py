@@ -169,3 +169,25 @@ def test_a_record_too_long_for_the_width_breaks_between_values_never_inside_one(
     for value in ("4.66x [4.06, 5.35]", key, phrase):
         assert sum(value in line for line in lines) == 3, (value, lines)     # whole, once per record
     assert sum(line.startswith("  shape-") for line in lines) == 3
+
+
+def test_every_help_names_each_option_in_full_in_80_columns(monkeypatch):
+    """In an 80-column terminal, and piped with COLUMNS=80, rich shrank the option-name column of the help
+    panels and cut names with an ellipsis ('--allow-device-…' in `regress --help`), and a URL in a help
+    text ('http://localhost…' in `optimize --help`): no help may show a cut word."""
+    import typer
+
+    from kerntune.cli.app import app
+
+    monkeypatch.setenv("COLUMNS", "80")
+    todo = [((), typer.main.get_command(app))]
+    while todo:
+        path, cmd = todo.pop()
+        todo += [((*path, name), sub) for name, sub in getattr(cmd, "commands", {}).items()]
+        names = [opt for param in cmd.params for opt in param.opts + param.secondary_opts if opt.startswith("--")]
+        piped = run_cli(*path, "--help")
+        screen = run_tty(*path, "--help", columns=80, rows=400)
+        for seen in (piped.stdout, screen.text):
+            for name in names:
+                assert re.search(rf"{re.escape(name)}(?![\w-])", seen), (path, name, seen)
+            assert "…" not in seen and max(map(len, seen.splitlines())) <= 80, (path, seen)

@@ -12,7 +12,7 @@ import typer.rich_utils
 
 from kerntune import __version__
 from kerntune import hostblas
-from kerntune.cli import signals
+from kerntune.cli import helptable, signals
 from kerntune.cli.output import State, err, fail, internal, out
 from kerntune.errors import ErrorCode, KerntuneError
 
@@ -20,6 +20,7 @@ from kerntune.errors import ErrorCode, KerntuneError
 # names were cut: regress's '--allow-device-…'); $TERMINAL_WIDTH, typer's own setting, still wins
 if typer.rich_utils.MAX_WIDTH is None:
     typer.rich_utils.MAX_WIDTH = out.width if not sys.stdout.isatty() else None
+helptable.install()    # and option names are never cut in a narrow terminal (COLUMNS=80: '--allow-device-…')
 
 # the click that typer runs on (typer vendors it as typer._click in recent versions)
 _click = getattr(typer.main, "_click", None) or getattr(typer.main, "click")
