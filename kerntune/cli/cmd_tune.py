@@ -350,6 +350,11 @@ def _run(template, loaded, store, settings, original, device, compile_workers, r
         if worker is not None:
             worker.close()
     written = write_tuned_kernels(Path(run_path), template, loaded.spec, summary, original)
+    if worker is not None:    # each crashed configuration's kernel, for the memory checker (not in a replay)
+        from kerntune.tuner.crashed import write_crashed
+
+        crashed = write_crashed(Path(run_path), store, template, loaded, evaluator.device.id, settings.shape_set)
+        summary = summary.model_copy(update={"crashed": crashed})
     if written:               # what show and report check the files against (record.audit.audit_tune)
         from kerntune.record.audit import TUNE_DIGESTS, digest
 

@@ -84,6 +84,8 @@ def render_summary(s: TuneSummary) -> None:
     if s.failed_by_status:
         out.print(escape("failed: " + ", ".join(f"{k} {v}" for k, v in sorted(s.failed_by_status.items(),
                                                                                 key=lambda x: -x[1]))))
+    if s.crashed is not None:
+        out.print(f"[yellow]hint:[/] {escape(s.crashed.hint(s.run_dir))}")
     for note in prior_notes(s):
         out.print(escape(note))
     for v in s.set_aside:

@@ -18,6 +18,7 @@ from kerntune.fmt import interval as fmt_interval
 from kerntune.record.outcome import CandidateResult, TestReport
 from kerntune.results import EvalResult, Record, Status
 from kerntune.speedup import Interval, geomean
+from kerntune.tuner.crashed import Crashed, read_crashed
 from kerntune.tuner.setaside import SetAside, SetAsideValue
 from kerntune.spec.model import Shape
 from kerntune.tuner.store import Evaluation, RunStore
@@ -105,6 +106,7 @@ class TuneSummary(Record):
     set_aside: list[SetAsideValue] = []        # parameter values no longer measured: they kept failing verification
     prior_used: int = 0                        # earlier measurements (--prior) the search started from
     priors: list[PriorCheck] = []              # and how each earlier run ranked this one's measurements
+    crashed: Optional[Crashed] = None          # the kernels of configurations that crashed their worker
 
     @computed_field      # type: ignore[prop-decorator]
     @property
@@ -228,7 +230,8 @@ def summarize(store: RunStore, run_dir: str = "", stop_reason: str = "") -> Tune
         shapes=rows, general=general,
         per_shape_geomean_speedup=geomean(per_shape) if per_shape else None,
         top=ranked[:10], test=_test(store), set_aside=_set_aside(store),
-        prior_used=(store.get("prior", None, _Prior) or {}).get("used", 0), priors=_priors(store, real))
+        prior_used=(store.get("prior", None, _Prior) or {}).get("used", 0), priors=_priors(store, real),
+        crashed=read_crashed(store))
 
 
 # what a run imported with `kerntune kt-cache import` (strategy "imported"), or a replay of one, says

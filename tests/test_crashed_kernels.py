@@ -1,0 +1,50 @@
+"""A configuration that crashes its worker inside `tune` or `optimize` leaves its kernel in the run folder,
+and the run prints a command that runs that kernel under the memory checker (before, the run said
+"failed: crash 2" and nothing the user could run to see why). Real runs on the CPU's OpenCL device."""
+
+import shlex
+
+import pytest
+
+from kerntune.engine.checker import oclgrind_library
+from tests.conftest import REPO, run_cli
+
+TEMPLATE = REPO / "tests/data/vector_add_crash.cl.j2"     # WILD=True reads through a null pointer
+SPEC = REPO / "kernels/examples/vector_add.yaml"
+QUICK = ["--device", "cpu", "--shape-set", "cpu", "--repeats", "5", "--warmup", "1", "--final-repeats", "6",
+         "--no-memcheck"]
+
+pytestmark = pytest.mark.skipif(oclgrind_library() is None, reason="Oclgrind is not installed")
+
+
+def _command(said: str) -> str:
+    assert "memory checker (Oclgrind)" in said and "`kerntune bench " in said, said
+    return said.split("`kerntune bench ", 1)[1].split("`", 1)[0]
+
+
+def _runs_under_the_checker(command: str, cwd) -> None:
+    """The command as printed executes, and the memory checker says where the kernel reads out of bounds."""
+    b = run_cli("bench", *shlex.split(command), "--repeats", "5", "--warmup", "1", cwd=cwd)
+    assert b.returncode != 0 and "Traceback" not in b.stderr, b.stderr
+    assert "memory error under oclgrind" in b.stdout and "Invalid read" in b.stdout, b.stdout
+
+
+def test_a_crashed_tune_configuration_is_kept_with_a_checker_command(tmp_path):
+    run = tmp_path / "run"
+    r = run_cli("tune", str(TEMPLATE), "--spec", str(SPEC), "--strategy", "exhaustive", "--run-dir", str(run), *QUICK)
+    said = " ".join(r.stdout.split())
+    assert r.returncode == 0 and "failed: crash 2" in said, (said, r.stderr)
+    crashed = run / "crashed"
+    assert crashed.is_dir(), f"no crashed/ in {sorted(p.name for p in run.iterdir())}; the run said: {said}"
+    assert sorted(p.name for p in crashed.iterdir()) == ["BLOCK_128_WILD_True.cl", "BLOCK_256_WILD_True.cl"]
+    text = (crashed / "BLOCK_256_WILD_True.cl").read_text()
+    assert text.startswith("// kerntune: configuration BLOCK=256,WILD=True crashed its worker: "), text
+    assert "block [256]" in text and "p[i]" in text, text
+    command = _command(said)
+    words = shlex.split(command)      # this file, the run's spec and shape set, the device it ran on
+    assert words[:3] == [str(crashed / "BLOCK_256_WILD_True.cl"), "--spec", str(SPEC)], command
+    assert words[3] == "--device" and words[4].startswith("opencl:") and words[5:] == ["--shape-set", "cpu"], command
+    assert said.count("`kerntune bench ") == 1, said           # once per run
+    s = run_cli("show", str(run))
+    assert s.returncode == 0 and _command(" ".join(s.stdout.split())) == command, s.stdout
+    _runs_under_the_checker(command, tmp_path)
