@@ -47,4 +47,37 @@ def test_a_crashed_tune_configuration_is_kept_with_a_checker_command(tmp_path):
     assert said.count("`kerntune bench ") == 1, said           # once per run
     s = run_cli("show", str(run))
     assert s.returncode == 0 and _command(" ".join(s.stdout.split())) == command, s.stdout
+    rep = run_cli("report", str(run))        # and the report written from the run
+    assert rep.returncode == 0 and _command(" ".join((run / "report.md").read_text().split())) == command, rep.stderr
+    _runs_under_the_checker(command, tmp_path)
+
+
+def test_a_crashed_optimize_configuration_is_kept_with_a_checker_command(tmp_path):
+    """optimize: the round's template comes from an LLM (a scripted local endpoint), whose WILD=True
+    instance crashes the worker; the run's result, `show` and report.md name the command."""
+    from tests.test_llm import FakeLLM, answer, kerntune
+
+    spec = tmp_path / "vector_add.yaml"
+    spec.write_text(SPEC.read_text())
+    (tmp_path / "reference.py").write_text((SPEC.parent / "reference.py").read_text())
+    body = TEMPLATE.read_text().split("#}\n", 1)
+    template = (body[0].replace("description: vector_add whose", "description: a candidate whose") + "#}\n"
+                + body[1].replace("void vector_add(", "void {{ kernel_name }}("))
+    run = tmp_path / "run"
+    with FakeLLM() as fake:
+        fake.push(("reply", answer(template)))
+        r = kerntune("optimize", str(REPO / "kernels/examples/vector_add.cl"), "--spec", str(spec), *QUICK, "--llm", "openai", "--llm-base-url", fake.url,
+                     "--model", "test", "--rounds", "1", "--evaluations", "4", "--strategy", "exhaustive",
+                     "--run-dir", str(run))
+    said = " ".join(r.stdout.split())
+    assert r.returncode == 0, (said, r.stderr)
+    crashed = run / "rounds" / "01" / "crashed"
+    assert crashed.is_dir(), f"no {crashed}; the run said: {said}"
+    assert sorted(p.name for p in crashed.iterdir()) == ["BLOCK_128_WILD_True.cl", "BLOCK_256_WILD_True.cl"]
+    command = _command(said)
+    assert said.count("`kerntune bench ") == 1, said           # once per run
+    assert shlex.split(command)[0] == str(crashed / "BLOCK_256_WILD_True.cl"), command
+    s = run_cli("show", str(run))
+    assert s.returncode == 0 and _command(" ".join(s.stdout.split())) == command, s.stdout
+    assert _command(" ".join((run / "report.md").read_text().split())) == command
     _runs_under_the_checker(command, tmp_path)

@@ -34,6 +34,7 @@ from kerntune.record.store import ORIGINAL, REPORT, RunDir
 from kerntune.results import EvalResult, Status
 from kerntune.spec.model import LaunchSpec
 from kerntune.spec.shapes import holdout_shapes, spec_shapes
+from kerntune.tuner.crashed import write_crashed
 from kerntune.tuner.evaluators import LiveEvaluator
 from kerntune.tuner.kernel_files import resolve_launch_params
 from kerntune.tuner.run import TuneSettings, Tuner
@@ -400,6 +401,9 @@ class Optimizer:
                           on_progress=lambda p: self.event("tuning", round=r, progress=p), checker=self.checker)
             reason = tuner.run()
             store.set("stop_reason", reason)
+            # each crashed configuration's kernel, parameters baked in as in the run's other kernel files
+            write_crashed(d, store, template, self.kf.loaded, self.worker.info.id, s.shape_set,
+                          finish=lambda src: bake(src, self.kf.lang))
             summary = summarize(store, str(d), reason)
         finally:
             store.close()
@@ -491,6 +495,15 @@ class Optimizer:
         self.run_dir.save_test(report)
         return report
 
+    def _crash_note(self) -> list[str]:
+        """Once per run: the first round whose search had configurations crash the worker, where their
+        kernels are and the command that runs the first under the memory checker."""
+        for r in sorted(self.summaries):
+            c = self.summaries[r].crashed
+            if c is not None:
+                return [f"round {r}: " + c.hint(self.run_dir.path / self.run_dir.round_rel(r))]
+        return []
+
     @staticmethod
     def _original_rows(base: EvalResult) -> list[ShapeWinner]:
         """With no candidate to test, every shape's winner is the original, as measured."""
@@ -511,7 +524,8 @@ class Optimizer:
             general_config=g.config if g else {}, general_speedup=g.geomean_speedup if g else None,
             general_interval=g.geomean if g else None,
             per_shape=report.per_shape if report else self._original_rows(base), llm=self._llm_usage(), files=files,
-            checker=self.checker.tool if self.checker.available else self.checker.why_not, notes=list(self.notes))
+            checker=self.checker.tool if self.checker.available else self.checker.why_not,
+            notes=list(self.notes) + self._crash_note())
         self._save(stop_reason=stop_reason)       # "done" once the run's end is written (:meth:`_conclude`)
         self.run_dir.save_results(result)
         return result

@@ -40,6 +40,9 @@ def load_tune(path: Path) -> RunReport:
     if base is None and not imported:
         notes.append("No baseline was measured: the run reports times, not speedups.")
     notes += prior_notes(s)
+    if s.crashed is not None:     # the crashed configurations' kernels, and how to run one under the checker
+        hint = s.crashed.hint(path)
+        notes.append(hint[0].upper() + hint[1:] + ".")
     for note in (s.test.notes if s.test is not None else []):     # the tester's own (a busy host, a shape
         notes.append(note[0].upper() + note[1:] + ("" if note.endswith(".") else "."))   # kept at the original)
     settled = [c for c in (s.test.candidates if s.test is not None else []) if c.verified and c.message
