@@ -81,3 +81,30 @@ def test_a_crashed_optimize_configuration_is_kept_with_a_checker_command(tmp_pat
     assert s.returncode == 0 and _command(" ".join(s.stdout.split())) == command, s.stdout
     assert _command(" ".join((run / "report.md").read_text().split())) == command
     _runs_under_the_checker(command, tmp_path)
+
+
+def test_a_run_keeps_at_most_twenty_crashed_kernels(tmp_path):
+    """A space where every configuration crashes does not fill the run folder: the first MAX_FILES, in the
+    order measured, and the count of all. A real run store and template; the crashes are recorded rows."""
+    from kerntune.spec.load import load_file
+    from kerntune.tuner.crashed import read_crashed, write_crashed
+    from kerntune.tuner.store import RunStore
+    from kerntune.tuner.template import load_template
+
+    blocks = list(range(1, 31))
+    path = tmp_path / "wide.cl.j2"
+    path.write_text(TEMPLATE.read_text().replace("BLOCK: [256, 128]", f"BLOCK: {blocks}"))
+    run = tmp_path / "run"
+    store = RunStore.in_dir(run, create=True)
+    for b in blocks:
+        store.add(f"BLOCK={b},WILD=True", {"BLOCK": b, "WILD": True}, "crash", True,
+                  message="the worker was killed by SIGSEGV")
+    store.add("BLOCK=1,WILD=False", {"BLOCK": 1, "WILD": False}, "ok", True)
+    c = write_crashed(run, store, load_template(path), load_file(SPEC), "opencl:0:0", "cpu")
+    assert c is not None and c.total == 30, c
+    assert c.files == [f"crashed/BLOCK_{b}_WILD_True.cl" for b in blocks[:20]], c.files
+    assert sorted(p.name for p in (run / "crashed").iterdir()) == sorted(f.split("/")[1] for f in c.files)
+    assert read_crashed(store) == c
+    hint = c.hint(run)
+    assert hint.startswith(f"30 configurations crashed the worker (kernel files with their launch: {run / 'crashed'}, "
+                           "the first 20 of them)"), hint
