@@ -32,6 +32,7 @@ from typing import Iterable, Optional, Sequence
 import numpy as np
 
 from kerntune.backends import DeviceRef
+from kerntune.engine import macros
 from kerntune.engine.evaluate import EvalRequest, KernelInstance, resolve_launch
 from kerntune.engine.inputs import array_shape
 from kerntune.errors import KerntuneError
@@ -389,6 +390,10 @@ def _headline(block: str) -> str:
 
 
 # --- the checker ----------------------------------------------------------------------------------
+# what each name a source may test is as a macro, per device ("checker": Oclgrind) and build options
+_MACROS: dict[tuple[str, tuple[str, ...]], dict] = {}
+
+
 class MemoryChecker:
     """Checks kernel instances for one device; remembers what it has checked."""
 
@@ -444,9 +449,13 @@ class MemoryChecker:
                           seed=seed, reference=None, use_numpy_reference=True, timing=None, distributions=("spec",))
         if self.tool == "oclgrind":
             source = SUBGROUPS_OF_ONE + inst.source if "sub_group" in inst.source else inst.source
+            same, refused = self._device_macros(inst)
             req = replace(req, candidate=replace(inst, source=source, file=inst.file if source == inst.source else None,
-                                                 options=tuple(inst.options) + OCLGRIND_BUILD_OPTIONS))
-            report = self._oclgrind(req)
+                                                 options=tuple(inst.options) + OCLGRIND_BUILD_OPTIONS + same))
+            report = refused or self._oclgrind(req)
+            if same:
+                note = "built with the device's predefined macros " + " ".join(same)
+                report = report.model_copy(update={"message": f"{report.message}; {note}" if report.message else note})
         else:
             report = self._sanitizer(req)
         report = report.model_copy(update={"shapes": labels, "seconds": time.perf_counter() - t0})
@@ -454,6 +463,45 @@ class MemoryChecker:
         self.seconds += report.seconds
         self._cache[key] = report
         return report
+
+    def _device_macros(self, inst: KernelInstance) -> tuple[tuple[str, ...], Optional[CheckReport]]:
+        """The -D/-U options that give Oclgrind's build the device's predefined macros wherever the source
+        names one the two builds define differently (kerntune.engine.macros), or the report refusing the
+        kernel (a macro that differs and cannot be given) or saying it could not be checked."""
+        options, given = macros.split_options(inst.options)
+        names = [n for n in macros.source_names(inst.source) if n not in given]
+        if not names:
+            return (), None
+        try:
+            device = self._macro_probe("device", names, options)
+            checker = self._macro_probe("checker", names, options + OCLGRIND_BUILD_OPTIONS)
+        except KerntuneError as e:
+            return (), CheckReport(tool=self.tool, status=CheckStatus.UNCHECKED,
+                                   message=f"could not compare the device's predefined macros with Oclgrind's: {e.message}")
+        same, cannot = macros.equalize(device, checker, macros.presence_only(inst.source))
+        if cannot:
+            return (), CheckReport(tool=self.tool, status=CheckStatus.MEMORY_ERROR, message=macros.refusal(cannot))
+        return tuple(same), None
+
+    def _macro_probe(self, side: str, names: Sequence[str], options: tuple[str, ...]) -> dict:
+        """What ``names`` are as macros on the device (``side`` "device") or under Oclgrind ("checker"),
+        building with ``options``; each name probed once per process, device and options."""
+        from kerntune.backends import parse_device
+        from kerntune.engine.supervisor import run_isolated
+
+        known = _MACROS.setdefault((self.device.id if side == "device" else side, options), {})
+        new = [n for n in names if n not in known]
+        if new:
+            if side == "device":
+                ref = parse_device(self.device.id)
+                known.update(run_isolated(macros.measure, ref.platform, ref.index, new, options, timeout_s=120,
+                                          what="probing the device's predefined macros"))
+            else:
+                with tempfile.TemporaryDirectory(prefix="kerntune-macros-") as tmp:
+                    env = self._oclgrind_env(Path(tmp))
+                    known.update(run_isolated(macros.measure, 0, 0, new, options, timeout_s=120, env=env,
+                                              what="probing Oclgrind's predefined macros"))
+        return {n: known[n] for n in names}
 
     def _oclgrind(self, req: EvalRequest) -> CheckReport:
         """Oclgrind with every check; when one of its own checks cannot follow the kernel (its
@@ -528,11 +576,8 @@ class MemoryChecker:
     def _oclgrind_worker(self, log: Path, uninitialized: bool = True):
         from kerntune.engine.supervisor import DeviceWorker
 
-        icd = log.parent / "icd"
-        icd.mkdir()
-        (icd / "oclgrind.icd").write_text(f"{self._lib}\n")
         d = self.device
-        env = {"OCL_ICD_VENDORS": str(icd), "KERNTUNE_NO_EXTRA_ICD": "1", "OCLGRIND_LOG": str(log),
+        env = {**self._oclgrind_env(log.parent), "OCLGRIND_LOG": str(log),
                "OCLGRIND_DATA_RACES": "1", "OCLGRIND_CHECK_API": "1",
                "OCLGRIND_MAX_ERRORS": "16",
                # the simulated device takes the limits of the real one, so what fits there fits here
@@ -541,6 +586,13 @@ class MemoryChecker:
         if uninitialized:
             env["OCLGRIND_UNINITIALIZED"] = "1"
         return DeviceWorker(DeviceRef("opencl", 0, 0), env=env, exact_alloc=True)
+
+    def _oclgrind_env(self, folder: Path) -> dict[str, str]:
+        """The environment in which Oclgrind is a process's only OpenCL platform (its ICD file in ``folder``)."""
+        icd = folder / "icd"
+        icd.mkdir()
+        (icd / "oclgrind.icd").write_text(f"{self._lib}\n")
+        return {"OCL_ICD_VENDORS": str(icd), "KERNTUNE_NO_EXTRA_ICD": "1"}
 
     def _sanitizer_worker(self, log: Path, tool: str):
         from kerntune.backends import parse_device

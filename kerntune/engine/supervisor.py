@@ -302,11 +302,13 @@ class DeviceWorker:
             raise KerntuneError(ErrorCode.COMPILE, f"compiling {name} crashed the worker: {e.reason}") from None
 
 
-def run_isolated(fn: Callable[..., Any], *args: Any, timeout_s: float = 60.0, what: str = "the request") -> Any:
-    """Run a module-level kerntune function in a throwaway process with a time limit."""
+def run_isolated(fn: Callable[..., Any], *args: Any, timeout_s: float = 60.0, what: str = "the request",
+                 env: dict[str, str] | None = None) -> Any:
+    """Run a module-level kerntune function in a throwaway process with a time limit (``env``: variables
+    it starts with beside the caller's, such as a simulator's ICD folder)."""
     target = f"{fn.__module__}:{fn.__qualname__}"
     extra = [pickle.dumps(args).hex()] if args else []
-    p = _Process(["call", target, *extra])
+    p = _Process(["call", target, *extra], env=env)
     try:
         reply = p.receive(timeout_s)
     except WorkerTimedOut:
