@@ -11,7 +11,7 @@ import pytest
 
 from kerntune.backends import parse_device
 from kerntune.engine import macros
-from kerntune.engine.checker import MemoryChecker, check_shapes, oclgrind_library
+from kerntune.engine.checker import SANITIZER_BUILD_OPTIONS, MemoryChecker, check_shapes, oclgrind_library, sanitizer_options
 from kerntune.engine.supervisor import run_isolated
 from kerntune.kernelfile import load_kernel
 from kerntune.results import CheckStatus
@@ -116,3 +116,12 @@ def test_macros_the_build_options_set_are_alike_in_both_builds():
     the probe builds with the rest, the same for every configuration of a template."""
     rest, names = macros.split_options(["-DBLOCK=256", "-D", "X", "-UY", "-cl-fast-relaxed-math", "-I", "inc"])
     assert rest == ("-cl-fast-relaxed-math", "-I", "inc") and names == {"BLOCK", "X", "Y"}
+
+
+def test_a_cuda_kernel_naming_the_debug_builds_macro_is_sanitized_as_built():
+    """compute-sanitizer checks a -G build, which alone defines __CUDACC_DEBUG__ (nvcc 13.0): a kernel testing it
+    is checked as the device builds it. (No GPU here: the choice of build, not the sanitizer run.)"""
+    honest = "__global__ void k(float* x) { x[threadIdx.x] = 1.0f; }\n"
+    assert sanitizer_options(honest) == (SANITIZER_BUILD_OPTIONS, "")
+    options, note = sanitizer_options("#ifndef __CUDACC_DEBUG__\n#define READ_PAST 1\n#endif\n" + honest)
+    assert options == () and "__CUDACC_DEBUG__" in note and note.startswith("checked as built")

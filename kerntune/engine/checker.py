@@ -55,6 +55,20 @@ OCLGRIND_BUILD_OPTIONS = ("-cl-opt-disable",)
 # device optimization off; a kernel that cannot launch that way (its unoptimized build needs more
 # registers than the block has) is checked as built, and the report says so.
 SANITIZER_BUILD_OPTIONS = ("-G",)
+# ... which predefines a macro of its own: `nvcc -G -E -Xcompiler -dM` (CUDA 13.0) lists __CUDACC_DEBUG__, and the
+# PTX of a kernel storing under `#ifdef __CUDACC_DEBUG__` has the store with -G only. A source that names it could
+# take another path under the sanitizer than on the device: it is checked as built (kerntune.engine.macros)
+DEBUG_BUILD_MACROS = frozenset({"__CUDACC_DEBUG__"})
+
+
+def sanitizer_options(source: str) -> tuple[tuple[str, ...], str]:
+    """The options compute-sanitizer's build adds to a CUDA kernel's (-G), and why there are none (the source
+    names a macro that only the -G build defines: it is checked as built, as the device runs it)."""
+    named = sorted(DEBUG_BUILD_MACROS & set(macros.source_names(source)))
+    if named:
+        return (), (f"checked as built with optimization: the source names {', '.join(named)}, which the unoptimized "
+                    "(-G) build defines and the device's does not")
+    return SANITIZER_BUILD_OPTIONS, ""
 
 # Oclgrind (an OpenCL 1.2 device) has no sub-group functions. Under it they are modeled with
 # sub-groups of one work-item, a legal sub-group size and the one at which a kernel indexes
@@ -529,12 +543,13 @@ class MemoryChecker:
         """compute-sanitizer's tools in turn, on the kernel built without optimization (once more as
         built when that build cannot run), until one reports something."""
         inst = req.candidate
-        unoptimized = replace(req, candidate=replace(inst, options=tuple(inst.options) + SANITIZER_BUILD_OPTIONS))
-        report, note = CheckReport(tool=self.tool, status=CheckStatus.CLEAN), ""
+        extra, note = sanitizer_options(inst.source)
+        unoptimized = replace(req, candidate=replace(inst, options=tuple(inst.options) + extra))
+        report = CheckReport(tool=self.tool, status=CheckStatus.CLEAN)
         for tool in self.tools:
             report, ran = self._run(unoptimized, lambda log, t=tool: self._sanitizer_worker(log, t),
                                     sanitizer_findings)
-            if report.status is CheckStatus.UNCHECKED and ran is not None and ran is not Status.OK:
+            if extra and report.status is CheckStatus.UNCHECKED and ran is not None and ran is not Status.OK:
                 why = report.message
                 report, _ = self._run(req, lambda log, t=tool: self._sanitizer_worker(log, t), sanitizer_findings)
                 note = f"checked as built with optimization: the unoptimized (-G) build could not run ({why[:160]})"
