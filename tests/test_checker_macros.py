@@ -94,7 +94,7 @@ def test_source_names_are_the_ones_a_compiler_may_predefine():
 #if defined(__OPTIMIZE__) || (my_flag > 1)
 #pragma OPENCL EXTENSION cl_khr_fp16 : enable
 #endif
-__kernel void k(__global float* out, int n) { out[0] = FLT_MAX + get_local_id(0) + __OPENCL_VERSION__; }
+__kernel void k(__global float* out, int n) { out[0] = FLT_MAX + get_local_id(0) + __OPENCL_VERSION__ + __LINE__; }
 """
     assert macros.source_names(src) == ["ACC", "FLT_MAX", "__OPENCL_VERSION__", "__OPTIMIZE__", "my_flag"]
     assert macros.presence_only(src) == {"__OPTIMIZE__"}

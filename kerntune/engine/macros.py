@@ -18,7 +18,7 @@ value the preprocessor can read as an integer (``#if`` arithmetic: the value is 
 A macro that differs and that the source uses otherwise (a floating-point constant, in ``#if`` or
 in code) cannot be given to the checker: :func:`equalize` says why, and the check refuses the
 kernel. What the probe cannot see: a name made by token pasting (``a##b``), and function-like
-macros (``f(x)``), which keep each build's own.
+macros and operators (``f(x)``, ``__has_builtin(x)``), which keep each build's own.
 """
 
 from __future__ import annotations
@@ -50,6 +50,10 @@ def _clean(source: str) -> str:
 _KEYWORDS = frozenset("""__global __local __constant __private __kernel __read_only __write_only __read_write
 __attribute__ __restrict __restrict__ __inline __inline__ __const __volatile__ __asm__ __typeof__ __alignof__
 __generic __builtin_va_list""".split())
+# macros whose value is where they stand, not what the compiler is: the probe's own line, file or count, which
+# would pin the checker's build to one value
+_POSITIONAL = frozenset("""__LINE__ __FILE__ __FILE_NAME__ __BASE_FILE__ __COUNTER__ __INCLUDE_LEVEL__ __DATE__
+__TIME__ __TIMESTAMP__""".split())
 # the names a compiler may predefine: reserved ones (__X, _X), ALL-CAPS ones (CLK_*, FLT_MAX, FP_FAST_FMAF),
 # extension names (cl_khr_fp16)
 _PREDEFINABLE = re.compile(r"^(?:_[_A-Z]\w*|[A-Z][A-Z0-9_]*|cl_\w+)$")
@@ -60,13 +64,14 @@ def source_names(source: str) -> list[str]:
     """The names of ``source`` whose meaning a compiler's predefined macros may change: every identifier a
     conditional directive (``#if``, ``#ifdef``...) reads, and every other one a compiler may predefine
     (:data:`_PREDEFINABLE`), outside comments, strings and ``#pragma``/``#include`` lines; never one that
-    is followed by ``(`` anywhere (a function-like macro keeps each build's own) or a keyword."""
+    is followed by ``(`` anywhere (a function-like macro keeps each build's own, and so do ``__has_builtin(x)``
+    and its kin), a keyword or a positional macro (``__LINE__``)."""
     text = _SKIPPED_LINES.sub(" ", _clean(source))
     called = set(_CALLED.findall(text))
     tested = {w for line in _CONDITIONAL.findall(text) for w in _WORD.findall(line)}
     words = _WORD.findall(_DIRECTIVE_WORD.sub(lambda m: m.group(1), text))
     found = tested | {w for w in words if _PREDEFINABLE.match(w)}
-    return sorted(found - called - _KEYWORDS - {"defined"})
+    return sorted(found - called - _KEYWORDS - _POSITIONAL - {"defined"})
 
 
 def split_options(options: Sequence[str]) -> tuple[tuple[str, ...], set[str]]:
