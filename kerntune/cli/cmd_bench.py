@@ -95,6 +95,14 @@ def bench(
     finish(report, _failure(report))      # under --json: one document, with the failure in it
 
 
+def _crash_hint(status: str, check, lang: str) -> str | None:
+    # imported here, not at the top: every command imports this module at start-up, and engine.checker
+    # brings the engine with it (-X importtime: 194 ms of the CLI's start under load)
+    from kerntune.engine.checker import crash_hint
+
+    return crash_hint(status, check, lang)
+
+
 def _failure(report) -> KerntuneError | None:
     failed = [r for r in (report.kernel, report.against) if r is not None and r.status is not Status.OK]
     if not failed:
@@ -102,26 +110,7 @@ def _failure(report) -> KerntuneError | None:
     f = failed[0]
     return KerntuneError(f.status.error_code, f"{f.kernel}: {f.status.value.replace('_', ' ')}: {f.message}",
                          detail=f.compile_log if f.status is Status.COMPILE_ERROR else None,
-                         hint=(_unwritten_hint(f) if f is report.kernel else None) or crash_hint(f.status.value, f.check, f.device.lang if f.device else ""))
-
-
-def crash_hint(status: str, check, lang: str, command: str = "") -> str | None:
-    """For a kernel that took its worker process down (the runtime's last words say little; Intel's CPU
-    runtime dies of SIGSEGV on an out-of-bounds access): what the memory checker found (``check``, a
-    CheckReport or None), or how to run it: ``command``, or (`bench`'s own) --memcheck."""
-    # imported here, not at the top: every command imports this module at start-up, and engine.checker
-    # brings the engine with it (-X importtime: 194 ms of the CLI's start under load)
-    from kerntune.engine.checker import CHECKER_OFF
-
-    if status != Status.CRASH.value:
-        return None
-    if check is not None and check.message != CHECKER_OFF:    # the checker ran: its report says what it
-        return (f"the memory checker ({check.tool}) found where: see its `check` line above"   # found, or
-                if check.failed else None)                                                   # why it did not
-    tool = "compute-sanitizer" if lang == "cuda" else "Oclgrind"
-    how = f"`{command}`" if command else "rerun with --memcheck"
-    return (f"a kernel that crashes its process usually reads or writes out of bounds: run it under the memory "
-            f"checker ({tool}), which says where: {how}")
+                         hint=(_unwritten_hint(f) if f is report.kernel else None) or _crash_hint(f.status.value, f.check, f.device.lang if f.device else ""))
 
 
 def _unwritten_hint(r: EvalResult) -> str | None:

@@ -10,7 +10,6 @@ from rich.markup import escape
 from rich.text import Text
 
 from kerntune.cli import checks
-from kerntune.cli.cmd_bench import crash_hint
 from kerntune.cli.output import Progress, err, fmt_interval, fmt_x, grid, out, print_json, print_table, set_json
 from kerntune.results import settled_summary
 from kerntune.speedup import THRESHOLD
@@ -132,6 +131,8 @@ def reward_cmd(
     # the command that runs a crashing candidate under the memory checker, as it was scored
     bench = shell("kerntune", "bench", candidate, "--spec", spec or base.loaded.origin,
                   *(["--device", device] if device else []), *(["--shape-set", shape_set] if shape_set else []))
+    from kerntune.engine.checker import crash_hint
+
     _show(r, json, min_speedup, crash_hint(r.status, r.check, cand.lang, bench))
 
 

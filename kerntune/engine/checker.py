@@ -403,6 +403,21 @@ def _headline(block: str) -> str:
     return head + (f" ({extra})" if extra else "")
 
 
+def crash_hint(status: str, check, lang: str, command: str = "") -> str | None:
+    """For a kernel that took its worker process down (the runtime's last words say little; Intel's CPU
+    runtime dies of SIGSEGV on an out-of-bounds access): what the memory checker found (``check``, a
+    CheckReport or None), or how to run it: ``command``, or (`bench`'s own) --memcheck."""
+    if status != Status.CRASH.value:
+        return None
+    if check is not None and check.message != CHECKER_OFF:    # the checker ran: its report says what it
+        return (f"the memory checker ({check.tool}) found where: see its `check` line above"   # found, or
+                if check.failed else None)                                                   # why it did not
+    tool = "compute-sanitizer" if lang == "cuda" else "Oclgrind"
+    how = f"`{command}`" if command else "rerun with --memcheck"
+    return (f"a kernel that crashes its process usually reads or writes out of bounds: run it under the memory "
+            f"checker ({tool}), which says where: {how}")
+
+
 # --- the checker ----------------------------------------------------------------------------------
 # what each name a source may test is as a macro, per device ("checker": Oclgrind) and build options
 _MACROS: dict[tuple[str, tuple[str, ...]], dict] = {}

@@ -39,7 +39,7 @@ class Crashed(Record):
                      *(["--shape-set", self.shape_set] if self.shape_set else []))
 
     def hint(self, run_dir: str | Path) -> str:
-        from kerntune.cli.cmd_bench import crash_hint
+        from kerntune.engine.checker import crash_hint
 
         n = self.total
         kept = f", the first {len(self.files)} of them" if n > len(self.files) else ""
